@@ -1,0 +1,15 @@
+//! The embedded allocator: pure functions from a [`Snapshot`](crate::model::Snapshot) to the
+//! operator's view of every pool. No IO.
+
+pub mod analyze;
+pub mod blocks;
+pub mod count;
+pub mod interval;
+pub mod problem;
+pub mod report;
+
+pub use analyze::analyze;
+pub use count::Count;
+pub use interval::IntervalSet;
+pub use problem::{Problem, ProblemKind, Severity};
+pub use report::*;

@@ -1,0 +1,73 @@
+//! The problem catalog (product §7, kinds are stable identifiers of the JSON contract).
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProblemKind {
+    OrphanBlock,
+    BlockMultipleOwners,
+    OverlappingPools,
+    InvalidReservedRange,
+    ReservationOverAllocated,
+    ReservationWithholdsMore,
+    Ipv6TooManyBlocks,
+    PodIpForeignBlock,
+    PodIpUnallocated,
+    UnknownPoolRequested,
+    PoolNearlyExhausted,
+    StaleOperatorError,
+    StorageMigrationPending,
+    InvalidPool,
+    /// A CiliumNode lists a block that is not a CIDR.
+    InvalidNodeBlock,
+    /// A CIDR fully reserved and empty: the decommissioning can be finished.
+    CidrDrained,
+}
+
+impl ProblemKind {
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    pub severity: Severity,
+    pub kind: ProblemKind,
+    /// `Kind/name` of the object at fault, e.g. `CiliumPodIPPool/blue`.
+    pub object: String,
+    pub message: String,
+    /// What to do about it.
+    pub action: String,
+    /// The pool concerned, when there is one (lets `inspect` show a pool's problems).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+}
+
+pub fn pool_object(name: &str) -> String {
+    format!("CiliumPodIPPool/{name}")
+}
+
+pub fn node_object(name: &str) -> String {
+    format!("CiliumNode/{name}")
+}

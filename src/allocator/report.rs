@@ -1,0 +1,195 @@
+//! The allocator's output: figures per pool, family, CIDR, block and node (domain §6), plus
+//! problems. Field names of the serialized parts are the JSON contract (product §11).
+
+use super::count::Count;
+use super::interval::IntervalSet;
+use super::problem::Problem;
+use crate::model::{Addr, Dialect, Family, Prefix};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub pools: Vec<PoolReport>,
+    pub nodes: Vec<NodeReport>,
+    pub problems: Vec<Problem>,
+    /// Where "used" came from.
+    #[serde(skip)]
+    pub used_sources: UsedSources,
+}
+
+impl Report {
+    pub fn pool(&self, name: &str) -> Option<&PoolReport> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+}
+
+/// Counts behind the "used" figures, for the footer.
+#[derive(Clone, Debug, Default)]
+pub struct UsedSources {
+    /// `false` when neither pods nor endpoints could be read: used figures are unknown.
+    pub known: bool,
+    pub pods: usize,
+    pub endpoints: usize,
+    pub infrastructure_ips: usize,
+    /// Distinct in-use addresses inside no listed block (host network, other IPAM, stale).
+    pub unmanaged_ips: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolReport {
+    pub name: String,
+    pub api_version: String,
+    pub dialect: Dialect,
+    pub families: Vec<FamilyReport>,
+    #[serde(skip)]
+    pub allow_first_ip: bool,
+    #[serde(skip)]
+    pub allow_last_ip: bool,
+}
+
+impl PoolReport {
+    pub fn family(&self, family: Family) -> Option<&FamilyReport> {
+        self.families.iter().find(|f| f.family == family)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FamilyReport {
+    pub family: Family,
+    pub mask_size: Option<u8>,
+    pub total_addresses: Count,
+    pub capacity_blocks: Count,
+    pub allocated_blocks: Count,
+    pub withheld_blocks: Count,
+    pub free_blocks: Count,
+    pub orphan_blocks: Count,
+    pub reserved_addresses: Count,
+    pub allocated_addresses: Count,
+    /// `None` (JSON null) when the sources of "used" could not be read.
+    pub used_addresses: Option<Count>,
+    pub idle_addresses: Option<Count>,
+    pub free_addresses: Count,
+    pub cidrs: Vec<CidrReport>,
+    #[serde(skip)]
+    pub usable_per_block: Count,
+    /// Nodes holding at least one allocated block of this pool and family.
+    #[serde(skip)]
+    pub nodes_holding: usize,
+    #[serde(skip)]
+    pub median_blocks_per_node: Option<f64>,
+    /// How many more nodes fit at the median blocks per node.
+    #[serde(skip)]
+    pub runway_nodes: Option<Count>,
+    /// The lowest free block: what the operator hands out next after a restart (a prediction).
+    #[serde(skip)]
+    pub next_block: Option<Prefix>,
+    #[serde(skip)]
+    pub orphans: Vec<HeldBlock>,
+}
+
+impl FamilyReport {
+    /// Allocated blocks / allocatable blocks (allocated + free), as a fraction.
+    pub fn utilization(&self) -> Option<f64> {
+        let allocatable = self.allocated_blocks + self.free_blocks;
+        (!allocatable.is_zero()).then(|| self.allocated_blocks.to_f64() / allocatable.to_f64())
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RangeText {
+    pub start: String,
+    pub end: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CidrReport {
+    /// The CIDR as spelled in the pool.
+    pub cidr: String,
+    pub capacity_blocks: Count,
+    pub allocated_blocks: Count,
+    pub withheld_blocks: Count,
+    pub free_blocks: Count,
+    /// Valid reserved ranges (invalid ones are problems).
+    pub reserved_ranges: Vec<RangeText>,
+    #[serde(skip)]
+    pub prefix: Prefix,
+    #[serde(skip)]
+    pub allocated: Vec<HeldBlock>,
+    /// Block indices withheld (reserved and not allocated).
+    #[serde(skip)]
+    pub withheld: IntervalSet,
+    /// Block indices free.
+    #[serde(skip)]
+    pub free: IntervalSet,
+    #[serde(skip)]
+    pub reservations: Vec<Reservation>,
+    /// Every block of the CIDR is reserved: it is being decommissioned.
+    #[serde(skip)]
+    pub draining: bool,
+}
+
+/// A block listed by one or more nodes, with its use.
+#[derive(Clone, Debug)]
+pub struct HeldBlock {
+    pub prefix: Prefix,
+    pub nodes: Vec<String>,
+    pub used: Count,
+    pub usable: Count,
+}
+
+/// A valid reserved range and what it costs.
+#[derive(Clone, Debug)]
+pub struct Reservation {
+    pub start: Addr,
+    pub end: Addr,
+    pub reserved_addresses: Count,
+    /// Blocks the range touches (inclusive indices).
+    pub first_block: u128,
+    pub last_block: u128,
+    /// Touched blocks that are allocated (grandfathered, not evicted).
+    pub allocated_overlapping: Vec<HeldBlock>,
+}
+
+impl Reservation {
+    pub fn touched_blocks(&self) -> Count {
+        Count::span(self.first_block, self.last_block)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    pub name: String,
+    pub pools: Vec<NodePoolReport>,
+    #[serde(skip)]
+    pub ignored: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolReport {
+    pub pool: String,
+    pub blocks: Vec<String>,
+    pub used_addresses: Option<Count>,
+    pub needed_addresses: Needed,
+    #[serde(skip)]
+    pub usable_addresses: Count,
+    #[serde(skip)]
+    pub pool_exists: bool,
+}
+
+impl NodePoolReport {
+    pub fn needed_total(&self) -> u128 {
+        self.needed_addresses.ipv4 as u128 + self.needed_addresses.ipv6 as u128
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Needed {
+    pub ipv4: u64,
+    pub ipv6: u64,
+}

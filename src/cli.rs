@@ -1,0 +1,151 @@
+//! Command-line definitions (clap). kubectl does not pass its own flags to plugins, so the
+//! kubectl connection flags are defined here, with kubectl's names and meanings.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-ciliumpool",
+    bin_name = "kubectl ciliumpool",
+    version,
+    about = "Usage, consistency checks, reserved ranges and v2 migration for Cilium multi-pool IPAM",
+    long_about = "Usage, consistency checks, reserved ranges and v2 migration for Cilium multi-pool IPAM.\n\n\
+        Reads CiliumPodIPPools, CiliumNodes, Pods and CiliumEndpoints from the cluster in your \
+        kubeconfig, or from files with -f (no cluster is contacted then), and computes every figure \
+        with the operator's block semantics.",
+    after_help = "Exit codes: 0 success, 1 a condition you asked about was found, 2 invalid input (nothing written), 3 cluster or API failure."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<String>,
+    /// The kubeconfig context to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Username to impersonate
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeatable)
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// How long to wait for a single request, e.g. 30s, 1m; 0 waits forever
+    #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
+    pub request_timeout: String,
+    /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
+    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH")]
+    pub filename: Vec<String>,
+    /// Output format
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Do not print table headers (and footers)
+    #[arg(long, global = true)]
+    pub no_headers: bool,
+    /// When to colour output
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Print diagnostics to stderr
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+    Name,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Free, reserved, allocated and used addresses and blocks per pool
+    #[command(visible_alias = "utilization")]
+    Usage(UsageArgs),
+    /// One pool in depth: versions, reservations, draining CIDRs, nodes, next block, problems
+    Inspect(InspectArgs),
+    /// Consistency report for the whole cluster (exit 1 when problems are found)
+    Check(CheckArgs),
+    /// Print a shell completion script
+    Completion(CompletionArgs),
+    /// Print the plugin version and, when reachable, the server and CRD versions
+    Version,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByKind {
+    Pool,
+    Node,
+}
+
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Pools to show (default: all)
+    pub pools: Vec<String>,
+    /// Group rows by pool (default) or by node
+    #[arg(long, value_enum, default_value_t = ByKind::Pool)]
+    pub by: ByKind,
+    /// One row per allocated, withheld or orphan block; free blocks as ranges
+    #[arg(long, conflicts_with = "by")]
+    pub show_blocks: bool,
+    /// Exit 1 when any selected pool's utilization is above PCT percent
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(f64))]
+    pub fail_above: Option<f64>,
+    /// Exit 1 when any selected pool has fewer than N free blocks
+    #[arg(long, value_name = "N")]
+    pub min_free_blocks: Option<u64>,
+    /// Re-render when pools, CiliumNodes or pods change (live cluster only)
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The pool to inspect (default: a picker on a terminal, all pools otherwise)
+    pub pool: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Only report problems of at least this severity
+    #[arg(long, value_enum, default_value_t = MinSeverity::Info)]
+    pub severity: MinSeverity,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MinSeverity {
+    Error,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

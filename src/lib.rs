@@ -1,0 +1,13 @@
+//! kubectl-ciliumpool: pool usage, consistency checks, reserved ranges and migration for
+//! Cilium multi-pool IPAM.
+//!
+//! `model` and `allocator` are pure; `source` reads snapshots (files or a cluster); `render`
+//! turns reports into text; `commands` orchestrates.
+
+pub mod allocator;
+pub mod model;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod render;
+pub mod source;

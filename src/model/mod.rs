@@ -1,0 +1,16 @@
+//! The version-neutral model: pools, nodes, pods, endpoints and the CRD, decoded from
+//! Kubernetes objects of any dialect. Pure: no IO.
+
+pub mod crd;
+pub mod ip;
+pub mod node;
+pub mod pool;
+pub mod snapshot;
+pub mod workload;
+
+pub use crd::CrdInfo;
+pub use ip::{Addr, Family, Prefix};
+pub use node::Node;
+pub use pool::{Dialect, Pool};
+pub use snapshot::{Origin, Snapshot};
+pub use workload::{Endpoint, Pod};

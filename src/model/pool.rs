@@ -1,0 +1,277 @@
+//! CiliumPodIPPool in all three dialects (domain §2), decoded into one version-neutral model.
+//!
+//! Decoding never fails: whatever cannot be understood is kept as an `issue` so that `check`
+//! can report it and the figures can ignore it. The original object is kept untouched in
+//! `raw`, because writes must preserve every field this model does not know.
+
+use super::ip::{Addr, Family, Prefix};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const MIGRATED_ANNOTATION: &str = "cilium.io/migrated-to-v2";
+
+/// How a pool object (or a cluster's v2 API) is shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Dialect {
+    #[serde(rename = "v2alpha1")]
+    V2alpha1,
+    #[serde(rename = "upstream-v2")]
+    UpstreamV2,
+    #[serde(rename = "cfp-v2")]
+    CfpV2,
+}
+
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::V2alpha1 => "v2alpha1",
+            Dialect::UpstreamV2 => "upstream-v2",
+            Dialect::CfpV2 => "cfp-v2",
+        }
+    }
+}
+
+/// A reserved range exactly as written; validated by the allocator against its CIDR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReservedRange {
+    pub start: String,
+    pub end: String,
+}
+
+impl ReservedRange {
+    /// Parses CFP's `"A-B"` form (a single address is accepted as `A-A`).
+    pub fn from_dash(text: &str) -> ReservedRange {
+        match text.split_once('-') {
+            Some((start, end)) => ReservedRange { start: start.trim().into(), end: end.trim().into() },
+            None => ReservedRange { start: text.trim().into(), end: text.trim().into() },
+        }
+    }
+
+    /// Both ends as addresses, if they parse.
+    pub fn addrs(&self) -> Option<(Addr, Addr)> {
+        Some((Addr::parse(&self.start)?, Addr::parse(&self.end)?))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PoolCidr {
+    /// The user's spelling, written back verbatim.
+    pub original: String,
+    /// The masked prefix, `None` when the string is not a CIDR.
+    pub prefix: Option<Prefix>,
+    pub reserved: Vec<ReservedRange>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PoolFamily {
+    pub family: Family,
+    /// `maskSize` when present and a non-negative integer.
+    pub mask_size: Option<u8>,
+    pub cidrs: Vec<PoolCidr>,
+    /// Upstream `pool[]` entries whose `cidr` is not string-equal to an entry of `cidrs`.
+    pub unmatched_pool_entries: Vec<(String, Vec<ReservedRange>)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Pool {
+    pub name: String,
+    pub api_version: String,
+    pub dialect: Dialect,
+    pub families: Vec<PoolFamily>,
+    pub allow_first_ip: bool,
+    pub allow_last_ip: bool,
+    pub annotations: BTreeMap<String, String>,
+    pub pod_selector: Option<Value>,
+    pub namespace_selector: Option<Value>,
+    /// Things in the object that could not be understood (become `invalid-pool` problems).
+    pub issues: Vec<String>,
+    pub raw: Value,
+}
+
+impl Pool {
+    pub fn family(&self, family: Family) -> Option<&PoolFamily> {
+        self.families.iter().find(|f| f.family == family)
+    }
+
+    pub fn is_migrated(&self) -> bool {
+        self.annotations.get(MIGRATED_ANNOTATION).map(String::as_str) == Some("true")
+    }
+
+    /// Decodes a CiliumPodIPPool of any dialect. `v2_shape` is what the cluster's CRD says v2
+    /// looks like, used for v2 objects whose `cidrs` are plain strings (either dialect's
+    /// objects can look like that: upstream always, CFP when stored before the switch).
+    pub fn decode(obj: &Value, v2_shape: Option<Dialect>) -> Pool {
+        let mut issues = Vec::new();
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            issues.push("metadata.name is missing".to_string());
+        }
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        if !spec.is_object() {
+            issues.push("spec is missing or not an object".to_string());
+        }
+        let mut families = Vec::new();
+        let mut object_cidrs = false;
+        for family in Family::ALL {
+            let Some(fam) = spec.get(family.name()).filter(|v| !v.is_null()) else { continue };
+            let (decoded, used_objects) = decode_family(family, fam, &mut issues);
+            object_cidrs |= used_objects;
+            families.push(decoded);
+        }
+        if families.is_empty() && spec.is_object() {
+            issues.push("spec has neither ipv4 nor ipv6".to_string());
+        }
+        let dialect = if api_version.ends_with("/v2alpha1") {
+            Dialect::V2alpha1
+        } else if object_cidrs || v2_shape == Some(Dialect::CfpV2) {
+            Dialect::CfpV2
+        } else {
+            Dialect::UpstreamV2
+        };
+        let annotations = obj
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+            .unwrap_or_default();
+        Pool {
+            name,
+            api_version,
+            dialect,
+            families,
+            allow_first_ip: spec.get("allowFirstIP").and_then(Value::as_bool).unwrap_or(false),
+            allow_last_ip: spec.get("allowLastIP").and_then(Value::as_bool).unwrap_or(false),
+            annotations,
+            pod_selector: spec.get("podSelector").cloned(),
+            namespace_selector: spec.get("namespaceSelector").cloned(),
+            issues,
+            raw: obj.clone(),
+        }
+    }
+}
+
+/// Decodes `spec.ipv4` / `spec.ipv6`; returns whether any `cidrs` item was object-shaped (CFP).
+fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (PoolFamily, bool) {
+    let field = family.name();
+    let mask_size = match fam.get("maskSize") {
+        None => {
+            issues.push(format!("spec.{field}.maskSize is missing"));
+            None
+        }
+        Some(v) => match v.as_u64() {
+            Some(m) if m >= 1 && m <= family.bits() as u64 => Some(m as u8),
+            _ => {
+                issues.push(format!("spec.{field}.maskSize {v} is not between 1 and {}", family.bits()));
+                None
+            }
+        },
+    };
+    let mut object_cidrs = false;
+    let mut cidrs = Vec::new();
+    match fam.get("cidrs") {
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let (original, reserved) = match item {
+                    Value::String(s) => (s.clone(), Vec::new()),
+                    Value::Object(o) => {
+                        object_cidrs = true;
+                        let cidr = o.get("cidr").and_then(Value::as_str).unwrap_or_default().to_string();
+                        let reserved = match o.get("reservedRange") {
+                            Some(Value::String(r)) if !r.trim().is_empty() => vec![ReservedRange::from_dash(r)],
+                            Some(Value::String(_)) | Some(Value::Null) | None => Vec::new(),
+                            Some(other) => {
+                                issues.push(format!("spec.{field}.cidrs[{i}].reservedRange {other} is not a string"));
+                                Vec::new()
+                            }
+                        };
+                        (cidr, reserved)
+                    }
+                    other => {
+                        issues.push(format!("spec.{field}.cidrs[{i}] {other} is neither a string nor an object"));
+                        continue;
+                    }
+                };
+                let prefix = Prefix::parse(&original).filter(|p| p.family == family);
+                if prefix.is_none() {
+                    issues.push(format!("spec.{field}.cidrs[{i}] {original:?} is not an {field} CIDR"));
+                }
+                cidrs.push(PoolCidr { original, prefix, reserved });
+            }
+        }
+        _ => issues.push(format!("spec.{field}.cidrs is missing or not a list")),
+    }
+    let mut unmatched_pool_entries = Vec::new();
+    if let Some(entries) = fam.get("pool").and_then(Value::as_array) {
+        for entry in entries {
+            let cidr = entry.get("cidr").and_then(Value::as_str).unwrap_or_default().to_string();
+            let ranges: Vec<ReservedRange> = entry
+                .get("reservedRanges")
+                .and_then(Value::as_array)
+                .map(|rs| {
+                    rs.iter()
+                        .map(|r| ReservedRange {
+                            start: r.get("start").and_then(Value::as_str).unwrap_or_default().to_string(),
+                            end: r.get("end").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            match cidrs.iter_mut().find(|c| c.original == cidr) {
+                Some(c) => c.reserved.extend(ranges),
+                None => unmatched_pool_entries.push((cidr, ranges)),
+            }
+        }
+    }
+    let decoded = PoolFamily { family, mask_size, cidrs, unmatched_pool_entries };
+    (decoded, object_cidrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decodes_the_three_dialects() {
+        let alpha = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool",
+            "metadata": {"name": "a"}, "spec": {"ipv4": {"cidrs": ["10.0.0.5/16"], "maskSize": 24}}});
+        let p = Pool::decode(&alpha, None);
+        assert_eq!((p.dialect, p.issues.len()), (Dialect::V2alpha1, 0));
+        let c = &p.families[0].cidrs[0];
+        assert_eq!((c.original.as_str(), c.prefix.unwrap().to_string()), ("10.0.0.5/16", "10.0.0.0/16".into()));
+
+        let upstream = json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "b"}, "spec": {"ipv4": {
+            "cidrs": ["10.40.0.0/16"], "maskSize": 24,
+            "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.0.1", "end": "10.40.0.2"}]},
+                     {"cidr": "10.99.0.0/16", "reservedRanges": []}]}}});
+        let p = Pool::decode(&upstream, None);
+        assert_eq!(p.dialect, Dialect::UpstreamV2);
+        assert_eq!(p.families[0].cidrs[0].reserved, vec![ReservedRange { start: "10.40.0.1".into(), end: "10.40.0.2".into() }]);
+        assert_eq!(p.families[0].unmatched_pool_entries.len(), 1);
+
+        let cfp = json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "c"}, "spec": {
+            "ipv6": {"cidrs": [{"cidr": "fd00::/104", "reservedRange": "fd00::1-fd00::9"}, "fd01::/104"], "maskSize": 120},
+            "allowFirstIP": true}});
+        let p = Pool::decode(&cfp, None);
+        assert_eq!(p.dialect, Dialect::CfpV2);
+        assert!(p.allow_first_ip);
+        assert_eq!(p.families[0].cidrs[0].reserved[0].end, "fd00::9");
+        assert_eq!(p.families[0].cidrs.len(), 2);
+
+        // A CFP cluster's pool stored before the switch still has string cidrs.
+        let legacy = json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "d"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}});
+        assert_eq!(Pool::decode(&legacy, Some(Dialect::CfpV2)).dialect, Dialect::CfpV2);
+    }
+
+    #[test]
+    fn collects_issues_instead_of_failing() {
+        let bad = json!({"apiVersion": "cilium.io/v2alpha1", "metadata": {"name": "x"},
+            "spec": {"ipv4": {"cidrs": ["nope", "fd00::/64", 7], "maskSize": 40}}});
+        let p = Pool::decode(&bad, None);
+        assert_eq!(p.issues.len(), 4, "{:?}", p.issues);
+        assert_eq!(p.families[0].mask_size, None);
+        assert_eq!(p.families[0].cidrs.len(), 2);
+        assert!(p.families[0].cidrs.iter().all(|c| c.prefix.is_none()));
+    }
+}

@@ -1,0 +1,162 @@
+//! A snapshot: everything the allocator needs, from whichever source (cluster or files).
+
+use super::crd::{CrdInfo, POOL_CRD_NAME};
+use super::node::Node;
+use super::pool::{Dialect, Pool};
+use super::workload::{Endpoint, Pod};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub pools: Vec<Pool>,
+    pub nodes: Vec<Node>,
+    /// `None` when pods could not be read (e.g. forbidden): used figures become unknown.
+    pub pods: Option<Vec<Pod>>,
+    pub endpoints: Option<Vec<Endpoint>>,
+    pub crd: Option<CrdInfo>,
+    /// What could not be read or determined, in words, for the footer and `-v`.
+    pub notes: Vec<String>,
+    /// Objects of other kinds that were skipped, per kind.
+    pub skipped: BTreeMap<String, usize>,
+    pub origin: Origin,
+}
+
+/// Where a snapshot came from (reported in JSON `source` and in footers).
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Origin {
+    /// `cluster` or `files`.
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+}
+
+impl Snapshot {
+    /// Sorts Kubernetes objects into a snapshot. `List` and `*List` objects are flattened;
+    /// kinds the plugin does not use are counted in `skipped`. When an object appears twice
+    /// (a sysdump may hold the same pool read through v2alpha1 and v2), the v2 copy wins for
+    /// pools and the last copy for everything else.
+    pub fn from_objects(objects: impl IntoIterator<Item = Value>) -> Snapshot {
+        let mut flat = Vec::new();
+        for obj in objects {
+            flatten(obj, None, &mut flat);
+        }
+        let crd_objects: Vec<&Value> = flat
+            .iter()
+            .filter(|o| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME))
+            .collect();
+        let crd = crd_objects.last().map(|o| CrdInfo::decode(o));
+        let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
+        let mut pools: Vec<Pool> = Vec::new();
+        let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+        let mut pods: BTreeMap<(String, String), Pod> = BTreeMap::new();
+        let mut endpoints: BTreeMap<(String, String), Endpoint> = BTreeMap::new();
+        let (mut saw_pods, mut saw_endpoints) = (false, false);
+        let mut skipped = BTreeMap::new();
+        for obj in &flat {
+            match kind(obj) {
+                "CiliumPodIPPool" => {
+                    let pool = Pool::decode(obj, v2_shape);
+                    match pools.iter_mut().find(|p| p.name == pool.name && !pool.name.is_empty()) {
+                        Some(existing) if existing.dialect != Dialect::V2alpha1 && pool.dialect == Dialect::V2alpha1 => {}
+                        Some(existing) => *existing = pool,
+                        None => pools.push(pool),
+                    }
+                }
+                "CiliumNode" => {
+                    let node = Node::decode(obj);
+                    nodes.insert(node.name.clone(), node);
+                }
+                "Pod" => {
+                    saw_pods = true;
+                    let pod = Pod::decode(obj);
+                    pods.insert((pod.namespace.clone(), pod.name.clone()), pod);
+                }
+                "CiliumEndpoint" => {
+                    saw_endpoints = true;
+                    let ep = Endpoint::decode(obj);
+                    endpoints.insert((ep.namespace.clone(), ep.name.clone()), ep);
+                }
+                "CustomResourceDefinition" if crd_objects.iter().any(|c| std::ptr::eq(*c, obj)) => {}
+                other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
+            }
+        }
+        let mut notes = Vec::new();
+        if !saw_pods {
+            notes.push("no Pods in the input".to_string());
+        }
+        if !saw_endpoints {
+            notes.push("no CiliumEndpoints in the input".to_string());
+        }
+        Snapshot {
+            pools,
+            nodes: nodes.into_values().collect(),
+            pods: Some(pods.into_values().collect()),
+            endpoints: Some(endpoints.into_values().collect()),
+            crd,
+            notes,
+            skipped,
+            origin: Origin { kind: "files", ..Default::default() },
+        }
+    }
+
+    pub fn pool(&self, name: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+}
+
+fn kind(obj: &Value) -> &str {
+    obj.get("kind").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Expands `kind: List` and typed lists (`CiliumNodeList`, `PodList`...), whose items may
+/// omit their own kind.
+fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Value>) {
+    let obj_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
+    match (obj_kind, obj) {
+        (Some(k), Value::Object(mut map)) if k.ends_with("List") && map.get("items").is_some_and(Value::is_array) => {
+            let item_kind = k.strip_suffix("List").filter(|s| !s.is_empty()).map(str::to_string);
+            if let Some(Value::Array(items)) = map.remove("items") {
+                for item in items {
+                    flatten(item, item_kind.as_deref(), out);
+                }
+            }
+        }
+        (None, Value::Object(mut map)) => {
+            if let Some(k) = inherited_kind {
+                map.insert("kind".into(), Value::String(k.to_string()));
+            }
+            out.push(Value::Object(map));
+        }
+        (_, other) => out.push(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flattens_lists_and_prefers_v2_pools() {
+        let objects = vec![
+            json!({"apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}},
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]}),
+            json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "a"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNodeList", "items": [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n2"}}]}),
+        ];
+        let snap = Snapshot::from_objects(objects);
+        assert_eq!(snap.pools.len(), 1);
+        assert_eq!(snap.pools[0].dialect, Dialect::UpstreamV2);
+        assert_eq!(snap.nodes.len(), 2);
+        assert_eq!(snap.skipped.get("ConfigMap"), Some(&1));
+        assert_eq!(snap.notes.len(), 2);
+    }
+}

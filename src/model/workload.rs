@@ -1,0 +1,96 @@
+//! Pods and CiliumEndpoints: the only places that say which addresses are in use (domain §5).
+
+use super::ip::Addr;
+use super::node::{list, str_at};
+use serde_json::Value;
+
+#[derive(Clone, Debug)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub node_name: Option<String>,
+    pub host_network: bool,
+    pub phase: String,
+    pub ips: Vec<Addr>,
+    /// `ipam.cilium.io/ip-pool` (extra information only, never used to attribute an IP).
+    pub requested_pool: Option<String>,
+}
+
+impl Pod {
+    pub fn decode(obj: &Value) -> Pod {
+        let meta = obj.get("metadata");
+        let status = obj.get("status");
+        let mut ips: Vec<Addr> = list(status.and_then(|s| s.get("podIPs")))
+            .filter_map(|p| p.get("ip").and_then(Value::as_str).and_then(Addr::parse))
+            .collect();
+        if ips.is_empty() {
+            ips.extend(status.and_then(|s| s.get("podIP")).and_then(Value::as_str).and_then(Addr::parse));
+        }
+        Pod {
+            namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),
+            name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
+            node_name: obj.pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string),
+            host_network: obj.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false),
+            phase: status.map(|s| str_at(s, "phase")).unwrap_or_default(),
+            ips,
+            requested_pool: obj
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get("ipam.cilium.io/ip-pool"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+
+    /// Pods whose addresses count as used: pod network, not terminated.
+    pub fn holds_pod_ips(&self) -> bool {
+        !self.host_network && self.phase != "Succeeded" && self.phase != "Failed"
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub namespace: String,
+    pub name: String,
+    pub ips: Vec<Addr>,
+}
+
+impl Endpoint {
+    pub fn decode(obj: &Value) -> Endpoint {
+        let ips = list(obj.pointer("/status/networking/addressing"))
+            .flat_map(|a| ["ipv4", "ipv6"].map(|k| a.get(k).and_then(Value::as_str).and_then(Addr::parse)))
+            .flatten()
+            .collect();
+        let meta = obj.get("metadata");
+        Endpoint {
+            namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),
+            name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
+            ips,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_ips_and_terminal_phases() {
+        let pod = Pod::decode(&json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running", "podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}, {"ip": "fd00::9"}]}}));
+        assert_eq!(pod.ips.len(), 2);
+        assert!(pod.holds_pod_ips());
+        let done = Pod::decode(&json!({"status": {"phase": "Succeeded", "podIP": "10.0.0.9"}}));
+        assert_eq!(done.ips.len(), 1, "podIP is the fallback when podIPs is absent");
+        assert!(!done.holds_pod_ips());
+        let host = Pod::decode(&json!({"spec": {"hostNetwork": true}, "status": {"phase": "Running"}}));
+        assert!(!host.holds_pod_ips());
+    }
+
+    #[test]
+    fn endpoint_addressing() {
+        let ep = Endpoint::decode(&json!({"metadata": {"name": "p", "namespace": "ns"},
+            "status": {"networking": {"addressing": [{"ipv4": "10.0.0.9", "ipv6": "fd00::9"}]}}}));
+        assert_eq!(ep.ips.len(), 2);
+    }
+}

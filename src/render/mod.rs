@@ -1,0 +1,127 @@
+//! Rendering: reports in, text out. Pure; colour is decided once in `main` and passed in.
+
+pub mod check;
+pub mod inspect;
+pub mod usage;
+
+use crate::allocator::Count;
+use comfy_table::{Table, presets::NOTHING};
+use owo_colors::OwoColorize;
+use serde::Serialize;
+
+/// Presentation settings decided once from flags and the terminal.
+#[derive(Clone, Copy, Debug)]
+pub struct Style {
+    pub color: bool,
+    pub headers: bool,
+}
+
+impl Style {
+    pub fn plain() -> Style {
+        Style { color: false, headers: true }
+    }
+
+    pub fn paint(&self, text: &str, tone: Tone) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        match tone {
+            Tone::Good => text.green().to_string(),
+            Tone::Warn => text.yellow().to_string(),
+            Tone::Bad => text.red().to_string(),
+            Tone::Dim => text.dimmed().to_string(),
+            Tone::Bold => text.bold().to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Tone {
+    Good,
+    Warn,
+    Bad,
+    Dim,
+    Bold,
+}
+
+/// A kubectl-style table: no borders, three spaces between columns, no trailing blanks.
+pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
+    let mut t = Table::new();
+    t.load_style(NOTHING);
+    if style.headers {
+        t.set_header(header.to_vec());
+    }
+    for row in rows {
+        t.add_row(row);
+    }
+    let columns = t.column_count();
+    for (i, col) in t.column_iter_mut().enumerate() {
+        col.set_padding((0, if i + 1 == columns { 0 } else { 3 }));
+    }
+    let mut out: String = t.lines().map(|l| l.trim_end().to_string() + "\n").collect();
+    if t.row_count() == 0 && !style.headers {
+        out.clear();
+    }
+    out
+}
+
+/// A count for humans: exact up to 10^12, then `2^N` for powers of two, else three digits.
+pub fn human(count: Count) -> String {
+    if let Some(small) = count.to_u64().filter(|&v| v < 1_000_000_000_000) {
+        return small.to_string();
+    }
+    let text = count.to_string();
+    for exp in 40..=256u32 {
+        if Count::pow2(exp) == count {
+            return format!("2^{exp}");
+        }
+    }
+    format!("{}.{}e{}", &text[..1], &text[1..3], text.len() - 1)
+}
+
+/// `allocated` of `cap` as a 10-cell bar and percentage, coloured by how full it is.
+pub fn bar(fraction: Option<f64>, style: &Style) -> String {
+    let Some(f) = fraction else { return "-".to_string() };
+    let filled = ((f * 10.0).round() as usize).min(10);
+    let pct = f * 100.0;
+    // Never show 100% unless completely full, nor 0% unless empty.
+    let pct_text = if f > 0.0 && pct < 1.0 { "<1%".to_string() } else if f < 1.0 && pct > 99.0 { ">99%".to_string() } else { format!("{pct:.0}%") };
+    let tone = if f >= 0.9 { Tone::Bad } else if f >= 0.7 { Tone::Warn } else { Tone::Good };
+    let cells = format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled));
+    format!("{} {}", style.paint(&cells, tone), pct_text)
+}
+
+/// JSON (pretty) or YAML for machine output.
+pub fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
+    if yaml {
+        serde_saphyr::to_string(value).expect("report serializes to YAML")
+    } else {
+        serde_json::to_string_pretty(value).expect("report serializes to JSON") + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_counts() {
+        assert_eq!(human(Count::from(65536u64)), "65536");
+        assert_eq!(human(Count::pow2(64)), "2^64");
+        assert_eq!(human(Count::pow2(64) - Count::from(2u64)), "1.84e19");
+    }
+
+    #[test]
+    fn bars() {
+        let s = Style::plain();
+        assert_eq!(bar(Some(0.18), &s), "##........ 18%");
+        assert_eq!(bar(Some(0.999), &s), "##########>99%".replace("#>", "# >"));
+        assert_eq!(bar(None, &s), "-");
+    }
+
+    #[test]
+    fn kubectl_tables() {
+        let out = table(&["A", "BB"], vec![vec!["xxxx".into(), "y".into()]], &Style::plain());
+        assert_eq!(out, "A      BB\nxxxx   y\n");
+    }
+}

@@ -1,0 +1,198 @@
+//! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
+//! definitions footer, and the versioned JSON/YAML document (product §5, §11).
+
+use super::{Style, bar, human, table};
+use crate::allocator::{Count, FamilyReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
+use crate::model::Origin;
+use serde::Serialize;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The machine-readable document (product §11). Change only with a `schemaVersion` bump.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageDocument<'a> {
+    pub schema_version: u32,
+    pub source: &'a Origin,
+    pub pools: Vec<&'a PoolReport>,
+    pub nodes: Vec<NodeReport>,
+    pub problems: Vec<&'a Problem>,
+}
+
+impl<'a> UsageDocument<'a> {
+    /// The document restricted to `pools` (nodes keep only those pools' entries).
+    pub fn new(report: &'a Report, pools: &[&'a PoolReport], origin: &'a Origin, all_selected: bool) -> Self {
+        let selected = |name: &str| all_selected || pools.iter().any(|p| p.name == name);
+        let nodes = report
+            .nodes
+            .iter()
+            .map(|n| NodeReport { pools: n.pools.iter().filter(|p| selected(&p.pool)).cloned().collect(), ..n.clone() })
+            .filter(|n| all_selected || !n.pools.is_empty())
+            .collect();
+        UsageDocument {
+            schema_version: SCHEMA_VERSION,
+            source: origin,
+            pools: pools.to_vec(),
+            nodes,
+            problems: report.problems.iter().filter(|p| all_selected || p.pool.as_deref().is_some_and(selected)).collect(),
+        }
+    }
+}
+
+fn opt(count: Option<Count>) -> String {
+    count.map_or_else(|| "?".to_string(), human)
+}
+
+fn cidrs_cell(fam: &FamilyReport) -> String {
+    fam.cidrs.iter().map(|c| c.cidr.as_str()).collect::<Vec<_>>().join(",")
+}
+
+/// One row per pool and family.
+pub fn pools_table(pools: &[&PoolReport], wide: bool, style: &Style) -> String {
+    let mut header = vec!["POOL", "FAMILY", "CIDRS", "MASK", "BLOCKS(alloc/cap)", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+    if wide {
+        header.extend(["FREE-BLOCKS", "WITHHELD-BLOCKS", "IDLE", "ORPHANS", "NODES", "RUNWAY"]);
+    }
+    let mut rows = Vec::new();
+    for pool in pools {
+        for fam in &pool.families {
+            let mut row = vec![
+                pool.name.clone(),
+                fam.family.to_string(),
+                cidrs_cell(fam),
+                fam.mask_size.map_or("?".to_string(), |m| format!("/{m}")),
+                format!("{}/{}", human(fam.allocated_blocks), human(fam.capacity_blocks)),
+                human(fam.total_addresses),
+                human(fam.reserved_addresses),
+                human(fam.allocated_addresses),
+                opt(fam.used_addresses),
+                human(fam.free_addresses),
+                bar(fam.utilization(), style),
+            ];
+            if wide {
+                row.extend([
+                    human(fam.free_blocks),
+                    human(fam.withheld_blocks),
+                    opt(fam.idle_addresses),
+                    human(fam.orphan_blocks),
+                    fam.nodes_holding.to_string(),
+                    fam.runway_nodes.map_or("-".to_string(), human),
+                ]);
+            }
+            rows.push(row);
+        }
+    }
+    table(&header, rows, style)
+}
+
+/// One row per node and pool.
+pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
+    let mut rows = Vec::new();
+    for node in &report.nodes {
+        for p in node.pools.iter().filter(|p| selected(&p.pool)) {
+            let idle = p.used_addresses.map(|u| p.usable_addresses.saturating_sub(u));
+            let mut pool = p.pool.clone();
+            if !p.pool_exists {
+                pool.push_str(" (missing)");
+            }
+            rows.push(vec![
+                node.name.clone() + if node.ignored { " (ignored)" } else { "" },
+                pool,
+                p.blocks.len().to_string(),
+                human(p.usable_addresses),
+                opt(p.used_addresses),
+                (p.needed_total()).to_string(),
+                opt(idle),
+            ]);
+        }
+    }
+    table(&["NODE", "POOL", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE"], rows, style)
+}
+
+/// One row per allocated, withheld or orphan block; runs of withheld and free blocks as ranges.
+pub fn blocks_table(pools: &[&PoolReport], style: &Style) -> String {
+    let mut rows = Vec::new();
+    for pool in pools {
+        for fam in &pool.families {
+            let Some(mask) = fam.mask_size else { continue };
+            for cidr in &fam.cidrs {
+                // (first block index, row) so the rows come out in address order.
+                let mut cidr_rows: Vec<(u128, Vec<String>)> = Vec::new();
+                for held in &cidr.allocated {
+                    let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first());
+                    cidr_rows.push((index, vec![
+                        held.prefix.to_string(),
+                        pool.name.clone(),
+                        "allocated".into(),
+                        held.nodes.join(","),
+                        format!("{}/{}", human(held.used), human(held.usable)),
+                    ]));
+                }
+                for (state, set) in [("withheld", &cidr.withheld), ("free", &cidr.free)] {
+                    for &(first, last) in set.ranges() {
+                        let start = blocks::block_at(&cidr.prefix, mask, first);
+                        let text = if first == last {
+                            start.to_string()
+                        } else {
+                            format!("{start} .. {} ({} blocks)", blocks::block_at(&cidr.prefix, mask, last), human(Count::span(first, last)))
+                        };
+                        cidr_rows.push((first, vec![text, pool.name.clone(), state.into(), "-".into(), "-".into()]));
+                    }
+                }
+                cidr_rows.sort_by_key(|(i, _)| *i);
+                rows.extend(cidr_rows.into_iter().map(|(_, r)| r));
+            }
+            for orphan in &fam.orphans {
+                rows.push(vec![
+                    orphan.prefix.to_string(),
+                    pool.name.clone(),
+                    "orphan".into(),
+                    orphan.nodes.join(","),
+                    format!("{}/{}", human(orphan.used), human(orphan.usable)),
+                ]);
+            }
+        }
+    }
+    table(&["BLOCK", "POOL", "STATE", "NODE", "USED/USABLE"], rows, style)
+}
+
+/// The definitions and data sources, one line each (table output only).
+pub fn footer(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize, style: &Style) -> String {
+    let definitions = [
+        "TOTAL      addresses in the pool's CIDRs",
+        "RESERVED   addresses inside valid reserved ranges (a reservation withholds every block it touches)",
+        "ALLOCATED  usable addresses of the blocks CiliumNodes hold inside the pool's CIDRs",
+        "USED       distinct IPs of running pod-network pods, CiliumEndpoints and node infrastructure inside allocated blocks",
+        "FREE       usable addresses of blocks neither allocated nor withheld",
+        "UTIL       allocated blocks / (allocated + free blocks); withheld blocks are not allocatable",
+    ];
+    let mut out = String::from("\n");
+    for line in definitions {
+        out.push_str(&style.paint(line, super::Tone::Dim));
+        out.push('\n');
+    }
+    out.push_str(&style.paint(&sources_line(sources, origin, notes, pool_count, node_count), super::Tone::Dim));
+    out.push('\n');
+    out
+}
+
+pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize) -> String {
+    let from = match origin.kind {
+        "cluster" => format!("cluster {}", origin.server.as_deref().unwrap_or("?")),
+        _ => format!("files {}", origin.files.join(", ")),
+    };
+    let used = if sources.known {
+        format!(
+            "used from {} pods, {} CiliumEndpoints, {} node infrastructure IPs ({} in-use IPs in no block)",
+            sources.pods, sources.endpoints, sources.infrastructure_ips, sources.unmanaged_ips
+        )
+    } else {
+        "used: unknown".to_string()
+    };
+    let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; {used}");
+    for note in notes {
+        line.push_str("; ");
+        line.push_str(note);
+    }
+    line
+}

@@ -1,0 +1,36 @@
+//! Where snapshots come from: files (`-f`) or a live cluster. The only reading IO.
+
+pub mod files;
+
+use crate::cli::GlobalArgs;
+use crate::model::{Origin, Snapshot};
+use anyhow::Result;
+
+/// Reads the snapshot the flags ask for.
+pub async fn snapshot(global: &GlobalArgs) -> Result<Snapshot> {
+    if global.filename.is_empty() {
+        return Err(crate::error::cluster(
+            "live cluster access is not available in this build; pass -f FILE|DIR (e.g. kubectl get ciliumpodippools,ciliumnodes,pods -A -o yaml)",
+        ));
+    }
+    from_files(global)
+}
+
+pub fn from_files(global: &GlobalArgs) -> Result<Snapshot> {
+    let loaded = files::load(&global.filename)?;
+    let names = loaded.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    let mut snapshot = Snapshot::from_objects(loaded.into_iter().flat_map(|f| f.documents));
+    if let Some(ns) = &global.namespace
+        && let Some(pods) = snapshot.pods.as_mut()
+    {
+        pods.retain(|p| &p.namespace == ns);
+    }
+    snapshot.origin = Origin { kind: "files", files: global.filename.clone(), ..Default::default() };
+    if global.verbose {
+        eprintln!("read {} file(s): {}", names.len(), names.join(", "));
+        for (kind, n) in &snapshot.skipped {
+            eprintln!("skipped {n} object(s) of kind {kind}");
+        }
+    }
+    Ok(snapshot)
+}
