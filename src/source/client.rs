@@ -1,0 +1,95 @@
+//! A Kubernetes client from kubectl's connection flags (engineering.md §2): `--kubeconfig`,
+//! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
+//! `KUBECONFIG` as a path list merged the way kubectl merges it.
+
+use crate::cli::GlobalArgs;
+use crate::error::{cluster, input};
+use anyhow::Result;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+use std::time::Duration;
+
+/// The connected client and what the user should see about where it points.
+pub struct Connection {
+    pub client: kube::Client,
+    pub server: String,
+    pub context: Option<String>,
+    /// The user as kubectl would name it (impersonated user, else the kubeconfig user).
+    pub user: String,
+}
+
+/// `--request-timeout`: `0` means no timeout; a bare number is seconds; else `30s`, `1m`, `1h2m`.
+pub fn parse_timeout(text: &str) -> Result<Option<Duration>> {
+    let text = text.trim();
+    let duration = match text.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| input(format!("--request-timeout {text:?} is not a duration ({e}); use e.g. 30s, 1m or 0")))?,
+    };
+    Ok((!duration.is_zero()).then_some(duration))
+}
+
+pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
+    let timeout = parse_timeout(&global.request_timeout)?;
+    let options = KubeConfigOptions { context: global.context.clone(), cluster: global.cluster.clone(), user: global.user.clone() };
+    let (mut config, context, kube_user) = match &global.kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path).map_err(|e| input(format!("cannot read kubeconfig {path}: {e}")))?;
+            let (context, user) = kubeconfig_names(&file, &options);
+            let config = Config::from_custom_kubeconfig(file, &options).await.map_err(|e| input(format!("kubeconfig {path}: {e}")))?;
+            (config, context, user)
+        }
+        None => {
+            let explicit = global.context.is_some() || global.cluster.is_some() || global.user.is_some();
+            let file = Kubeconfig::read().ok();
+            let (context, user) = file.as_ref().map(|f| kubeconfig_names(f, &options)).unwrap_or_default();
+            let config = if explicit {
+                Config::from_kubeconfig(&options).await.map_err(|e| input(format!("kubeconfig: {e}")))?
+            } else {
+                // Keeps in-cluster configuration working when there is no kubeconfig.
+                Config::infer().await.map_err(|e| {
+                    cluster(format!("no cluster configured: {e}; set KUBECONFIG or --kubeconfig, or pass -f FILE to work offline"))
+                })?
+            };
+            (config, context, user)
+        }
+    };
+    if let Some(user) = &global.as_user {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !global.as_group.is_empty() {
+        config.auth_info.impersonate_groups = Some(global.as_group.clone());
+    }
+    if timeout.is_some() {
+        config.read_timeout = timeout;
+        config.connect_timeout = timeout;
+        config.write_timeout = timeout;
+    }
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).map_err(|e| cluster(format!("cannot build a client for {server}: {e}")))?;
+    let user = global.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
+    Ok(Connection { client, server, context, user })
+}
+
+/// The context and user names the options select in a kubeconfig (for messages only).
+fn kubeconfig_names(file: &Kubeconfig, options: &KubeConfigOptions) -> (Option<String>, Option<String>) {
+    let context = options.context.clone().or_else(|| file.current_context.clone());
+    let user = options.user.clone().or_else(|| {
+        let name = context.as_ref()?;
+        file.contexts.iter().find(|c| &c.name == name)?.context.as_ref()?.user.clone()
+    });
+    (context, user)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("0").unwrap(), None);
+        assert_eq!(parse_timeout("30").unwrap(), Some(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("3s").unwrap(), Some(Duration::from_secs(3)));
+        assert_eq!(parse_timeout("1m30s").unwrap(), Some(Duration::from_secs(90)));
+        assert!(parse_timeout("soon").is_err());
+    }
+}
