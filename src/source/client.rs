@@ -93,3 +93,11 @@ mod tests {
         assert!(parse_timeout("soon").is_err());
     }
 }
+
+/// CiliumPodIPPool through one API version (`v2` or `v2alpha1`), as untyped objects so that no
+/// field the plugin does not model is ever dropped on a write.
+pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools");
+    kube::Api::all_with(client.clone(), &resource)
+}

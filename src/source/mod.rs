@@ -1,5 +1,6 @@
 //! Where snapshots come from: files (`-f`) or a live cluster. The only reading IO.
 
+pub mod atomic;
 pub mod client;
 pub mod files;
 
