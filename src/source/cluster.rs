@@ -243,9 +243,14 @@ impl Layout {
         snapshot
     }
 
-    /// The optional sources that could be read (what `--watch` watches besides pools and nodes).
-    pub fn readable_workloads(&self) -> impl Iterator<Item = &ApiResource> {
-        [&self.pods, &self.endpoints].into_iter().filter_map(|r| r.as_ref().ok())
+    /// Pods, when they could be read (`--watch` watches only what it can read).
+    pub fn readable_pods(&self) -> Option<&ApiResource> {
+        self.pods.as_ref().ok()
+    }
+
+    /// CiliumEndpoints, when they could be read.
+    pub fn readable_endpoints(&self) -> Option<&ApiResource> {
+        self.endpoints.as_ref().ok()
     }
 
     fn notes(&self) -> Vec<String> {

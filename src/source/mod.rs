@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod client;
 pub mod cluster;
 pub mod files;
+pub mod watch;
 
 use crate::cli::GlobalArgs;
 use crate::model::{Origin, Snapshot};
