@@ -56,6 +56,15 @@ enum PoolSchema {
     Discovered(CrdInfo),
 }
 
+impl PoolSchema {
+    fn info(&self) -> CrdInfo {
+        match self {
+            PoolSchema::Crd(object) => CrdInfo::decode(object),
+            PoolSchema::Discovered(info) => info.clone(),
+        }
+    }
+}
+
 /// Why an optional list (pods, endpoints) is missing from a snapshot.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Unreadable {
@@ -160,16 +169,18 @@ impl Cluster {
     /// The pool schema, the version pools are read through, the pools, and what is unknown.
     async fn read_pools(&self) -> Result<(PoolSchema, ApiResource, Vec<Value>, Option<String>)> {
         let (schema, note) = self.pool_schema().await?;
-        let info = match &schema {
-            PoolSchema::Crd(object) => CrdInfo::decode(object),
-            PoolSchema::Discovered(info) => info.clone(),
-        };
-        let Some(version) = POOL_VERSIONS.into_iter().find(|v| info.serves(v)) else {
+        let Some(version) = POOL_VERSIONS.into_iter().find(|v| schema.info().serves(v)) else {
             return Err(self.not_installed());
         };
         let resource = pools_resource(version);
         let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
         Ok((schema, resource, pools, note))
+    }
+
+    /// What the pool CRD says (or discovery, when the CRD is forbidden) and what stays unknown.
+    pub async fn pool_crd(&self) -> Result<(CrdInfo, Option<String>)> {
+        let (schema, note) = self.pool_schema().await?;
+        Ok((schema.info(), note))
     }
 
     /// The CRD when readable; else served versions from discovery (open to every user).
