@@ -142,14 +142,17 @@ fn user_without_pod_access_gets_blocks_and_unknown_used() {
         cilium_node("node-b", &[("blue", &["10.40.2.0/24"])], 16),
         pod("team-blue", "api-1", "node-a", &["10.40.0.10"]),
         pod("team-blue", "api-2", "node-b", &["10.40.2.10"]),
+        pod("team-blue", "api-3", "node-b", &["10.40.2.11"]),
         cilium_endpoint("team-blue", "api-1", "10.0.0.1", &["10.40.0.10"]),
     ]);
+    // A completed pod keeps its IP in status but no longer uses it.
+    cluster.set_pod_status("team-blue", "api-3", &["10.40.2.11"], "Succeeded");
     cluster.grant_read("alice", &[("cilium.io", "ciliumpodippools"), ("cilium.io", "ciliumnodes")]);
 
     let admin = run_json(cluster.plugin().args(["usage", "-o", "json"]));
     let alice = run_json(cluster.plugin().args(["usage", "-o", "json", "--as", "alice"]));
     let (admin_v4, alice_v4) = (family(&admin, "blue", "ipv4"), family(&alice, "blue", "ipv4"));
-    assert_eq!(admin_v4["usedAddresses"], 2);
+    assert_eq!(admin_v4["usedAddresses"], 2, "api-1 (pod and endpoint) and api-2");
     assert_eq!(alice_v4["usedAddresses"], Value::Null, "used is unknown, not zero");
     assert_eq!(alice_v4["idleAddresses"], Value::Null);
     for figure in ["capacityBlocks", "allocatedBlocks", "withheldBlocks", "freeBlocks", "allocatedAddresses", "freeAddresses"] {
