@@ -39,6 +39,17 @@ fn family<'a>(doc: &'a Value, pool: &str, family: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {pool}/{family} in {doc:#}"))
 }
 
+/// A kubeconfig for `server` with a bearer token nobody issued (TLS not verified).
+fn token_kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: '{server}', insecure-skip-tls-verify: true}}\n\
+         users:\n- name: someone\n  user: {{token: not-issued}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: someone}}\ncurrent-context: c\n"
+    );
+    std::fs::write(&path, config).expect("write kubeconfig");
+    path
+}
+
 /// A v2alpha1 pool with one IPv4 CIDR.
 fn v2alpha1_pool(name: &str, cidr: &str, mask: u8) -> Value {
     json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": name},
@@ -97,6 +108,7 @@ fn live_usage_equals_offline_usage_of_a_kubectl_dump() {
     let usage = live("usage", 0);
     assert_eq!(usage, offline("usage", 0), "live and offline usage differ");
     assert_eq!(live("check", 1), offline("check", 1), "live and offline check differ");
+    assert_eq!(live("inspect", 0), offline("inspect", 0), "live and offline inspect differ");
     // Not vacuous: every pool read, through v2, with used addresses from the seeded pods.
     let names: Vec<&str> = usage["pools"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["batch", "blue", "default"], "the apiserver lists by name");
@@ -176,12 +188,7 @@ fn unreachable_server_exits_3_within_the_request_timeout() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let server = format!("https://127.0.0.1:{}", silent.local_addr().unwrap().port());
     let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: silent\n  cluster: {{server: '{server}', insecure-skip-tls-verify: true}}\n\
-         users:\n- name: someone\n  user: {{token: not-checked}}\ncontexts:\n- name: silent\n  context: {{cluster: silent, user: someone}}\ncurrent-context: silent\n"
-    );
-    std::fs::write(&kubeconfig, config).expect("write kubeconfig");
+    let kubeconfig = token_kubeconfig(dir.path(), &server);
     let started = Instant::now();
     let output = assert_cmd::Command::new(PLUGIN)
         .env_remove("KUBECONFIG")
@@ -211,6 +218,22 @@ fn forbidden_pools_exit_3_naming_verb_resource_and_user() {
     for expected in ["403", "mallory", "list", "ciliumpodippools.cilium.io", &cluster.server] {
         assert!(first_line.contains(expected), "first line should name {expected:?}: {stderr}");
     }
+    // Pools alone are not enough: CiliumNodes hold the blocks, so they are required too.
+    cluster.grant_read("carol", &[("cilium.io", "ciliumpodippools")]);
+    let output = cluster.plugin().args(["usage", "--as", "carol"]).assert().code(3).get_output().clone();
+    let stderr = stderr_of(&output);
+    assert!(stderr.lines().next().unwrap_or_default().contains("user carol cannot list ciliumnodes.cilium.io"), "{stderr}");
+}
+
+/// Credentials the server does not accept: exit 3, unauthorized.
+#[test]
+fn rejected_credentials_exit_3() {
+    let cluster = TestCluster::start(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = token_kubeconfig(dir.path(), &cluster.server);
+    let output = assert_cmd::Command::new(PLUGIN).arg("usage").arg("--kubeconfig").arg(&kubeconfig).assert().code(3).get_output().clone();
+    let stderr = stderr_of(&output);
+    assert!(stderr.contains("unauthorized (401)") && stderr.contains(&cluster.server) && stderr.contains("someone"), "{stderr}");
 }
 
 /// A cluster without Cilium's CRDs: exit 3 with the question that helps.
