@@ -162,7 +162,9 @@ fn user_without_pod_access_gets_blocks_and_unknown_used() {
     cluster.grant_read("alice", &[("cilium.io", "ciliumpodippools"), ("cilium.io", "ciliumnodes")]);
 
     let admin = run_json(cluster.plugin().args(["usage", "-o", "json"]));
-    let alice = run_json(cluster.plugin().args(["usage", "-o", "json", "--as", "alice"]));
+    let alice_run = cluster.plugin().args(["usage", "-o", "json", "--as", "alice"]).assert().success().get_output().clone();
+    let alice = json_of(&alice_run);
+    assert!(stderr_of(&alice_run).contains("warning: pods: forbidden (403) — used addresses unknown"), "JSON cannot say why: stderr does");
     let (admin_v4, alice_v4) = (family(&admin, "blue", "ipv4"), family(&alice, "blue", "ipv4"));
     assert_eq!(admin_v4["usedAddresses"], 2, "api-1 (pod and endpoint) and api-2");
     assert_eq!(alice_v4["usedAddresses"], Value::Null, "used is unknown, not zero");

@@ -21,15 +21,15 @@ const NAMESPACED: [&str; 2] = ["pods", "ciliumendpoints"];
 /// Pool versions the plugin can read, preferred first (v2 is the source of truth once served).
 const POOL_VERSIONS: [&str; 2] = ["v2", "v2alpha1"];
 
-pub fn nodes_resource() -> ApiResource {
+fn nodes_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
 }
 
-pub fn pods_resource() -> ApiResource {
+fn pods_resource() -> ApiResource {
     resource("", "v1", "Pod", "pods")
 }
 
-pub fn endpoints_resource() -> ApiResource {
+fn endpoints_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
 }
 
