@@ -227,15 +227,20 @@ fn forbidden_pools_exit_3_naming_verb_resource_and_user() {
     assert!(stderr.lines().next().unwrap_or_default().contains("user carol cannot list ciliumnodes.cilium.io"), "{stderr}");
 }
 
-/// Credentials the server does not accept: exit 3, unauthorized.
+/// Credentials the server does not accept: exit 3, unauthorized. A `KUBECONFIG` path list merges
+/// as kubectl merges it (the first file's current-context wins) and `--context` picks another.
 #[test]
-fn rejected_credentials_exit_3() {
+fn rejected_credentials_exit_3_and_context_selects_a_merged_kubeconfig() {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
     let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = token_kubeconfig(dir.path(), &cluster.server);
-    let output = assert_cmd::Command::new(PLUGIN).arg("usage").arg("--kubeconfig").arg(&kubeconfig).assert().code(3).get_output().clone();
+    let rejected = token_kubeconfig(dir.path(), &cluster.server);
+    let output = assert_cmd::Command::new(PLUGIN).arg("usage").arg("--kubeconfig").arg(&rejected).assert().code(3).get_output().clone();
     let stderr = stderr_of(&output);
     assert!(stderr.contains("unauthorized (401)") && stderr.contains(&cluster.server) && stderr.contains("someone"), "{stderr}");
+
+    let merged = std::env::join_paths([&rejected, &cluster.kubeconfig]).expect("KUBECONFIG");
+    assert_cmd::Command::new(PLUGIN).env("KUBECONFIG", &merged).arg("usage").assert().code(3);
+    assert_cmd::Command::new(PLUGIN).env("KUBECONFIG", &merged).args(["usage", "--context", "testenv"]).assert().success();
 }
 
 /// A cluster without Cilium's CRDs: exit 3 with the question that helps.
