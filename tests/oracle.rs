@@ -238,6 +238,10 @@ impl Generator {
             let pool = self.pool(format!("pool-{i}"));
             world.pools.push(pool);
         }
+        if self.rng.percent(15) {
+            let pool = self.overlapping_pool(&world.pools);
+            world.pools.push(pool);
+        }
         let node_count = self.rng.between(1, 6);
         for i in 0..node_count {
             let node = self.node(format!("node-{i}"), &world.pools);
@@ -270,6 +274,29 @@ impl Generator {
             allow_last: self.rng.percent(30),
             families,
             v2alpha1_copy: dialect != Dialect::V2alpha1 && self.rng.percent(15),
+        }
+    }
+
+    /// Cilium does not detect overlap between pools (domain §3): a pool sharing another's CIDR,
+    /// maybe with other block sizes, counts only the blocks listed under its own name.
+    fn overlapping_pool(&mut self, pools: &[Pool]) -> Pool {
+        let base = self.rng.pick(pools);
+        let theirs = self.rng.pick(&base.families);
+        let cidr = self.rng.pick(&theirs.cidrs).clone();
+        let longest = match theirs.fam {
+            Fam::V4 => 28.min(cidr.len + 6),
+            Fam::V6 => 128.min(cidr.len + 8),
+        };
+        let mask = self.rng.between(cidr.len.into(), longest.into()) as u32;
+        let spelling = format!("{}/{}", addr_text(theirs.fam, cidr.net), cidr.len);
+        let family = PoolFamily { fam: theirs.fam, mask, cidrs: vec![Cidr { spelling, ranges: Vec::new(), ..cidr }], stray_entries: Vec::new() };
+        Pool {
+            name: "overlap".to_string(),
+            dialect: Dialect::Upstream,
+            allow_first: self.rng.percent(50),
+            allow_last: self.rng.percent(50),
+            families: vec![family],
+            v2alpha1_copy: false,
         }
     }
 
@@ -429,8 +456,18 @@ impl Generator {
             let mut blocks = Vec::new();
             for _ in 0..self.rng.between(1, 3) {
                 let fam = *self.rng.pick(&[Fam::V4, Fam::V6]);
-                let mask = if fam == Fam::V4 { 26 } else { 124 };
-                blocks.push((fam, self.fresh_slot(fam), mask));
+                let families: Vec<&PoolFamily> = pools.iter().flat_map(|p| &p.families).filter(|f| f.fam == fam).collect();
+                if !families.is_empty() && self.rng.percent(40) {
+                    // Inside a live pool's CIDR: still not that pool's block (§11: listed under its name).
+                    let family = *self.rng.pick(&families);
+                    let cidr = self.rng.pick(&family.cidrs);
+                    let block_size = prefix_size(fam, family.mask);
+                    let count = prefix_size(fam, cidr.len) / block_size;
+                    blocks.push((fam, cidr.net + self.rng.below_u128(count) * block_size, family.mask));
+                } else {
+                    let mask = if fam == Fam::V4 { 26 } else { 124 };
+                    blocks.push((fam, self.fresh_slot(fam), mask));
+                }
             }
             self.held.entry(ghost.clone()).or_default().extend(blocks.iter().copied());
             allocations.push((ghost, blocks.iter().map(|&(fam, net, len)| format!("{}/{len}", addr_text(fam, net))).collect()));
@@ -1115,6 +1152,14 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
     if listed.iter().any(|(_, pool, _)| pool.starts_with("ghost-")) {
         seen.insert("node: blocks under a pool that does not exist");
     }
+    let cidrs = world_cidrs(&world.pools);
+    let in_a_cidr = |&(f, net, _): &Held| cidrs.iter().any(|&(cf, cnet, clen)| cf == f && cnet <= net && net < cnet + prefix_size(cf, clen));
+    if listed.iter().any(|(_, pool, block)| pool.starts_with("ghost-") && in_a_cidr(block)) {
+        seen.insert("node: ghost block inside a live pool's CIDR");
+    }
+    if world.pools.iter().any(|p| p.name == "overlap") {
+        seen.insert("pool: overlapping another pool");
+    }
     if listed.iter().any(|(_, _, b)| b.0 == Fam::V4) && listed.iter().any(|(_, _, b)| b.0 == Fam::V6) {
         seen.insert("node: IPv4 and IPv6 blocks");
     }
@@ -1221,4 +1266,6 @@ const ALL_FEATURES: &[&str] = &[
     "pod: completed inside a block",
     "endpoint: inside a block",
     "reservation: overlapping ranges in one CIDR",
+    "node: ghost block inside a live pool's CIDR",
+    "pool: overlapping another pool",
 ];
