@@ -73,6 +73,13 @@ impl Fam {
         }
     }
 
+    fn max_addr(self) -> u128 {
+        match self {
+            Fam::V4 => u128::from(u32::MAX),
+            Fam::V6 => u128::MAX,
+        }
+    }
+
     fn other(self) -> Fam {
         match self {
             Fam::V4 => Fam::V6,
@@ -80,8 +87,12 @@ impl Fam {
         }
     }
 
-    /// Where generated CIDRs live: 256 slots of 4096 addresses each.
+    /// Where generated CIDRs live: 256 slots of 4096 addresses each; the last one is the top
+    /// of the address space, where `last + 1` overflows.
     fn slot_base(self, slot: u64) -> u128 {
+        if slot == TOP_SLOT {
+            return self.max_addr() - (SLOT_SIZE - 1);
+        }
         let base: u128 = match self {
             Fam::V4 => 0x0A00_0000,
             Fam::V6 => 0xfd00 << 112,
@@ -91,10 +102,20 @@ impl Fam {
 }
 
 const SLOT_SIZE: u128 = 1 << 12;
+const TOP_SLOT: u64 = 255;
 
 /// Addresses in a prefix of `len` bits.
 fn prefix_size(fam: Fam, len: u32) -> u128 {
     1u128 << (fam.bits() - len)
+}
+
+/// The last address of `net/len`, written so that the top of the IPv6 space does not overflow.
+fn last_of(fam: Fam, net: u128, len: u32) -> u128 {
+    net + (prefix_size(fam, len) - 1)
+}
+
+fn contains(fam: Fam, net: u128, len: u32, addr: u128) -> bool {
+    net <= addr && addr <= last_of(fam, net, len)
 }
 
 fn addr_text(fam: Fam, addr: u128) -> String {
@@ -224,6 +245,9 @@ impl Generator {
     /// A 4096-address region no CIDR or block has used yet, so pools never overlap each other
     /// nor the orphans.
     fn fresh_slot(&mut self, fam: Fam) -> u128 {
+        if self.rng.percent(5) && self.used_slots.insert((fam, TOP_SLOT)) {
+            return fam.slot_base(TOP_SLOT);
+        }
         loop {
             let slot = self.rng.below(256);
             if self.used_slots.insert((fam, slot)) {
@@ -351,7 +375,7 @@ impl Generator {
     fn range(&mut self, fam: Fam, net: u128, len: u32, mask: u32) -> Range {
         let size = prefix_size(fam, len);
         let block = prefix_size(fam, mask);
-        let last = net + size - 1;
+        let last = last_of(fam, net, len);
         let spell = |rng: &mut Rng, addr: u128| {
             if fam == Fam::V6 && rng.percent(15) { expanded_v6_text(addr) } else { addr_text(fam, addr) }
         };
@@ -399,8 +423,9 @@ impl Generator {
             _ => {
                 // Straddles an edge of the CIDR: one end inside, one just outside.
                 let inside = net + self.rng.below_u128(size);
-                if self.rng.percent(50) {
-                    (addr_text(fam, inside), addr_text(fam, last + 1 + self.rng.below_u128(block)))
+                let room_above = fam.max_addr() - last;
+                if room_above > 0 && (net == 0 || self.rng.percent(50)) {
+                    (addr_text(fam, inside), addr_text(fam, last + 1 + self.rng.below_u128(block.min(room_above))))
                 } else {
                     (addr_text(fam, net - 1 - self.rng.below_u128(block)), addr_text(fam, inside))
                 }
@@ -744,8 +769,7 @@ fn usable_per_block(block_size: u128, allow_first: bool, allow_last: bool) -> u1
 fn valid_range(range: &Range, fam: Fam, net: u128, len: u32) -> Option<(u128, u128)> {
     let (start_fam, start) = parse_addr(&range.start)?;
     let (end_fam, end) = parse_addr(&range.end)?;
-    let last = net + prefix_size(fam, len) - 1;
-    let inside = |a: u128| net <= a && a <= last;
+    let inside = |a: u128| contains(fam, net, len, a);
     (start_fam == fam && end_fam == fam && start <= end && inside(start) && inside(end)).then_some((start, end))
 }
 
@@ -785,7 +809,7 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                     (c, net, len)
                 })
                 .collect();
-            let inside_cidrs = |start: u128, end: u128| cidrs.iter().any(|&(_, net, len)| net <= start && end < net + prefix_size(fam, len));
+            let inside_cidrs = |start: u128, end: u128| cidrs.iter().any(|&(_, net, len)| contains(fam, net, len, start) && contains(fam, net, len, end));
 
             let mut allocated: BTreeSet<u128> = BTreeSet::new();
             let mut orphans: BTreeSet<(u128, u32)> = BTreeSet::new();
@@ -799,7 +823,7 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                         if block_fam != fam {
                             continue;
                         }
-                        if len == family.mask && inside_cidrs(net, net + block_size - 1) {
+                        if len == family.mask && inside_cidrs(net, last_of(fam, net, len)) {
                             allocated.insert(net);
                         } else {
                             orphans.insert((net, len));
@@ -844,16 +868,15 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                 }
                 let size = prefix_size(fam, len);
                 let (mut cap, mut alloc, mut withheld) = (0u128, 0u128, 0u128);
-                let mut block = net;
-                while block < net + size {
+                for index in 0..size / block_size {
+                    let block = net + index * block_size;
                     cap += 1;
-                    let block_last = block + block_size - 1;
+                    let block_last = last_of(fam, block, family.mask);
                     if allocated.contains(&block) {
                         alloc += 1;
                     } else if valid.iter().any(|&(start, end)| start <= block_last && block <= end) {
                         withheld += 1;
                     }
-                    block += block_size;
                 }
                 total += size;
                 capacity += cap;
@@ -872,7 +895,7 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
             let usable = usable_per_block(block_size, pool.allow_first, pool.allow_last);
             let used = in_use
                 .iter()
-                .filter(|&&(ip_fam, ip)| ip_fam == fam && allocated.iter().any(|&b| b <= ip && ip < b + block_size))
+                .filter(|&&(ip_fam, ip)| ip_fam == fam && allocated.iter().any(|&b| contains(fam, b, family.mask, ip)))
                 .count() as u128;
             let free = capacity - allocated_count - withheld_count;
             figures.family = BTreeMap::from([
@@ -1085,7 +1108,7 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
         .iter()
         .flat_map(|n| n.allocations.iter().flat_map(move |(pool, blocks)| blocks.iter().map(move |b| (n.name.as_str(), pool.as_str(), parse_cidr(b).unwrap()))))
         .collect();
-    let in_listed = |ip: &str| parse_addr(ip).is_some_and(|(fam, a)| listed.iter().any(|&(_, _, (f, net, len))| f == fam && net <= a && a < net + prefix_size(f, len)));
+    let in_listed = |ip: &str| parse_addr(ip).is_some_and(|(fam, a)| listed.iter().any(|&(_, _, (f, net, len))| f == fam && contains(f, net, len, a)));
     for pool in &world.pools {
         seen.insert(match pool.dialect {
             Dialect::V2alpha1 => "pool: v2alpha1",
@@ -1115,7 +1138,10 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
                 if cidr.spelling != format!("{}/{}", addr_text(family.fam, cidr.net), cidr.len) {
                     seen.insert("pool: non-canonical CIDR spelling");
                 }
-                let last = cidr.net + prefix_size(family.fam, cidr.len) - 1;
+                let last = last_of(family.fam, cidr.net, cidr.len);
+                if last == family.fam.max_addr() {
+                    seen.insert("pool: CIDR at the top of the address space");
+                }
                 let valid: Vec<(u128, u128)> = cidr.ranges.iter().filter_map(|r| valid_range(r, family.fam, cidr.net, cidr.len)).collect();
                 for (i, a) in valid.iter().enumerate() {
                     if valid[..i].iter().any(|b| a.0 <= b.1 && b.0 <= a.1) {
@@ -1132,7 +1158,7 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
                                 seen.insert("reservation: part of a block");
                             }
                             let over_allocated = listed.iter().any(|&(_, p, (f, net, _))| {
-                                p == pool.name && f == family.fam && net <= end && start < net + block
+                                p == pool.name && f == family.fam && net <= end && start <= last_of(f, net, family.mask)
                             });
                             if over_allocated {
                                 seen.insert("reservation: over an allocated block");
@@ -1153,7 +1179,7 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
         seen.insert("node: blocks under a pool that does not exist");
     }
     let cidrs = world_cidrs(&world.pools);
-    let in_a_cidr = |&(f, net, _): &Held| cidrs.iter().any(|&(cf, cnet, clen)| cf == f && cnet <= net && net < cnet + prefix_size(cf, clen));
+    let in_a_cidr = |&(f, net, _): &Held| cidrs.iter().any(|&(cf, cnet, clen)| cf == f && contains(cf, cnet, clen, net));
     if listed.iter().any(|(_, pool, block)| pool.starts_with("ghost-") && in_a_cidr(block)) {
         seen.insert("node: ghost block inside a live pool's CIDR");
     }
@@ -1193,7 +1219,7 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
         }
         let foreign = node.addresses.iter().filter(|(kind, _)| *kind == "CiliumInternalIP").map(|(_, ip)| ip).chain(node.health.iter().flatten()).any(|ip| {
             parse_addr(ip).is_some_and(|(fam, a)| {
-                listed.iter().any(|&(n, _, (f, net, len))| n != node.name && f == fam && net <= a && a < net + prefix_size(f, len))
+                listed.iter().any(|&(n, _, (f, net, len))| n != node.name && f == fam && contains(f, net, len, a))
             })
         });
         if foreign {
@@ -1268,4 +1294,5 @@ const ALL_FEATURES: &[&str] = &[
     "reservation: overlapping ranges in one CIDR",
     "node: ghost block inside a live pool's CIDR",
     "pool: overlapping another pool",
+    "pool: CIDR at the top of the address space",
 ];
