@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 fn config() -> Config {
-    Config { cases: 64, rng_seed: RngSeed::Fixed(0x00C1_11A0_0001), failure_persistence: None, ..Config::default() }
+    Config { cases: 128, rng_seed: RngSeed::Fixed(0x00C1_11A0_0001), failure_persistence: None, ..Config::default() }
 }
 
 // ---------------------------------------------------------------------------------------------
