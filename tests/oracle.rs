@@ -4,6 +4,15 @@
 //! every block and every address with plain loops and sets: slow, but obviously right. The
 //! binary must never enumerate, so the two share nothing but the documents. Snapshots are random
 //! but seeded; a failure names its case, keeps its files, and `ORACLE_CASE=<n>` reruns just it.
+//!
+//! Readings where the documents leave room, as product §11 settles them:
+//! * a reserved range counts only if both ends parse, are the CIDR's family, start ≤ end and
+//!   both lie inside that CIDR; upstream `pool[].cidr` must be string-equal to a `cidrs` entry;
+//! * a block belongs to the pool it is listed under, nowhere else: a deleted pool's block inside
+//!   a live pool's CIDR, or another pool's block of a shared CIDR, is not the live pool's;
+//! * used = distinct in-use IPs inside the pool's own allocated blocks, whichever node lists them;
+//! * usable(block) has no 65,536-address cap (that is the agent's bitmap, not the pool's size);
+//! * when a v2 pool and its v2alpha1 copy are both in the input, the v2 copy counts.
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{Value, json};
@@ -242,8 +251,8 @@ struct Generator {
 }
 
 impl Generator {
-    /// A 4096-address region no CIDR or block has used yet, so pools never overlap each other
-    /// nor the orphans.
+    /// A 4096-address region no CIDR or block has used yet: pools overlap only where
+    /// `overlapping_pool` makes them, and orphans lie outside every pool.
     fn fresh_slot(&mut self, fam: Fam) -> u128 {
         if self.rng.percent(5) && self.used_slots.insert((fam, TOP_SLOT)) {
             return fam.slot_base(TOP_SLOT);
