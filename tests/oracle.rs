@@ -252,7 +252,7 @@ struct Generator {
 
 impl Generator {
     /// A 4096-address region no CIDR or block has used yet: pools overlap only where
-    /// `overlapping_pool` makes them, and orphans lie outside every pool.
+    /// `overlapping_pool` makes them, and a live pool's orphans lie outside every pool.
     fn fresh_slot(&mut self, fam: Fam) -> u128 {
         if self.rng.percent(5) && self.used_slots.insert((fam, TOP_SLOT)) {
             return fam.slot_base(TOP_SLOT);
