@@ -36,6 +36,9 @@ struct RangeSpec {
 #[derive(Clone, Debug)]
 struct FamilySpec {
     family: Family,
+    /// IPv6 only: put the CIDRs at `::10.x.y.z`, the very integers of the IPv4 CIDRs, so that
+    /// any mixing of the families shows.
+    like_ipv4: bool,
     mask: u8,
     cidr_lens: Vec<u8>,
     ranges: Vec<RangeSpec>,
@@ -116,7 +119,8 @@ fn family_spec(family: Family) -> impl Strategy<Value = FamilySpec> {
     };
     masks.prop_flat_map(move |mask| {
         let lens = shortest.max(mask - 8)..=longest.min(mask);
-        (vec(lens, 1..=3), vec(range_spec(), 0..4)).prop_map(move |(cidr_lens, ranges)| FamilySpec { family, mask, cidr_lens, ranges })
+        (vec(lens, 1..=3), vec(range_spec(), 0..4), any::<bool>())
+            .prop_map(move |(cidr_lens, ranges, like_ipv4)| FamilySpec { family, like_ipv4, mask, cidr_lens, ranges })
     })
 }
 
@@ -160,10 +164,10 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 // From a scenario to Kubernetes objects. Every CIDR gets its own 4096-address slot, so pools
 // never overlap; orphan and ghost blocks live in slots no pool uses.
 
-fn slot(family: Family, n: usize) -> u128 {
+fn slot(family: Family, like_ipv4: bool, n: usize) -> u128 {
     let base: u128 = match family {
-        Family::Ipv4 => 0x0A00_0000,
-        Family::Ipv6 => 0xfd00 << 112,
+        Family::Ipv6 if !like_ipv4 => 0xfd00 << 112,
+        _ => 0x0A00_0000,
     };
     base + ((n as u128) << 12)
 }
@@ -173,7 +177,7 @@ fn size(family: Family, len: u8) -> u128 {
 }
 
 fn cidr(pool: usize, spec: &FamilySpec, c: usize) -> Prefix {
-    Prefix { family: spec.family, network: slot(spec.family, pool * 4 + c), len: spec.cidr_lens[c] }
+    Prefix { family: spec.family, network: slot(spec.family, spec.like_ipv4, pool * 4 + c), len: spec.cidr_lens[c] }
 }
 
 fn addr(family: Family, value: u128) -> String {
@@ -238,7 +242,7 @@ fn block(scenario: &Scenario, b: &BlockSpec) -> (String, Prefix) {
     let p = b.pool % scenario.pools.len();
     let fam = family_of(&scenario.pools[p], b.ipv6);
     let block_size = size(fam.family, fam.mask);
-    let at = |n: usize, index: u64| Prefix { family: fam.family, network: slot(fam.family, n) + (u128::from(index) * block_size) % 4096, len: fam.mask };
+    let at = |n: usize, index: u64| Prefix { family: fam.family, network: slot(fam.family, fam.like_ipv4, n) + (u128::from(index) * block_size) % 4096, len: fam.mask };
     match b.place {
         Place::InCidr => {
             let c = b.cidr % fam.cidr_lens.len();
@@ -269,7 +273,7 @@ fn ip(scenario: &Scenario, listed: &[Prefix], spec: &IpSpec) -> String {
     };
     match candidates.get(spec.pick % candidates.len().max(1)) {
         Some(prefix) => addr(family, prefix.first() + u128::from(spec.offset) % size(family, prefix.len)),
-        None => addr(family, slot(family, 300) + u128::from(spec.offset % 4096)),
+        None => addr(family, slot(family, false, 300) + u128::from(spec.offset % 4096)),
     }
 }
 

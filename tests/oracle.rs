@@ -97,14 +97,16 @@ impl Fam {
     }
 
     /// Where generated CIDRs live: 256 slots of 4096 addresses each; the last one is the top
-    /// of the address space, where `last + 1` overflows.
-    fn slot_base(self, slot: u64) -> u128 {
+    /// of the address space, where `last + 1` overflows. With `v6_like_v4`, IPv6 slots are the
+    /// IPv4-compatible addresses `::10.x.y.z`: the same integers as the IPv4 slots, so any
+    /// mixing of the families shows.
+    fn slot_base(self, slot: u64, v6_like_v4: bool) -> u128 {
         if slot == TOP_SLOT {
             return self.max_addr() - (SLOT_SIZE - 1);
         }
         let base: u128 = match self {
-            Fam::V4 => 0x0A00_0000,
-            Fam::V6 => 0xfd00 << 112,
+            Fam::V6 if !v6_like_v4 => 0xfd00 << 112,
+            _ => 0x0A00_0000,
         };
         base + (u128::from(slot) << 12)
     }
@@ -244,6 +246,7 @@ type Held = (Fam, u128, u32);
 
 struct Generator {
     rng: Rng,
+    v6_like_v4: bool,
     used_slots: BTreeSet<(Fam, u64)>,
     /// Every block listed by any node, per pool name.
     held: BTreeMap<String, Vec<Held>>,
@@ -255,12 +258,25 @@ impl Generator {
     /// `overlapping_pool` makes them, and a live pool's orphans lie outside every pool.
     fn fresh_slot(&mut self, fam: Fam) -> u128 {
         if self.rng.percent(5) && self.used_slots.insert((fam, TOP_SLOT)) {
-            return fam.slot_base(TOP_SLOT);
+            return fam.slot_base(TOP_SLOT, self.v6_like_v4);
+        }
+        if self.v6_like_v4 && fam == Fam::V6 && self.rng.percent(60) {
+            let shared: Vec<u64> = self
+                .used_slots
+                .iter()
+                .filter(|&&(f, slot)| f == Fam::V4 && !self.used_slots.contains(&(Fam::V6, slot)))
+                .map(|&(_, slot)| slot)
+                .collect();
+            if !shared.is_empty() {
+                let slot = *self.rng.pick(&shared);
+                self.used_slots.insert((fam, slot));
+                return fam.slot_base(slot, true);
+            }
         }
         loop {
             let slot = self.rng.below(256);
             if self.used_slots.insert((fam, slot)) {
-                return fam.slot_base(slot);
+                return fam.slot_base(slot, self.v6_like_v4);
             }
         }
     }
@@ -417,7 +433,7 @@ impl Generator {
                 (addr_text(fam, start), addr_text(fam, end))
             }
             68..84 => {
-                let other = fam.other().slot_base(self.rng.below(256));
+                let other = fam.other().slot_base(self.rng.below(256), self.v6_like_v4);
                 let wrong = addr_text(fam.other(), other + self.rng.below_u128(16));
                 match self.rng.below(3) {
                     0 => (wrong.clone(), addr_text(fam.other(), other + 20)),
@@ -1074,7 +1090,7 @@ fn compare(expected: &BTreeMap<(String, &'static str), Figures>, actual: &Value)
 
 /// Runs one seeded case; on a difference, keeps the snapshot directory and describes it.
 fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), String> {
-    let mut generator = Generator { rng: Rng(0x0C11_1DB0_0700 ^ case), used_slots: BTreeSet::new(), held: BTreeMap::new(), used_ips: Vec::new() };
+    let mut generator = Generator { rng: Rng(0x0C11_1DB0_0700 ^ case), v6_like_v4: case % 2 == 1, used_slots: BTreeSet::new(), held: BTreeMap::new(), used_ips: Vec::new() };
     let world = generator.world();
     let expected = oracle(&world);
     let mut layout_rng = Rng(case.wrapping_mul(31).wrapping_add(7));
@@ -1192,6 +1208,11 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
     if listed.iter().any(|(_, pool, block)| pool.starts_with("ghost-") && in_a_cidr(block)) {
         seen.insert("node: ghost block inside a live pool's CIDR");
     }
+    let (v4, v6): (Vec<&Held>, Vec<&Held>) = cidrs.iter().partition(|c| c.0 == Fam::V4);
+    let same_integers = |a: &Held, b: &Held| a.1 <= last_of(b.0, b.1, b.2) && b.1 <= last_of(a.0, a.1, a.2);
+    if v4.iter().any(|a| v6.iter().any(|b| same_integers(a, b))) {
+        seen.insert("pool: IPv6 CIDR over the same integers as an IPv4 CIDR");
+    }
     if world.pools.iter().any(|p| p.name == "overlap") {
         seen.insert("pool: overlapping another pool");
     }
@@ -1304,4 +1325,5 @@ const ALL_FEATURES: &[&str] = &[
     "node: ghost block inside a live pool's CIDR",
     "pool: overlapping another pool",
     "pool: CIDR at the top of the address space",
+    "pool: IPv6 CIDR over the same integers as an IPv4 CIDR",
 ];
