@@ -1100,6 +1100,14 @@ fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), Stri
 
     let mut cmd = cargo_bin_cmd!("kubectl-ciliumpool");
     cmd.args(["usage", "-o", "json"]);
+    if layout_rng.percent(15) {
+        // One file arrives on stdin instead (`-f -`), the way `kubectl get ... | ` feeds it.
+        let piped = layout_rng.pick(&files);
+        cmd.arg("-f").arg("-").write_stdin(std::fs::read(piped).unwrap());
+        std::fs::remove_file(piped).unwrap();
+        features.insert("layout: one file on stdin");
+    }
+    let files: Vec<&PathBuf> = files.iter().filter(|f| f.exists()).collect();
     if layout_rng.percent(25) {
         features.insert("layout: one -f per file");
         for file in &files {
@@ -1293,6 +1301,7 @@ const ALL_FEATURES: &[&str] = &[
     "layout: one object per file",
     "layout: nested directories",
     "layout: one -f per file",
+    "layout: one file on stdin",
     "pool: v2alpha1",
     "pool: upstream v2",
     "pool: CFP v2",
