@@ -20,11 +20,13 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
     let listed = ListedBlocks::from_nodes(&snapshot.nodes);
     let in_use = InUse::collect(snapshot);
     let mut problems = Vec::new();
-    let pools: Vec<PoolReport> = snapshot
+    let mut pools: Vec<PoolReport> = snapshot
         .pools
         .iter()
         .map(|pool| pool_report(pool, &snapshot.nodes, &in_use, &mut problems))
         .collect();
+    // By name, as the API server lists them: files in another order must not reorder the report.
+    pools.sort_by(|a, b| a.name.cmp(&b.name));
     let nodes = node_reports(snapshot, &in_use);
     detect_cluster_problems(snapshot, &pools, &nodes, &listed, &mut problems);
     problems.sort_by(|a, b| (a.severity, a.kind, &a.object, &a.message).cmp(&(b.severity, b.kind, &b.object, &b.message)));

@@ -1,0 +1,596 @@
+//! Properties of the embedded allocator (engineering §5), through the library API on random
+//! snapshots: block states partition capacity, a reservation only ever takes free blocks, input
+//! order does not matter, IPv4 and IPv6 never mix; and exact IPv6 counts far beyond what could
+//! be enumerated. Figures are read from the serialized report, i.e. the JSON contract.
+
+use ciliumpool::allocator::analyze;
+use ciliumpool::model::{Addr, Family, Prefix, Snapshot};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+fn config() -> Config {
+    Config { cases: 128, rng_seed: RngSeed::Fixed(0x00C1_11A0_0001), failure_persistence: None, ..Config::default() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios: indices and offsets that `objects` turns into a consistent set of objects.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Dialect {
+    V2alpha1,
+    Upstream,
+    Cfp,
+}
+
+/// A reserved range as offsets into one of the family's CIDRs; always a valid range.
+#[derive(Clone, Debug)]
+struct RangeSpec {
+    cidr: usize,
+    start: u64,
+    span: u64,
+}
+
+#[derive(Clone, Debug)]
+struct FamilySpec {
+    family: Family,
+    /// IPv6 only: put the CIDRs at `::10.x.y.z`, the very integers of the IPv4 CIDRs, so that
+    /// any mixing of the families shows.
+    like_ipv4: bool,
+    mask: u8,
+    cidr_lens: Vec<u8>,
+    ranges: Vec<RangeSpec>,
+}
+
+#[derive(Clone, Debug)]
+struct PoolSpec {
+    dialect: Dialect,
+    families: Vec<FamilySpec>,
+    allow_first: bool,
+    allow_last: bool,
+    v2alpha1_copy: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    InCidr,
+    /// Outside the pool's CIDRs.
+    Orphan,
+    /// Under a pool that does not exist.
+    Ghost,
+}
+
+#[derive(Clone, Debug)]
+struct BlockSpec {
+    pool: usize,
+    ipv6: bool,
+    cidr: usize,
+    index: u64,
+    place: Place,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    ListedBlock,
+    PoolCidr,
+    Outside,
+}
+
+#[derive(Clone, Debug)]
+struct IpSpec {
+    ipv6: bool,
+    target: Target,
+    pick: usize,
+    offset: u64,
+}
+
+#[derive(Clone, Debug)]
+struct NodeSpec {
+    blocks: Vec<BlockSpec>,
+    infrastructure: Vec<IpSpec>,
+}
+
+#[derive(Clone, Debug)]
+struct PodSpec {
+    ips: Vec<IpSpec>,
+    host_network: bool,
+    completed: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Scenario {
+    pools: Vec<PoolSpec>,
+    nodes: Vec<NodeSpec>,
+    pods: Vec<PodSpec>,
+    endpoints: Vec<Vec<IpSpec>>,
+}
+
+fn range_spec() -> impl Strategy<Value = RangeSpec> {
+    (0usize..3, any::<u64>(), 0u64..600).prop_map(|(cidr, start, span)| RangeSpec { cidr, start, span })
+}
+
+/// Small CIDRs (at most 4096 addresses, at most 256 blocks) so that many fit side by side.
+fn family_spec(family: Family) -> impl Strategy<Value = FamilySpec> {
+    let (masks, shortest, longest) = match family {
+        Family::Ipv4 => (22u8..=32, 20u8, 26u8),
+        Family::Ipv6 => (118u8..=128, 116u8, 126u8),
+    };
+    masks.prop_flat_map(move |mask| {
+        let lens = shortest.max(mask - 8)..=longest.min(mask);
+        (vec(lens, 1..=3), vec(range_spec(), 0..4), any::<bool>())
+            .prop_map(move |(cidr_lens, ranges, like_ipv4)| FamilySpec { family, like_ipv4, mask, cidr_lens, ranges })
+    })
+}
+
+fn pool_spec() -> impl Strategy<Value = PoolSpec> {
+    let families = prop_oneof![
+        (family_spec(Family::Ipv4), family_spec(Family::Ipv6)).prop_map(|(a, b)| vec![a, b]),
+        family_spec(Family::Ipv4).prop_map(|a| vec![a]),
+        family_spec(Family::Ipv6).prop_map(|b| vec![b]),
+    ];
+    let dialect = prop_oneof![Just(Dialect::V2alpha1), Just(Dialect::Upstream), Just(Dialect::Cfp)];
+    (dialect, families, any::<bool>(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(
+        |(dialect, families, allow_first, allow_last, copy)| PoolSpec {
+            dialect,
+            families,
+            allow_first,
+            allow_last,
+            v2alpha1_copy: copy && dialect != Dialect::V2alpha1,
+        },
+    )
+}
+
+fn block_spec() -> impl Strategy<Value = BlockSpec> {
+    let place = prop_oneof![8 => Just(Place::InCidr), 1 => Just(Place::Orphan), 1 => Just(Place::Ghost)];
+    (0usize..4, any::<bool>(), 0usize..3, 0u64..64, place).prop_map(|(pool, ipv6, cidr, index, place)| BlockSpec { pool, ipv6, cidr, index, place })
+}
+
+fn ip_spec() -> impl Strategy<Value = IpSpec> {
+    let target = prop_oneof![6 => Just(Target::ListedBlock), 2 => Just(Target::PoolCidr), 1 => Just(Target::Outside)];
+    (any::<bool>(), target, 0usize..64, any::<u64>()).prop_map(|(ipv6, target, pick, offset)| IpSpec { ipv6, target, pick, offset })
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    let node = (vec(block_spec(), 0..8), vec(ip_spec(), 0..3)).prop_map(|(blocks, infrastructure)| NodeSpec { blocks, infrastructure });
+    let pod = (vec(ip_spec(), 0..3), prop::bool::weighted(0.15), prop::bool::weighted(0.15))
+        .prop_map(|(ips, host_network, completed)| PodSpec { ips, host_network, completed });
+    (vec(pool_spec(), 1..4), vec(node, 0..5), vec(pod, 0..16), vec(vec(ip_spec(), 1..3), 0..8))
+        .prop_map(|(pools, nodes, pods, endpoints)| Scenario { pools, nodes, pods, endpoints })
+}
+
+// ---------------------------------------------------------------------------------------------
+// From a scenario to Kubernetes objects. Every CIDR gets its own 4096-address slot, so pools
+// never overlap; orphan and ghost blocks live in slots no pool uses.
+
+fn slot(family: Family, like_ipv4: bool, n: usize) -> u128 {
+    let base: u128 = match family {
+        Family::Ipv6 if !like_ipv4 => 0xfd00 << 112,
+        _ => 0x0A00_0000,
+    };
+    base + ((n as u128) << 12)
+}
+
+fn size(family: Family, len: u8) -> u128 {
+    1u128 << (family.bits() - len)
+}
+
+fn cidr(pool: usize, spec: &FamilySpec, c: usize) -> Prefix {
+    Prefix { family: spec.family, network: slot(spec.family, spec.like_ipv4, pool * 4 + c), len: spec.cidr_lens[c] }
+}
+
+fn addr(family: Family, value: u128) -> String {
+    Addr { family, value }.to_string()
+}
+
+fn pool_name(p: usize) -> String {
+    format!("pool-{p}")
+}
+
+/// The pool's family a block or range spec refers to: the one asked for when the pool has it.
+fn family_of(pool: &PoolSpec, ipv6: bool) -> &FamilySpec {
+    let wanted = if ipv6 { Family::Ipv6 } else { Family::Ipv4 };
+    pool.families.iter().find(|f| f.family == wanted).unwrap_or(&pool.families[0])
+}
+
+fn range_bounds(pool: usize, spec: &FamilySpec, range: &RangeSpec) -> (String, String) {
+    let c = range.cidr % spec.cidr_lens.len();
+    let prefix = cidr(pool, spec, c);
+    let start = prefix.first() + u128::from(range.start) % size(spec.family, prefix.len);
+    let end = (start + u128::from(range.span)).min(prefix.last());
+    (addr(spec.family, start), addr(spec.family, end))
+}
+
+fn pool_object(p: usize, pool: &PoolSpec, dialect: Dialect) -> Value {
+    let mut spec = json!({"allowFirstIP": pool.allow_first, "allowLastIP": pool.allow_last});
+    for fam in &pool.families {
+        let cidrs: Vec<String> = (0..fam.cidr_lens.len()).map(|c| cidr(p, fam, c).to_string()).collect();
+        let mut ranges: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for range in &fam.ranges {
+            ranges.entry(cidrs[range.cidr % cidrs.len()].clone()).or_default().push(range_bounds(p, fam, range));
+        }
+        let mut body = json!({"maskSize": fam.mask, "cidrs": cidrs});
+        match dialect {
+            Dialect::V2alpha1 => {}
+            Dialect::Upstream => {
+                let entries: Vec<Value> = ranges
+                    .iter()
+                    .map(|(c, list)| json!({"cidr": c, "reservedRanges": list.iter().map(|(s, e)| json!({"start": s, "end": e})).collect::<Vec<_>>()}))
+                    .collect();
+                body["pool"] = json!(entries);
+            }
+            Dialect::Cfp => {
+                // One range per CIDR in this dialect: the first one.
+                body["cidrs"] = cidrs
+                    .iter()
+                    .map(|c| match ranges.get(c).and_then(|list| list.first()) {
+                        Some((s, e)) => json!({"cidr": c, "reservedRange": format!("{s}-{e}")}),
+                        None => json!({"cidr": c}),
+                    })
+                    .collect();
+            }
+        }
+        spec[fam.family.name()] = body;
+    }
+    let api_version = if dialect == Dialect::V2alpha1 { "cilium.io/v2alpha1" } else { "cilium.io/v2" };
+    json!({"apiVersion": api_version, "kind": "CiliumPodIPPool", "metadata": {"name": pool_name(p)}, "spec": spec})
+}
+
+/// Where a block spec lands: (pool name it is listed under, block).
+fn block(scenario: &Scenario, b: &BlockSpec) -> (String, Prefix) {
+    let p = b.pool % scenario.pools.len();
+    let fam = family_of(&scenario.pools[p], b.ipv6);
+    let block_size = size(fam.family, fam.mask);
+    let at = |n: usize, index: u64| Prefix { family: fam.family, network: slot(fam.family, fam.like_ipv4, n) + (u128::from(index) * block_size) % 4096, len: fam.mask };
+    match b.place {
+        Place::InCidr => {
+            let c = b.cidr % fam.cidr_lens.len();
+            let prefix = cidr(p, fam, c);
+            let count = size(fam.family, prefix.len) / block_size;
+            let network = prefix.first() + (u128::from(b.index) % count) * block_size;
+            (pool_name(p), Prefix { family: fam.family, network, len: fam.mask })
+        }
+        Place::Orphan => (pool_name(p), at(p * 4 + 3, b.index)),
+        Place::Ghost => ("ghost".to_string(), at(100 + b.cidr, b.index)),
+    }
+}
+
+fn ip(scenario: &Scenario, listed: &[Prefix], spec: &IpSpec) -> String {
+    let family = if spec.ipv6 { Family::Ipv6 } else { Family::Ipv4 };
+    let pool_cidrs: Vec<Prefix> = scenario
+        .pools
+        .iter()
+        .enumerate()
+        .flat_map(|(p, pool)| pool.families.iter().flat_map(move |f| (0..f.cidr_lens.len()).map(move |c| cidr(p, f, c))))
+        .filter(|c| c.family == family)
+        .collect();
+    let blocks: Vec<Prefix> = listed.iter().copied().filter(|b| b.family == family).collect();
+    let candidates = match spec.target {
+        Target::ListedBlock => blocks,
+        Target::PoolCidr => pool_cidrs,
+        Target::Outside => Vec::new(),
+    };
+    match candidates.get(spec.pick % candidates.len().max(1)) {
+        Some(prefix) => addr(family, prefix.first() + u128::from(spec.offset) % size(family, prefix.len)),
+        None => addr(family, slot(family, false, 300) + u128::from(spec.offset % 4096)),
+    }
+}
+
+fn objects(scenario: &Scenario) -> Vec<Value> {
+    let mut objects = Vec::new();
+    for (p, pool) in scenario.pools.iter().enumerate() {
+        objects.push(pool_object(p, pool, pool.dialect));
+        if pool.v2alpha1_copy {
+            objects.push(pool_object(p, pool, Dialect::V2alpha1));
+        }
+    }
+    let listed: Vec<Vec<(String, Prefix)>> = scenario.nodes.iter().map(|n| n.blocks.iter().map(|b| block(scenario, b)).collect()).collect();
+    let all_listed: Vec<Prefix> = listed.iter().flatten().map(|(_, prefix)| *prefix).collect();
+    for (i, node) in scenario.nodes.iter().enumerate() {
+        let mut allocated: Vec<(String, Vec<String>)> = Vec::new();
+        for (pool, prefix) in &listed[i] {
+            match allocated.iter_mut().find(|(name, _)| name == pool) {
+                Some((_, blocks)) => blocks.push(prefix.to_string()),
+                None => allocated.push((pool.clone(), vec![prefix.to_string()])),
+            }
+        }
+        let allocated: Vec<Value> = allocated.into_iter().map(|(pool, cidrs)| json!({"pool": pool, "cidrs": cidrs})).collect();
+        let addresses: Vec<Value> = node.infrastructure.iter().map(|s| json!({"type": "CiliumInternalIP", "ip": ip(scenario, &all_listed, s)})).collect();
+        objects.push(json!({
+            "apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": format!("node-{i}")},
+            "spec": {"addresses": addresses, "ipam": {"pools": {"allocated": allocated}}},
+        }));
+    }
+    for (i, pod) in scenario.pods.iter().enumerate() {
+        let ips: Vec<Value> = pod.ips.iter().map(|s| json!({"ip": ip(scenario, &all_listed, s)})).collect();
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{i}"), "namespace": "default"},
+            "spec": {"nodeName": "node-0", "hostNetwork": pod.host_network},
+            "status": {"phase": if pod.completed { "Succeeded" } else { "Running" }, "podIPs": ips},
+        }));
+    }
+    for (i, addressing) in scenario.endpoints.iter().enumerate() {
+        let addressing: Vec<Value> = addressing
+            .iter()
+            .map(|s| json!({(if s.ipv6 { "ipv6" } else { "ipv4" }): ip(scenario, &all_listed, s)}))
+            .collect();
+        objects.push(json!({
+            "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": format!("ep-{i}"), "namespace": "default"},
+            "status": {"networking": {"addressing": addressing}},
+        }));
+    }
+    objects
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the report.
+
+fn report(objects: Vec<Value>) -> Value {
+    serde_json::to_value(analyze(&Snapshot::from_objects(objects))).expect("the report serializes")
+}
+
+/// A count of the JSON contract: an integer when it fits in u64, else a decimal string.
+fn count(value: &Value) -> u128 {
+    match value {
+        Value::Number(n) => u128::from(n.as_u64().unwrap_or_else(|| panic!("{n} is not a u64 count"))),
+        Value::String(s) => {
+            let n: u128 = s.parse().unwrap_or_else(|_| panic!("{s:?} is not a decimal count"));
+            assert!(n > u128::from(u64::MAX), "{s:?} fits in u64 and must be a JSON integer");
+            n
+        }
+        other => panic!("{other} is not a count"),
+    }
+}
+
+/// Family rows keyed by (pool, family).
+fn rows(report: &Value) -> BTreeMap<(String, String), Value> {
+    let mut rows = BTreeMap::new();
+    for pool in report["pools"].as_array().expect("pools") {
+        for family in pool["families"].as_array().expect("families") {
+            let key = (pool["name"].as_str().unwrap().to_string(), family["family"].as_str().unwrap().to_string());
+            rows.insert(key, family.clone());
+        }
+    }
+    rows
+}
+
+const BLOCK_FIELDS: [&str; 4] = ["capacityBlocks", "allocatedBlocks", "withheldBlocks", "freeBlocks"];
+
+/// The block figures of a family row and of each of its CIDRs.
+fn block_figures(row: &Value) -> Vec<(String, [u128; 4])> {
+    let figures = |v: &Value| BLOCK_FIELDS.map(|f| count(&v[f]));
+    let mut out = vec![("family".to_string(), figures(row))];
+    for c in row["cidrs"].as_array().expect("cidrs") {
+        out.push((c["cidr"].as_str().unwrap().to_string(), figures(c)));
+    }
+    out
+}
+
+/// Keeps only what belongs to `family`: pool families, listed blocks and every address.
+fn only_family(objects: &[Value], family: Family) -> Vec<Value> {
+    let other = if family == Family::Ipv4 { Family::Ipv6 } else { Family::Ipv4 };
+    let keep_ip = |v: &Value| v.as_str().and_then(Addr::parse).is_some_and(|a| a.family == family);
+    objects
+        .iter()
+        .cloned()
+        .map(|mut obj| {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove(other.name());
+            }
+            for allocation in obj.pointer_mut("/spec/ipam/pools/allocated").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(cidrs) = allocation["cidrs"].as_array_mut() {
+                    cidrs.retain(|c| c.as_str().and_then(Prefix::parse).is_some_and(|p| p.family == family));
+                }
+            }
+            if let Some(addresses) = obj.pointer_mut("/spec/addresses").and_then(Value::as_array_mut) {
+                addresses.retain(|a| keep_ip(&a["ip"]));
+            }
+            if let Some(ips) = obj.pointer_mut("/status/podIPs").and_then(Value::as_array_mut) {
+                ips.retain(|a| keep_ip(&a["ip"]));
+            }
+            for pair in obj.pointer_mut("/status/networking/addressing").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(pair) = pair.as_object_mut() {
+                    pair.remove(other.name());
+                }
+            }
+            obj
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties.
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Every block of a CIDR is exactly one of allocated, withheld or free; a family's figures
+    /// are the sums over its CIDRs; addresses follow blocks at one usable size per block.
+    #[test]
+    fn block_states_partition_capacity(scenario in scenario()) {
+        let report = report(objects(&scenario));
+        let rows = rows(&report);
+        prop_assert!(!rows.is_empty());
+        for ((pool, family), row) in &rows {
+            let figures = block_figures(row);
+            for (what, [capacity, allocated, withheld, free]) in &figures {
+                prop_assert_eq!(allocated + withheld + free, *capacity, "{} {} {}", pool, family, what);
+            }
+            for i in 0..4 {
+                let over_cidrs: u128 = figures[1..].iter().map(|(_, f)| f[i]).sum();
+                prop_assert_eq!(over_cidrs, figures[0].1[i], "{} {} {} summed over CIDRs", pool, family, BLOCK_FIELDS[i]);
+            }
+            let [_, allocated, _, free] = figures[0].1;
+            let (allocated_addresses, free_addresses) = (count(&row["allocatedAddresses"]), count(&row["freeAddresses"]));
+            prop_assert_eq!(allocated_addresses * free, free_addresses * allocated, "{} {}: one usable size per block", pool, family);
+            let used = count(&row["usedAddresses"]);
+            prop_assert_eq!(count(&row["idleAddresses"]), allocated_addresses.saturating_sub(used), "{} {} idle", pool, family);
+        }
+    }
+
+    /// A reservation can only turn free blocks into withheld ones: it never frees a block,
+    /// never evicts one, and touches no other pool or family.
+    #[test]
+    fn adding_a_reservation_never_frees_or_evicts(scenario in scenario(), which in any::<usize>(), ipv6 in any::<bool>(), added in range_spec()) {
+        let mut before = scenario;
+        let p = which % before.pools.len();
+        // Upstream v2 holds any number of ranges per CIDR, so the new one is always written.
+        before.pools[p].dialect = Dialect::Upstream;
+        let family = family_of(&before.pools[p], ipv6).family;
+        let mut after = before.clone();
+        after.pools[p].families.iter_mut().find(|f| f.family == family).unwrap().ranges.push(added);
+
+        let (rows_before, rows_after) = (rows(&report(objects(&before))), rows(&report(objects(&after))));
+        prop_assert_eq!(rows_before.keys().collect::<Vec<_>>(), rows_after.keys().collect::<Vec<_>>());
+        for (key, row_before) in &rows_before {
+            let row_after = &rows_after[key];
+            if *key != (pool_name(p), family.name().to_string()) {
+                prop_assert_eq!(row_before, row_after, "{:?} changed by another pool's reservation", key);
+                continue;
+            }
+            for ((what, [cap_b, alloc_b, withheld_b, free_b]), (_, [cap_a, alloc_a, withheld_a, free_a])) in block_figures(row_before).iter().zip(block_figures(row_after)) {
+                prop_assert_eq!(*cap_b, cap_a, "{:?} {} capacity", key, what);
+                prop_assert_eq!(*alloc_b, alloc_a, "{:?} {} allocated", key, what);
+                prop_assert!(free_a <= *free_b, "{:?} {}: free went from {} to {}", key, what, free_b, free_a);
+                prop_assert!(withheld_a >= *withheld_b, "{:?} {}: withheld went from {} to {}", key, what, withheld_b, withheld_a);
+            }
+            prop_assert!(count(&row_after["reservedAddresses"]) > 0, "{:?}: a valid range reserves at least one address", key);
+            prop_assert!(count(&row_after["reservedAddresses"]) >= count(&row_before["reservedAddresses"]));
+            prop_assert_eq!(&row_before["usedAddresses"], &row_after["usedAddresses"]);
+        }
+    }
+
+    /// The same objects in any order give the same report, problems included.
+    #[test]
+    fn input_order_does_not_matter((ordered, shuffled) in scenario().prop_flat_map(|s| {
+        let objects = objects(&s);
+        (Just(objects.clone()), Just(objects).prop_shuffle())
+    })) {
+        prop_assert_eq!(report(ordered), report(shuffled));
+    }
+
+    /// Removing everything of one family (pool families, blocks, addresses) leaves the other
+    /// family's figures exactly as they were.
+    #[test]
+    fn ipv4_and_ipv6_never_mix(scenario in scenario()) {
+        let objects = objects(&scenario);
+        let full = rows(&report(objects.clone()));
+        for family in Family::ALL {
+            let alone = rows(&report(only_family(&objects, family)));
+            let kept: BTreeMap<_, _> = full.iter().filter(|((_, f), _)| f == family.name()).collect();
+            prop_assert_eq!(kept.len(), alone.len(), "{} rows", family);
+            for (key, row) in kept {
+                prop_assert_eq!(Some(row), alone.get(key), "{:?} depends on the other family", key);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact IPv6 figures: computed here with u128 (or, past u128, by decimal arithmetic on strings).
+
+fn family_row(report: &Value, pool: &str, family: &str) -> Value {
+    rows(report).remove(&(pool.to_string(), family.to_string())).unwrap_or_else(|| panic!("no {pool}/{family} row"))
+}
+
+/// Adds one to a decimal string: 2^128 is one past u128::MAX.
+fn decimal_plus_one(digits: &str) -> String {
+    let mut out: Vec<u8> = digits.bytes().rev().collect();
+    for d in out.iter_mut() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return out.iter().rev().map(|&b| b as char).collect();
+        }
+    }
+    out.push(b'1');
+    out.iter().rev().map(|&b| b as char).collect()
+}
+
+#[test]
+fn decimal_plus_one_carries() {
+    assert_eq!(decimal_plus_one("0"), "1");
+    assert_eq!(decimal_plus_one("199"), "200");
+    assert_eq!(decimal_plus_one("999"), "1000");
+    assert_eq!(decimal_plus_one(&u64::MAX.to_string()), (u128::from(u64::MAX) + 1).to_string());
+}
+
+#[test]
+fn cfp_pool_of_65536_blocks_is_counted_exactly() {
+    let blocks = 1u128 << (120 - 104);
+    let usable = (1u128 << 8) - 2;
+    let report = report(vec![
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "big"}, "spec": {"ipv6": {
+            "maskSize": 120,
+            "cidrs": [{"cidr": "fd00:20::/104", "reservedRange": "fd00:20::10-fd00:20::20"}],
+        }}}),
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}, "spec": {"ipam": {"pools": {"allocated": [
+            {"pool": "big", "cidrs": ["fd00:20::100/120", "fd00:20::ff:ff00/120", "fd00:99::/120"]},
+        ]}}}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running", "podIPs": [{"ip": "fd00:20::ff:ff05"}, {"ip": "fd00:20::5"}]}}),
+    ]);
+    let row = family_row(&report, "big", "ipv6");
+    let figures: BTreeMap<&str, u128> = BTreeMap::from([
+        ("totalAddresses", 1 << 24),
+        ("capacityBlocks", blocks),
+        ("allocatedBlocks", 2),
+        ("withheldBlocks", 1),
+        ("freeBlocks", blocks - 3),
+        ("orphanBlocks", 1),
+        ("reservedAddresses", 0x20 - 0x10 + 1),
+        ("allocatedAddresses", 2 * usable),
+        ("usedAddresses", 1),
+        ("idleAddresses", 2 * usable - 1),
+        ("freeAddresses", (blocks - 3) * usable),
+    ]);
+    for (field, want) in figures {
+        assert_eq!(count(&row[field]), want, "{field}");
+        assert!(row[field].is_u64(), "{field} fits in u64 and must be an integer");
+    }
+}
+
+#[test]
+fn half_of_ipv6_is_counted_exactly_with_strings_beyond_u64() {
+    let report = report(vec![json!({
+        "apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "half"},
+        "spec": {"ipv6": {"cidrs": ["::/1"], "maskSize": 64}},
+    })]);
+    let row = family_row(&report, "half", "ipv6");
+    let blocks: u128 = 1 << 63;
+    let usable: u128 = (1 << 64) - 2;
+    assert_eq!(row["capacityBlocks"], json!(9_223_372_036_854_775_808u64), "2^63 blocks fit in u64");
+    assert_eq!(row["freeBlocks"], json!(9_223_372_036_854_775_808u64));
+    assert_eq!(row["totalAddresses"], json!((1u128 << 127).to_string()));
+    assert_eq!(row["totalAddresses"], json!("170141183460469231731687303715884105728"));
+    assert_eq!(row["freeAddresses"], json!((blocks * usable).to_string()));
+    assert_eq!(row["allocatedAddresses"], json!(0));
+    assert_eq!(row["withheldBlocks"], json!(0));
+}
+
+#[test]
+fn all_of_ipv6_in_single_addresses_goes_past_u128() {
+    let everything = decimal_plus_one(&u128::MAX.to_string());
+    assert_eq!(everything, "340282366920938463463374607431768211456");
+    let report = report(vec![
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "all"}, "spec": {"ipv6": {
+            "cidrs": ["::/0"], "maskSize": 128,
+            "pool": [{"cidr": "::/0", "reservedRanges": [{"start": "::", "end": "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}]}],
+        }}}),
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}, "spec": {"ipam": {"pools": {"allocated": [
+            {"pool": "all", "cidrs": ["fd00::1/128", "fd00::2/128"]},
+        ]}}}}),
+    ]);
+    let row = family_row(&report, "all", "ipv6");
+    let all_but_two = (u128::MAX - 1).to_string();
+    assert_eq!(row["totalAddresses"], json!(everything));
+    assert_eq!(row["capacityBlocks"], json!(everything));
+    assert_eq!(row["reservedAddresses"], json!(everything));
+    assert_eq!(row["allocatedBlocks"], json!(2));
+    assert_eq!(row["allocatedAddresses"], json!(2), "a /128 block counts in full");
+    assert_eq!(row["withheldBlocks"], json!(all_but_two));
+    assert_eq!(row["freeBlocks"], json!(0));
+    assert_eq!(row["freeAddresses"], json!(0));
+}
