@@ -12,7 +12,7 @@ fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
     let mut session = spawn_command(cmd, Some(20_000)).unwrap();
     session.exp_string("Pool to inspect").unwrap();
     session.exp_string("batch").unwrap();
-    // The list is in snapshot order: default, blue, ...; one step down picks blue.
+    // Pools are listed by name: batch, blue, ...; one step down picks blue.
     session.send("\x1b[B").unwrap();
     session.send("\r").unwrap();
     session.flush().unwrap();
