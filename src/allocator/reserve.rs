@@ -50,9 +50,10 @@ impl AddrRange {
     }
 }
 
+/// `A-B`, or `A` for a single address.
 impl fmt::Display for AddrRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.start, self.end)
+        if self.start == self.end { write!(f, "{}", self.start) } else { write!(f, "{}-{}", self.start, self.end) }
     }
 }
 
@@ -429,7 +430,8 @@ mod tests {
     #[test]
     fn parses_every_spelling() {
         assert_eq!(r("10.40.255.240-10.40.255.254"), r("10.40.255.240..10.40.255.254"));
-        assert_eq!(r(" 10.0.0.1 ").to_string(), "10.0.0.1-10.0.0.1");
+        assert_eq!(r(" 10.0.0.1 ").to_string(), "10.0.0.1");
+        assert_eq!(r("10.0.0.1").to_reserved(), ReservedRange { start: "10.0.0.1".into(), end: "10.0.0.1".into() });
         assert_eq!(r("10.41.0.0/16").to_string(), "10.41.0.0-10.41.255.255");
         assert_eq!(r("fd00::1-fd00::9").to_string(), "fd00::1-fd00::9");
         assert_eq!(r("fd00::/120").to_string(), "fd00::-fd00::ff");

@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod client;
 pub mod files;
+pub mod manifest;
 
 use crate::cli::GlobalArgs;
 use crate::model::{Origin, Snapshot};
