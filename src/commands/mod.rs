@@ -5,6 +5,7 @@ pub mod inspect;
 pub mod prompt;
 pub mod reserve;
 pub mod usage;
+pub mod version;
 
 use crate::allocator::Report;
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -36,10 +37,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             emit(&String::from_utf8_lossy(&buf))?;
             Ok(0)
         }
-        Command::Version => {
-            emit(&format!("kubectl-ciliumpool {}\n", env!("CARGO_PKG_VERSION")))?;
-            Ok(0)
-        }
+        Command::Version => version::run(ctx).await,
     }
 }
 
