@@ -9,11 +9,12 @@ use super::prompt::{Prompter, Terminal};
 use super::{Context, emit, require_pools};
 use crate::allocator::reserve::{self, Action, Change, Impact, Prepared};
 use crate::cli::{DryRun, Output, ReserveArgs};
-use crate::error::{cluster, input};
-use crate::model::crd::POOL_CRD_NAME;
+use crate::error::{self, input};
 use crate::model::{CrdInfo, Dialect, Pool, Snapshot};
 use crate::render::{self, Style, reserve as view};
-use crate::source::{self, atomic, client, files, manifest};
+use crate::source::client::{self, Connection};
+use crate::source::cluster::Cluster;
+use crate::source::{self, atomic, files, manifest};
 use anyhow::{Context as _, Result};
 use kube::api::{DynamicObject, PostParams};
 use serde::Serialize;
@@ -70,14 +71,23 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     if args.list {
         return list(&args, ctx).await;
     }
-    let snapshot = if offline { source::from_files(&ctx.global)? } else { source::snapshot(&ctx.global).await? };
+    let (snapshot, cluster) = if offline {
+        (source::from_files(&ctx.global)?, None)
+    } else {
+        let cluster = Cluster::connect(&ctx.global).await?;
+        let (snapshot, _) = cluster.read().await?;
+        (snapshot, Some(cluster))
+    };
     let request = match request_from_args(&args)? {
         Some(request) => request,
         None if ctx.interactive => guided(&mut Terminal, &snapshot, &args)?,
         None => return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list")),
     };
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
-    if offline { offline_edit(&args, ctx, snapshot, &request) } else { live_edit(&args, ctx, snapshot, &request).await }
+    match cluster {
+        None => offline_edit(&args, ctx, snapshot, &request),
+        Some(cluster) => live_edit(&args, ctx, &cluster, snapshot, &request).await,
+    }
 }
 
 /// The request the flags describe; `None` when something is missing (the guided flow's job).
@@ -235,44 +245,29 @@ fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared
     }
 }
 
-/// The CRD, or `None` when it may not be read (RBAC); the object's shape decides then.
-async fn read_crd(client: &kube::Client) -> Result<Option<CrdInfo>> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
-    match api.get(POOL_CRD_NAME).await {
-        Ok(crd) => Ok(Some(CrdInfo::decode(&serde_json::to_value(&crd)?))),
-        Err(kube::Error::Api(s)) if s.is_forbidden() => Ok(None),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Err(cluster(format!("CustomResourceDefinition {POOL_CRD_NAME} not found: is Cilium installed with multi-pool IPAM?"))),
-        Err(e) => Err(cluster(format!("cannot read CustomResourceDefinition {POOL_CRD_NAME}: {e}"))),
-    }
-}
-
-/// An API failure as an exit-code-bearing error: 422 means the object was refused (input),
-/// anything else is the cluster's (403 names the user and verb).
-fn api_failure(error: kube::Error, verb: &str, pool: &str, user: &str) -> anyhow::Error {
+/// A refused write: 422 means the API server rejected the object (input, exit 2); anything
+/// else is the cluster's (exit 3, with user and verb for 403).
+fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> anyhow::Error {
     match error {
-        kube::Error::Api(s) if s.is_forbidden() => cluster(format!("forbidden: {user} cannot {verb} ciliumpodippools.cilium.io/{pool} (cilium.io/v2): {}", s.message)),
-        kube::Error::Api(s) if s.is_invalid() => input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message)),
-        other => cluster(format!("cannot {verb} ciliumpodippools.cilium.io/{pool}: {other}")),
+        kube::Error::Api(s) if s.code == 422 => input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message)),
+        other => connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}")),
     }
 }
 
-async fn live_edit(args: &ReserveArgs, ctx: &Context, mut snapshot: Snapshot, request: &Request) -> Result<i32> {
-    let conn = client::connect(&ctx.global).await?;
-    let crd = read_crd(&conn.client).await?;
-    if crd.as_ref().is_some_and(|c| !c.serves("v2")) {
+async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut snapshot: Snapshot, request: &Request) -> Result<i32> {
+    let connection = &cluster.connection;
+    if snapshot.crd.as_ref().is_some_and(|c| !c.serves("v2")) {
         return Err(input(V2_NOT_SERVED));
     }
-    let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
-    let api = client::pools_api(&conn.client, "v2");
+    let v2_shape = snapshot.crd.as_ref().and_then(|c| c.v2_dialect);
+    let api = client::pools_api(&connection.client, "v2");
+    let object_name = format!("ciliumpodippools.cilium.io/{}", request.pool);
     let params = PostParams { dry_run: args.dry_run == DryRun::Server, field_manager: Some("kubectl-ciliumpool".into()) };
     let mut conflicts = 0;
     loop {
         let current = match api.get(&request.pool).await {
             Ok(obj) => serde_json::to_value(&obj)?,
-            // The pool exists (it is in the snapshot) but not through v2: v2 is not served.
-            Err(kube::Error::Api(s)) if s.is_not_found() && crd.is_none() && snapshot.pool(&request.pool).is_some() => return Err(input(V2_NOT_SERVED)),
-            Err(e) => return Err(api_failure(e, "get", &request.pool, &conn.user)),
+            Err(e) => return Err(connection.request_failed(e, "get", &object_name)),
         };
         let pool = Pool::decode(&current, v2_shape);
         let dialect = v2_shape.unwrap_or(pool.dialect);
@@ -316,9 +311,9 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, mut snapshot: Snapshot, re
                 eprintln!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
             }
             Err(kube::Error::Api(s)) if s.is_conflict() => {
-                return Err(cluster(format!("ciliumpodippool {} kept changing: {} conflicting writes; nothing was written — retry later", request.pool, conflicts + 1)));
+                return Err(error::cluster(format!("ciliumpodippool {} kept changing: {} conflicting writes; nothing was written — retry later", request.pool, conflicts + 1)));
             }
-            Err(e) => return Err(api_failure(e, "update", &request.pool, &conn.user)),
+            Err(e) => return Err(write_failure(connection, e, &request.pool)),
         }
     }
 }
@@ -355,7 +350,7 @@ fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect
     if present && removed {
         Ok(())
     } else {
-        Err(cluster(format!(
+        Err(error::cluster(format!(
             "the API server accepted ciliumpodippool {} but the stored object does not hold the change: its v2 schema is not the {} dialect the plugin detected; check the CRD",
             pool.name,
             pool.dialect.name()
