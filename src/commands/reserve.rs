@@ -22,8 +22,8 @@ use serde_json::Value;
 
 /// Conflicting writes tolerated before giving up (exit 3).
 const MAX_CONFLICTS: u32 = 5;
-/// Test hook: a shell command run once between reading the pool and writing it, so that tests
-/// can provoke a real 409 from a concurrent writer.
+/// Test hook: a shell command run between reading the pool and each write attempt, so that
+/// tests can provoke real 409s from a concurrent writer.
 const BEFORE_WRITE_HOOK: &str = "KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE";
 const V2_NOT_SERVED: &str = "cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)";
 
@@ -290,8 +290,8 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 eprintln!("aborted; nothing was written");
                 return Ok(0);
             }
-            run_test_hook()?;
         }
+        run_test_hook()?;
         let object: DynamicObject = serde_json::from_value(prepared.edited.clone()).context("the edited pool is not a Kubernetes object")?;
         match api.replace(&request.pool, &params, &object).await {
             Ok(written) => {
