@@ -193,7 +193,7 @@ fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> 
 }
 
 fn prepare(snapshot: &Snapshot, request: &Request, dialect: Dialect, force: bool) -> Result<Prepared> {
-    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force).map_err(|e| input(format!("{}: {e}; nothing was written", request.pool)))
+    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force).map_err(|e| input(format!("{e}; nothing was written")))
 }
 
 struct Outcome {
