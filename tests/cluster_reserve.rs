@@ -1,9 +1,11 @@
 //! `reserve-range` against a real kube-apiserver (issue 5): dialects, validation, dry runs,
 //! confirmation, conflicts, and the preview compared with `usage` after the write.
 
+mod pty;
 mod support;
 
 use serde_json::{Value, json};
+use std::time::Duration;
 use support::{Dialect, TestCluster, cilium_node, pod};
 
 const BLUE: &str = "\
@@ -174,6 +176,32 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     assert!(err.contains("kept changing: 6 conflicting writes"), "{err}");
     assert_ne!(resource_version(&cluster, "blue"), version, "the storm wrote");
     assert!(!get_pool(&cluster, "blue").to_string().contains("10.40.1.15"));
+
+    // On a terminal: the guided flow (one pool, so no pool picker), the preview, a confirmation.
+    let wait = Duration::from_secs(60);
+    let kubeconfig = cluster.kubeconfig.to_str().unwrap().to_string();
+    let term = pty::Terminal::start(&cluster.dir, support::PLUGIN, &["--kubeconfig", &kubeconfig, "reserve-range"], &[]);
+    term.wait_for("CIDR", wait);
+    term.send(&["Enter"]);
+    term.wait_for("Range to reserve in 10.40.0.0/16", wait);
+    term.send(&["-l", "10.40.2.0/28"]);
+    term.send(&["Enter"]);
+    let screen = term.wait_for("Write this change to ciliumpodippool blue?", wait);
+    assert!(screen.contains("Blocks newly withheld: 10.40.2.0/24"), "{screen}");
+    let version = resource_version(&cluster, "blue");
+    term.send(&["y"]);
+    let screen = term.wait_for("[exit 0]", wait);
+    assert!(screen.contains("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16"), "{screen}");
+    assert_ne!(resource_version(&cluster, "blue"), version);
+    assert!(get_pool(&cluster, "blue")["spec"]["ipv4"]["pool"][0]["reservedRanges"].as_array().unwrap().contains(&json!({"start": "10.40.2.0", "end": "10.40.2.15"})));
+    // Answering no writes nothing.
+    let version = resource_version(&cluster, "blue");
+    let term = pty::Terminal::start(&cluster.dir, support::PLUGIN, &["--kubeconfig", &kubeconfig, "reserve-range", "blue", "10.40.3.0"], &[]);
+    term.wait_for("Write this change to ciliumpodippool blue?", wait);
+    term.send(&["n"]);
+    let screen = term.wait_for("[exit 0]", wait);
+    assert!(screen.contains("aborted; nothing was written"), "{screen}");
+    assert_eq!(resource_version(&cluster, "blue"), version);
 }
 
 #[test]
