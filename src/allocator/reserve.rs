@@ -6,7 +6,7 @@ use super::analyze::analyze;
 use super::blocks;
 use super::count::Count;
 use super::interval::IntervalSet;
-use super::report::{CidrReport, FamilyReport, HeldBlock, Report};
+use super::report::{CidrReport, FamilyReport, Report};
 use crate::model::edit::{self, RangeEdit};
 use crate::model::pool::{PoolCidr, ReservedRange};
 use crate::model::{Addr, Dialect, Family, Pool, Prefix, Snapshot};
@@ -81,11 +81,38 @@ pub fn parse_range(text: &str) -> Result<AddrRange, String> {
     Ok(range)
 }
 
+/// A RANGE as typed, split into its ends without validating them, so that `--remove` can also
+/// take out a reservation that is not valid (as `check` suggests). Valid ranges are spelled
+/// canonically; they are matched by address anyway.
+pub fn range_text(text: &str) -> ReservedRange {
+    if let Ok(range) = parse_range(text) {
+        return range.to_reserved();
+    }
+    let text = text.trim();
+    match text.split_once("..").or_else(|| text.split_once('-')) {
+        Some((start, end)) => ReservedRange { start: start.trim().into(), end: end.trim().into() },
+        None => ReservedRange { start: text.into(), end: text.into() },
+    }
+}
+
+/// The same reservation: the same text, or the same addresses.
+fn same_reservation(a: &ReservedRange, b: &ReservedRange) -> bool {
+    (a.start == b.start && a.end == b.end) || a.addrs().is_some_and(|ends| b.addrs() == Some(ends))
+}
+
+/// A reservation's addresses when it is valid inside `cidr` (what the allocator counts).
+fn valid_in(r: &ReservedRange, cidr: &PoolCidr) -> Option<AddrRange> {
+    let (start, end) = r.addrs()?;
+    let range = AddrRange { start, end };
+    (start.family == end.family && start.value <= end.value && cidr.prefix.is_some_and(|p| range.inside(&p))).then_some(range)
+}
+
 /// What the user asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     Reserve(AddrRange),
-    Remove(AddrRange),
+    /// Take out a reservation as written (see [`range_text`]), valid or not.
+    Remove(ReservedRange),
     /// Reserve the whole CIDR (as given by the user; matched against the pool's CIDRs).
     Drain(String),
 }
@@ -102,7 +129,11 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub action: Action,
-    pub range: AddrRange,
+    pub family: Family,
+    /// The addresses concerned; `None` when removing a reservation that is not valid.
+    pub range: Option<AddrRange>,
+    /// The reservation as written to (or taken out of) the pool.
+    pub entry: ReservedRange,
     pub cidr: String,
     pub edit: RangeEdit,
     /// Existing ranges replaced by a drain (they lie inside the drained CIDR).
@@ -118,7 +149,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
     }
     let (action, range) = match change {
         Change::Reserve(r) => (Action::Reserve, *r),
-        Change::Remove(r) => (Action::Remove, *r),
+        Change::Remove(given) => return plan_removal(pool, given, cidr_flag),
         Change::Drain(text) => {
             let prefix = Prefix::parse(text).ok_or_else(|| format!("--drain {text:?} is not a CIDR"))?;
             (Action::Drain, AddrRange::of_prefix(&prefix))
@@ -154,31 +185,19 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
             }
         }
     };
-    let existing: Vec<(&ReservedRange, Option<AddrRange>)> = cidr
-        .reserved
-        .iter()
-        .map(|r| (r, r.addrs().filter(|(s, e)| s.family == e.family && s.value <= e.value).map(|(start, end)| AddrRange { start, end })))
-        .collect();
+    let existing: Vec<(&ReservedRange, Option<AddrRange>)> = cidr.reserved.iter().map(|r| (r, valid_in(r, cidr))).collect();
     let mut plan = Plan {
         action,
-        range,
+        family,
+        range: Some(range),
+        entry: range.to_reserved(),
         cidr: cidr.original.clone(),
         edit: RangeEdit { family, cidr: cidr.original.clone(), remove: Vec::new(), add: None },
         replaced: Vec::new(),
         adjacent: Vec::new(),
     };
     match action {
-        Action::Remove => {
-            let exact = existing.iter().find(|(_, parsed)| *parsed == Some(range)).ok_or_else(|| {
-                let overlapping: Vec<String> = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.overlaps(&range))).map(|(r, _)| text(r)).collect();
-                if overlapping.is_empty() {
-                    format!("pool {} has no reserved range {range} in {}", pool.name, cidr.original)
-                } else {
-                    format!("{range} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)", pool.name, overlapping.join(", "))
-                }
-            })?;
-            plan.edit.remove.push(exact.0.clone());
-        }
+        Action::Remove => unreachable!("removals are planned by plan_removal"),
         Action::Reserve => {
             if let Some((dup, _)) = existing.iter().find(|(_, p)| *p == Some(range)) {
                 return Err(format!("{range} is already reserved in {} of pool {} (as {})", cidr.original, pool.name, text(dup)));
@@ -202,7 +221,43 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
     Ok(plan)
 }
 
-fn text(r: &ReservedRange) -> String {
+/// Finds the reservation to take out among every CIDR of the pool (or the `--cidr` one).
+fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> Result<Plan, String> {
+    let wanted = cidr_flag.map(|flag| (flag, Prefix::parse(flag)));
+    let chosen = |c: &PoolCidr| wanted.is_none_or(|(flag, prefix)| c.original == flag || (c.prefix.is_some() && c.prefix == prefix));
+    let cidrs: Vec<(Family, &PoolCidr)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c))).filter(|(_, c)| chosen(c)).collect();
+    let matches: Vec<(Family, &PoolCidr, &ReservedRange)> =
+        cidrs.iter().flat_map(|&(family, c)| c.reserved.iter().filter(|r| same_reservation(r, given)).map(move |r| (family, c, r))).collect();
+    match matches.as_slice() {
+        [(family, cidr, entry)] => Ok(Plan {
+            action: Action::Remove,
+            family: *family,
+            range: valid_in(entry, cidr),
+            entry: (*entry).clone(),
+            cidr: cidr.original.clone(),
+            edit: RangeEdit { family: *family, cidr: cidr.original.clone(), remove: vec![(*entry).clone()], add: None },
+            replaced: Vec::new(),
+            adjacent: Vec::new(),
+        }),
+        [] => {
+            let given_range = given.addrs().map(|(start, end)| AddrRange { start, end });
+            let overlapping: Vec<String> = cidrs
+                .iter()
+                .flat_map(|(_, c)| c.reserved.iter().filter(|r| valid_in(r, c).zip(given_range).is_some_and(|(r, g)| r.overlaps(&g))))
+                .map(text)
+                .collect();
+            if overlapping.is_empty() {
+                Err(format!("pool {} has no reserved range {}", pool.name, text(given)))
+            } else {
+                Err(format!("{} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)", text(given), pool.name, overlapping.join(", ")))
+            }
+        }
+        _ => Err(format!("{} is reserved in more than one CIDR of pool {}; choose one with --cidr", text(given), pool.name)),
+    }
+}
+
+/// `A-B`, or `A` for a single address, as written.
+pub fn text(r: &ReservedRange) -> String {
     if r.start == r.end { r.start.clone() } else { format!("{}-{}", r.start, r.end) }
 }
 
@@ -327,7 +382,8 @@ pub fn prepare(snapshot: &Snapshot, pool_name: &str, dialect: Dialect, change: &
     if impact.whole_family_reserved && plan.action != Action::Remove && !force {
         return Err(format!(
             "{} would reserve every {} block of pool {pool_name}: no node could get a new block; pass --force if that is intended",
-            plan.range, plan.range.family()
+            text(&plan.entry),
+            plan.family
         ));
     }
     Ok(Prepared { plan, edited, after, impact })
@@ -335,7 +391,7 @@ pub fn prepare(snapshot: &Snapshot, pool_name: &str, dialect: Dialect, change: &
 
 /// Compares the reports before and after `plan`.
 pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, plan: &Plan) -> Impact {
-    let family = plan.range.family();
+    let family = plan.family;
     let fam_of = |report: &Report| report.pool(pool).and_then(|p| p.family(family)).cloned().expect("the planned pool and family are in the report");
     let (fam_before, fam_after) = (fam_of(before), fam_of(after));
     let cidr_of = |fam: &FamilyReport| fam.cidrs.iter().find(|c| c.cidr == plan.cidr).cloned();
@@ -355,42 +411,39 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
         (Some(b), Some(a)) => (spans(&a.withheld.difference(&b.withheld), a), spans(&b.withheld.difference(&a.withheld), a)),
         _ => (Vec::new(), Vec::new()),
     };
-    let (range_start, range_end) = (plan.range.start.value, plan.range.end.value);
-    let touched: Vec<&HeldBlock> = cidr_after
-        .as_ref()
-        .or(cidr_before.as_ref())
-        .into_iter()
-        .flat_map(|c| c.allocated.iter())
-        .filter(|b| b.prefix.first() <= range_end && range_start <= b.prefix.last())
-        .collect();
-    let allocated_in_range = touched
-        .iter()
-        .map(|held| {
-            let lo = held.prefix.first().max(range_start);
-            let hi = held.prefix.last().min(range_end);
-            let pods_in_range = snapshot
-                .pods
+    let (allocated_in_range, range_addresses, touched_blocks) = match (plan.range, cidr_after.as_ref().or(cidr_before.as_ref())) {
+        (Some(range), Some(cidr)) => {
+            let (lo, hi) = (range.start.value, range.end.value);
+            let touched = cidr
+                .allocated
                 .iter()
-                .flatten()
-                .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| ip.family == family && ip.value >= lo && ip.value <= hi))
-                .map(|p| format!("{}/{}", p.namespace, p.name))
+                .filter(|b| b.prefix.first() <= hi && lo <= b.prefix.last())
+                .map(|held| {
+                    let (from, to) = (held.prefix.first().max(lo), held.prefix.last().min(hi));
+                    let pods_in_range = snapshot
+                        .pods
+                        .iter()
+                        .flatten()
+                        .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| ip.family == family && ip.value >= from && ip.value <= to))
+                        .map(|p| format!("{}/{}", p.namespace, p.name))
+                        .collect();
+                    TouchedBlock { block: held.prefix.to_string(), nodes: held.nodes.clone(), pods_in_range }
+                })
                 .collect();
-            TouchedBlock { block: held.prefix.to_string(), nodes: held.nodes.clone(), pods_in_range }
-        })
-        .collect();
-    let (first_block, last_block) = match &cidr_after {
-        Some(c) => blocks::indices_overlapping(&c.prefix, mask, range_start, range_end),
-        None => (0, 0),
+            let (first_block, last_block) = blocks::indices_overlapping(&cidr.prefix, mask, lo, hi);
+            (touched, Count::span(lo, hi), Count::span(first_block, last_block))
+        }
+        // An invalid reservation counts for nothing; taking it out changes no figure.
+        _ => (Vec::new(), Count::ZERO, Count::ZERO),
     };
-    let touched_blocks = Count::span(first_block, last_block);
     Impact {
         pool: pool.to_string(),
         action: plan.action,
         family,
         cidr: plan.cidr.clone(),
-        start: plan.range.start.to_string(),
-        end: plan.range.end.to_string(),
-        range_addresses: Count::span(range_start, range_end),
+        start: plan.entry.start.clone(),
+        end: plan.entry.end.clone(),
+        range_addresses,
         touched_blocks,
         touched_addresses: touched_blocks * blocks::block_size(family, mask),
         newly_withheld,
@@ -460,7 +513,7 @@ mod tests {
             {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
             {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
         // Removing it again restores the figures.
-        let undo = prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(r("10.41.0.0/16")), None, false).unwrap();
+        let undo = prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.41.0.0/16")), None, false).unwrap();
         assert_eq!(undo.impact.after, first.impact.after);
     }
 
@@ -477,8 +530,8 @@ mod tests {
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.41.0.0/16")).contains("not inside the chosen CIDR"));
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16")).contains("--cidr 10.9.0.0/16 is not a CIDR"));
         assert!(err(Change::Drain("10.41.0.0/17".into()), None).contains("is not a CIDR of pool blue"));
-        assert!(err(Change::Remove(r("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
-        assert!(err(Change::Remove(r("10.40.0.1")), None).contains("has no reserved range"));
+        assert!(err(Change::Remove(range_text("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
+        assert!(err(Change::Remove(range_text("10.40.0.1")), None).contains("has no reserved range"));
         // Both CIDRs reserved end to end: the whole pool, only with force.
         let drained = prepare(&first.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.41.0.0/16".into()), None, false).unwrap();
         let whole = prepare(&drained.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.40.0.0/16".into()), None, false).unwrap_err();
@@ -508,6 +561,21 @@ mod tests {
         assert!(second.contains("one reservedRange per CIDR"), "{second}");
         let alpha = prepare(&snap, "green", Dialect::V2alpha1, &Change::Reserve(r("10.60.0.1")), None, false).unwrap_err();
         assert!(alpha.contains("cilium.io/v2"), "{alpha}");
+    }
+
+    #[test]
+    fn invalid_reservations_can_be_removed_as_written() {
+        let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+            "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24, "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [
+                {"start": "10.40.0.9", "end": "10.40.0.1"}, {"start": "10.50.0.1", "end": "10.50.0.1"}, {"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}})]);
+        let backwards = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.40.0.9-10.40.0.1")), None, false).unwrap();
+        assert_eq!((backwards.plan.range, backwards.impact.touched_blocks), (None, Count::ZERO));
+        assert_eq!(backwards.impact.before, backwards.impact.after, "invalid ranges count for nothing");
+        let outside = prepare(&backwards.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.50.0.1")), None, false).unwrap();
+        assert_eq!(outside.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(), &json!([{"start": "10.40.0.1", "end": "10.40.0.1"}]));
+        let valid = prepare(&outside.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.40.0.1..10.40.0.1")), None, false).unwrap();
+        assert_eq!(valid.impact.released.len(), 1);
+        assert!(valid.edited.pointer("/spec/ipv4/pool").is_none());
     }
 
     proptest! {

@@ -96,7 +96,7 @@ fn request_from_args(args: &ReserveArgs) -> Result<Option<Request>> {
     let parse = |text: &str| reserve::parse_range(text).map_err(|e| input(format!("invalid range: {e}")));
     let change = match (&args.range, &args.remove, &args.drain) {
         (Some(range), None, None) => Change::Reserve(parse(range)?),
-        (None, Some(range), None) => Change::Remove(parse(range)?),
+        (None, Some(range), None) => Change::Remove(reserve::range_text(range)),
         (None, None, Some(cidr)) => Change::Drain(cidr.clone()),
         (None, None, None) => return Ok(None),
         _ => return Err(input("give one of RANGE, --remove RANGE or --drain CIDR")),
@@ -228,8 +228,8 @@ fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared
         _ => {
             let mut out = if outcome.file.is_some() { view::preview(&prepared.impact, &ctx.style) } else { String::new() };
             let what = match prepared.plan.action {
-                Action::Reserve => format!("reserved {} in {}", prepared.plan.range, prepared.plan.cidr),
-                Action::Remove => format!("removed the reserved range {} of {}", prepared.plan.range, prepared.plan.cidr),
+                Action::Reserve => format!("reserved {} in {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
+                Action::Remove => format!("removed the reserved range {} of {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
                 Action::Drain => format!("draining {} (reserved end to end)", prepared.plan.cidr),
             };
             let suffix = match (dry_run, outcome.written) {
@@ -341,7 +341,7 @@ fn run_test_hook() -> Result<()> {
 fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect>) -> Result<()> {
     let pool = Pool::decode(written, v2_shape);
     let reserved: Vec<_> = pool
-        .family(prepared.plan.range.family())
+        .family(prepared.plan.family)
         .and_then(|f| f.cidrs.iter().find(|c| c.original == prepared.plan.cidr))
         .map(|c| c.reserved.clone())
         .unwrap_or_default();

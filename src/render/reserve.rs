@@ -15,12 +15,16 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
     };
     let range = if impact.start == impact.end { impact.start.clone() } else { format!("{}-{}", impact.start, impact.end) };
     out.push_str(&format!("{} {} in pool {}, CIDR {} ({})\n", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family));
-    out.push_str(&format!(
-        "  Range: {} address(es) in {} block(s) = {} addresses (reservations act on whole blocks)\n",
-        human(impact.range_addresses),
-        human(impact.touched_blocks),
-        human(impact.touched_addresses),
-    ));
+    if impact.range_addresses.is_zero() {
+        out.push_str("  Range: not a valid range of this CIDR (see check); the figures ignore it\n");
+    } else {
+        out.push_str(&format!(
+            "  Range: {} address(es) in {} block(s) = {} addresses (reservations act on whole blocks)\n",
+            human(impact.range_addresses),
+            human(impact.touched_blocks),
+            human(impact.touched_addresses),
+        ));
+    }
     for r in &impact.replaced {
         out.push_str(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)\n", r.start, r.end));
     }
