@@ -278,8 +278,13 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
         }
         let prepared = prepare(&snapshot, request, dialect, args.force)?;
         if conflicts == 0 {
-            if !matches!(ctx.global.output, Output::Json | Output::Yaml) {
-                emit(&view::preview(&prepared.impact, &ctx.style))?;
+            let preview = view::preview(&prepared.impact, &ctx.style);
+            let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
+            match ctx.global.output {
+                // stdout is for the document; whoever answers the question still sees the cost.
+                Output::Json | Output::Yaml if will_ask => eprint!("{preview}"),
+                Output::Json | Output::Yaml => {}
+                _ => emit(&preview)?,
             }
             if args.dry_run == DryRun::Client {
                 let outcome = Outcome { written: false, resource_version: Some(read_version), conflicts, file: None };
