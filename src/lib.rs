@@ -11,3 +11,4 @@ pub mod commands;
 pub mod error;
 pub mod render;
 pub mod source;
+pub mod terminal;

@@ -3,12 +3,36 @@
 use super::{Context, analyze, emit, require_pools};
 use crate::cli::{InspectArgs, Output};
 use crate::render::{self, inspect};
+use crate::allocator::Report;
+use crate::terminal::Prompter;
 use anyhow::Result;
+
+/// The picker shown when no pool is named at a terminal: each pool with its utilization.
+pub fn pick_pool(report: &Report, prompter: &dyn Prompter) -> Result<Option<String>> {
+    let items: Vec<String> = report
+        .pools
+        .iter()
+        .map(|p| {
+            let figures: Vec<String> = p
+                .families
+                .iter()
+                .map(|f| format!("{} {}", f.family, f.utilization().map_or("-".to_string(), |u| format!("{:.0}%", u * 100.0))))
+                .collect();
+            format!("{:<20} {}", p.name, figures.join("  "))
+        })
+        .collect();
+    let choice = prompter.select("Pool to inspect", &items)?;
+    Ok(choice.map(|i| report.pools[i].name.clone()))
+}
 
 pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, report) = analyze(ctx).await?;
     let names: Vec<String> = match args.pool {
         Some(name) => vec![name],
+        None if ctx.interactive && !snapshot.pools.is_empty() => match pick_pool(&report, &crate::terminal::Dialoguer)? {
+            Some(name) => vec![name],
+            None => return Ok(0),
+        },
         None => snapshot.pools.iter().map(|p| p.name.clone()).collect(),
     };
     require_pools(&snapshot, &names)?;
@@ -50,4 +74,23 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
     };
     emit(&text)?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::terminal::Scripted;
+    use std::cell::RefCell;
+
+    #[test]
+    fn picker_returns_the_chosen_pool_or_none() {
+        let snapshot = crate::model::Snapshot::from_objects([
+            serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}}),
+            serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "b"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}}),
+        ]);
+        let report = crate::allocator::analyze(&snapshot);
+        let scripted = Scripted { selections: RefCell::new(vec![Some(1), None]), confirmations: RefCell::new(vec![]) };
+        assert_eq!(pick_pool(&report, &scripted).unwrap().as_deref(), Some("b"));
+        assert_eq!(pick_pool(&report, &scripted).unwrap(), None);
+    }
 }

@@ -52,8 +52,19 @@ pub fn emit(text: &str) -> Result<()> {
 /// Snapshot and report, the start of every read command.
 pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
     let snapshot = crate::source::snapshot(&ctx.global).await?;
+    warn_unread(&snapshot);
     let report = crate::allocator::analyze(&snapshot);
     Ok((snapshot, report))
+}
+
+/// A live read that could not see everything (forbidden pods, an unreadable CRD) says so on
+/// stderr, whatever the output format: `-o json` marks such figures null but cannot say why.
+pub fn warn_unread(snapshot: &Snapshot) {
+    if snapshot.origin.kind == "cluster" {
+        for note in &snapshot.notes {
+            eprintln!("warning: {note}");
+        }
+    }
 }
 
 /// Checks that every requested pool exists, suggesting close names otherwise.

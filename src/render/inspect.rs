@@ -63,10 +63,15 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         for cidr in &fam.cidrs {
             for r in &cidr.reservations {
                 let touched = r.touched_blocks();
+                let first = blocks::block_at(&cidr.prefix, mask_size, r.first_block);
+                let span = if r.first_block == r.last_block {
+                    first.to_string()
+                } else {
+                    format!("{first} .. {}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
+                };
                 out.push_str(&format!(
-                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({} .. {})\n",
+                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})\n",
                     r.start, r.end, cidr.cidr, human(r.reserved_addresses), human(touched), human(touched * block_addresses),
-                    blocks::block_at(&cidr.prefix, mask_size, r.first_block), blocks::block_at(&cidr.prefix, mask_size, r.last_block),
                 ));
                 for held in &r.allocated_overlapping {
                     out.push_str(&format!(

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: build the real control plane (cached), start it, run every
+# test against it, stop it. Extra arguments go to `cargo test` (e.g. `tools/test.sh --test cli_offline`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Cold: ~12 minutes of Go builds on 2 cores; afterwards cached under ~/.cache.
+tools/testenv/build.sh >/dev/null
+eval "$(tools/testenv/up.sh)"
+trap 'tools/testenv/down.sh' EXIT
+
+cargo test --locked --all-targets "$@"
