@@ -1,12 +1,9 @@
 //! `reserve-range` offline (`-f`): manifests edited, printed or rewritten in place; figures
 //! checked against `usage -o json` afterwards.
 
-mod pty;
-
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const BLUE: &str = "\
 # pools of cluster test
@@ -252,20 +249,27 @@ fn remove_restores_the_figures_and_list_on_the_example() {
 #[test]
 fn guided_flow_in_a_real_terminal() {
     let fx = Fixture::new();
-    let wait = Duration::from_secs(30);
-    let term = pty::Terminal::start(&fx.root, env!("CARGO_BIN_EXE_kubectl-ciliumpool"), &["reserve-range", "-f", ".", "--in-place"], &[]);
-    term.wait_for("Pool", wait);
-    term.send(&["Enter"]);
-    term.wait_for("10.41.0.0/16 (255 free, 0 withheld, 1 allocated of 256 blocks)", wait);
-    term.send(&["Down", "Enter"]);
-    term.wait_for("Range to reserve in 10.41.0.0/16", wait);
-    term.send(&["-l", "10.40.0.1"]);
-    term.send(&["Enter"]);
-    term.wait_for("not inside the chosen CIDR", wait);
-    term.send(&["-l", "10.41.0.0/28"]);
-    term.send(&["Enter"]);
-    let screen = term.wait_for("[exit 0]", wait);
-    assert!(screen.contains("edited in ./pools.yaml: reserved 10.41.0.0-10.41.0.15 in 10.41.0.0/16"), "{screen}");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("kubectl-ciliumpool"));
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(&fx.root).env("TERM", "xterm");
+    let mut term = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    term.exp_string("legacy (v2alpha1; ipv4 0/256 blocks allocated)").unwrap();
+    press(&mut term, "\r");
+    term.exp_string("10.41.0.0/16 (255 free, 0 withheld, 1 allocated of 256 blocks)").unwrap();
+    press(&mut term, "\x1b[B");
+    press(&mut term, "\r");
+    term.exp_string("Range to reserve in 10.41.0.0/16").unwrap();
+    press(&mut term, "10.40.0.1\r");
+    term.exp_string("not inside the chosen CIDR").unwrap();
+    press(&mut term, "10.41.0.0/28\r");
+    term.exp_string("edited in ./pools.yaml: reserved 10.41.0.0-10.41.0.15 in 10.41.0.0/16").unwrap();
+    term.exp_eof().unwrap();
     let blue: Value = serde_saphyr::from_str(fx.read().split("\n---\n").next().unwrap()).unwrap();
     assert_eq!(blue["spec"]["ipv4"]["pool"], json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}]));
+}
+
+
+/// Types keys into the terminal (rexpect buffers writes until flushed).
+fn press(term: &mut rexpect::session::PtySession, keys: &str) {
+    term.send(keys).unwrap();
+    term.flush().unwrap();
 }

@@ -1,11 +1,9 @@
 //! `reserve-range` against a real kube-apiserver (issue 5): dialects, validation, dry runs,
 //! confirmation, conflicts, and the preview compared with `usage` after the write.
 
-mod pty;
 mod support;
 
 use serde_json::{Value, json};
-use std::time::Duration;
 use support::{Dialect, TestCluster, cilium_node, pod};
 
 const BLUE: &str = "\
@@ -178,29 +176,31 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     assert!(!get_pool(&cluster, "blue").to_string().contains("10.40.1.15"));
 
     // On a terminal: the guided flow (one pool, so no pool picker), the preview, a confirmation.
-    let wait = Duration::from_secs(60);
-    let kubeconfig = cluster.kubeconfig.to_str().unwrap().to_string();
-    let term = pty::Terminal::start(&cluster.dir, support::PLUGIN, &["--kubeconfig", &kubeconfig, "reserve-range"], &[]);
-    term.wait_for("CIDR", wait);
-    term.send(&["Enter"]);
-    term.wait_for("Range to reserve in 10.40.0.0/16", wait);
-    term.send(&["-l", "10.40.2.0/28"]);
-    term.send(&["Enter"]);
-    let screen = term.wait_for("Write this change to ciliumpodippool blue?", wait);
-    assert!(screen.contains("Blocks newly withheld: 10.40.2.0/24"), "{screen}");
+    let terminal = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(support::PLUGIN);
+        cmd.arg("--kubeconfig").arg(&cluster.kubeconfig).args(args).env_remove("KUBECONFIG").env("NO_COLOR", "1").env("TERM", "xterm");
+        rexpect::session::spawn_command(cmd, Some(60_000)).unwrap()
+    };
+    let mut term = terminal(&["reserve-range"]);
+    term.exp_string("CIDR").unwrap();
+    press(&mut term, "\r");
+    term.exp_string("Range to reserve in 10.40.0.0/16").unwrap();
+    press(&mut term, "10.40.2.0/28\r");
+    term.exp_string("Blocks newly withheld: 10.40.2.0/24").unwrap();
+    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
     let version = resource_version(&cluster, "blue");
-    term.send(&["y"]);
-    let screen = term.wait_for("[exit 0]", wait);
-    assert!(screen.contains("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16"), "{screen}");
+    press(&mut term, "y");
+    term.exp_string("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16").unwrap();
+    term.exp_eof().unwrap();
     assert_ne!(resource_version(&cluster, "blue"), version);
     assert!(get_pool(&cluster, "blue")["spec"]["ipv4"]["pool"][0]["reservedRanges"].as_array().unwrap().contains(&json!({"start": "10.40.2.0", "end": "10.40.2.15"})));
     // Answering no writes nothing.
     let version = resource_version(&cluster, "blue");
-    let term = pty::Terminal::start(&cluster.dir, support::PLUGIN, &["--kubeconfig", &kubeconfig, "reserve-range", "blue", "10.40.3.0"], &[]);
-    term.wait_for("Write this change to ciliumpodippool blue?", wait);
-    term.send(&["n"]);
-    let screen = term.wait_for("[exit 0]", wait);
-    assert!(screen.contains("aborted; nothing was written"), "{screen}");
+    let mut term = terminal(&["reserve-range", "blue", "10.40.3.0"]);
+    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
+    press(&mut term, "n");
+    term.exp_string("aborted; nothing was written").unwrap();
+    term.exp_eof().unwrap();
     assert_eq!(resource_version(&cluster, "blue"), version);
 }
 
@@ -235,4 +235,11 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.61.0.1", "--yes"], &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(get_pool(&cluster, "green")["spec"]["ipv4"]["cidrs"][1], json!({"cidr": "10.61.0.0/20", "reservedRange": "10.61.0.1-10.61.0.1"}));
+}
+
+
+/// Types keys into the terminal (rexpect buffers writes until flushed).
+fn press(term: &mut rexpect::session::PtySession, keys: &str) {
+    term.send(keys).unwrap();
+    term.flush().unwrap();
 }

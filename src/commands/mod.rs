@@ -2,7 +2,6 @@
 
 pub mod check;
 pub mod inspect;
-pub mod prompt;
 pub mod reserve;
 pub mod usage;
 pub mod version;

@@ -5,7 +5,6 @@
 //! edited and printed, or rewritten with `--in-place`. Either way the preview comes from
 //! analysing the snapshot before and after the edit.
 
-use super::prompt::{Prompter, Terminal};
 use super::{Context, emit, require_pools};
 use crate::allocator::reserve::{self, Action, Change, Impact, Prepared};
 use crate::cli::{DryRun, Output, ReserveArgs};
@@ -15,6 +14,7 @@ use crate::render::{self, Style, reserve as view};
 use crate::source::client::{self, Connection};
 use crate::source::cluster::Cluster;
 use crate::source::{self, atomic, files, manifest};
+use crate::terminal::{Dialoguer, Prompter};
 use anyhow::{Context as _, Result};
 use kube::api::{DynamicObject, PostParams};
 use serde::Serialize;
@@ -80,7 +80,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     };
     let request = match request_from_args(&args)? {
         Some(request) => request,
-        None if ctx.interactive => guided(&mut Terminal, &snapshot, &args)?,
+        None if ctx.interactive => match guided(&Dialoguer, &snapshot, &args)? {
+            Some(request) => request,
+            None => return Ok(0),
+        },
         None => return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list")),
     };
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
@@ -291,7 +294,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
                 return Ok(0);
             }
-            if args.dry_run == DryRun::None && !confirmed(args, ctx, &mut Terminal, &request.pool)? {
+            if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
                 eprintln!("aborted; nothing was written");
                 return Ok(0);
             }
@@ -324,14 +327,14 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
 }
 
 /// `--yes`, or a yes on the terminal; without a terminal and without `--yes` nothing is written.
-fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &mut dyn Prompter, pool: &str) -> Result<bool> {
+fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
     if args.yes {
         return Ok(true);
     }
     if !ctx.interactive {
         return Err(input(format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written")));
     }
-    prompter.confirm(&format!("Write this change to ciliumpodippool {pool}?"))
+    prompter.confirm(&format!("Write this change to ciliumpodippool {pool}?"), false)
 }
 
 fn run_test_hook() -> Result<()> {
@@ -364,8 +367,9 @@ fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect
 }
 
 /// The guided flow for a terminal: pick pool → pick CIDR → type a range (validated against the
-/// pool on entry, impact shown by the caller) — confirmation follows as for any write.
-pub fn guided(prompter: &mut dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs) -> Result<Request> {
+/// pool on entry, impact shown by the caller) — confirmation follows as for any write. `None`
+/// when the user cancels a picker.
+pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs) -> Result<Option<Request>> {
     let report = crate::allocator::analyze(snapshot);
     let pools: Vec<&Pool> = match &args.pool {
         Some(name) => {
@@ -387,7 +391,8 @@ pub fn guided(prompter: &mut dyn Prompter, snapshot: &Snapshot, args: &ReserveAr
                 format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
             })
             .collect();
-        pools[prompter.select("Pool", &items)?]
+        let Some(choice) = prompter.select("Pool", &items)? else { return Ok(None) };
+        pools[choice]
     };
     let cidrs: Vec<(crate::model::Family, String)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c.original.clone()))).collect();
     if cidrs.is_empty() {
@@ -400,15 +405,16 @@ pub fn guided(prompter: &mut dyn Prompter, snapshot: &Snapshot, args: &ReserveAr
             c.map_or(cidr.clone(), |c| format!("{cidr} ({} free, {} withheld, {} allocated of {} blocks)", c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks))
         })
         .collect();
-    let (_, cidr) = &cidrs[prompter.select("CIDR", &cidr_items)?];
+    let Some(choice) = prompter.select("CIDR", &cidr_items)? else { return Ok(None) };
+    let (_, cidr) = &cidrs[choice];
     let dialect = if pool.dialect == Dialect::V2alpha1 { Dialect::UpstreamV2 } else { pool.dialect };
-    let mut validate = |text: &str| -> Result<(), String> {
+    let validate = |text: &str| -> Result<(), String> {
         let range = reserve::parse_range(text)?;
         reserve::prepare(snapshot, &pool.name, dialect, &Change::Reserve(range), Some(cidr), args.force).map(|_| ())
     };
-    let text = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &mut validate)?;
+    let text = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)?;
     let range = reserve::parse_range(&text).map_err(input)?;
-    Ok(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) })
+    Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
 }
 
 #[cfg(test)]
@@ -416,38 +422,8 @@ mod tests {
     use super::*;
     use clap::Parser;
     use serde_json::json;
-    use std::collections::VecDeque;
-
-    /// Answers from a script; records what was asked.
-    #[derive(Default)]
-    struct Scripted {
-        selections: VecDeque<usize>,
-        texts: VecDeque<String>,
-        confirms: VecDeque<bool>,
-        asked: Vec<String>,
-        rejected: Vec<String>,
-    }
-
-    impl Prompter for Scripted {
-        fn select(&mut self, prompt: &str, items: &[String]) -> Result<usize> {
-            self.asked.push(format!("{prompt}: {}", items.join(" | ")));
-            Ok(self.selections.pop_front().expect("scripted selection"))
-        }
-        fn text(&mut self, prompt: &str, validate: &mut dyn FnMut(&str) -> Result<(), String>) -> Result<String> {
-            self.asked.push(prompt.to_string());
-            while let Some(answer) = self.texts.pop_front() {
-                match validate(&answer) {
-                    Ok(()) => return Ok(answer),
-                    Err(why) => self.rejected.push(why),
-                }
-            }
-            anyhow::bail!("script ran out of answers")
-        }
-        fn confirm(&mut self, prompt: &str) -> Result<bool> {
-            self.asked.push(prompt.to_string());
-            Ok(self.confirms.pop_front().expect("scripted confirmation"))
-        }
-    }
+    use crate::terminal::Scripted;
+    use std::cell::RefCell;
 
     fn snapshot() -> Snapshot {
         Snapshot::from_objects(vec![
@@ -469,28 +445,34 @@ mod tests {
 
     #[test]
     fn guided_flow_picks_pool_and_cidr_and_revalidates_ranges() {
-        let mut script = Scripted {
-            selections: [0, 1].into(),
-            texts: ["10.40.0.1".to_string(), "nonsense".into(), "10.41.0.0-10.41.0.15".into()].into(),
+        let script = Scripted {
+            selections: RefCell::new(vec![Some(0), Some(1)]),
+            texts: RefCell::new(vec!["10.40.0.1".to_string(), "nonsense".into(), "10.41.0.0-10.41.0.15".into()]),
             ..Default::default()
         };
-        let request = guided(&mut script, &snapshot(), &args(&[])).unwrap();
-        assert_eq!(request, Request { pool: "blue".into(), change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()), cidr: Some("10.41.0.0/16".into()) });
-        assert!(script.asked[0].starts_with("Pool: blue (upstream-v2; ipv4 0/511 blocks allocated) | red"), "{:?}", script.asked);
-        assert!(script.asked[1].contains("10.40.0.0/16 (255 free, 1 withheld, 0 allocated of 256 blocks)"), "{:?}", script.asked);
-        assert_eq!(script.rejected.len(), 2, "outside the chosen CIDR, then unparsable: {:?}", script.rejected);
-        assert!(script.rejected[0].contains("not inside the chosen CIDR"));
+        let request = guided(&script, &snapshot(), &args(&[])).unwrap();
+        let expected = Request { pool: "blue".into(), change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()), cidr: Some("10.41.0.0/16".into()) };
+        assert_eq!(request, Some(expected));
+        let asked = script.asked.borrow();
+        assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 0/511 blocks allocated) | red"), "{asked:?}");
+        assert!(asked[1].contains("10.40.0.0/16 (255 free, 1 withheld, 0 allocated of 256 blocks)"), "{asked:?}");
+        let refused = script.refused.borrow();
+        assert_eq!(refused.len(), 2, "outside the chosen CIDR, then unparsable: {refused:?}");
+        assert!(refused[0].contains("not inside the chosen CIDR"));
+        // Cancelling a picker ends the flow without a request.
+        let cancel = Scripted { selections: RefCell::new(vec![None]), ..Default::default() };
+        assert_eq!(guided(&cancel, &snapshot(), &args(&[])).unwrap(), None);
     }
 
     #[test]
     fn confirmation_rules() {
         let not_tty = Context { global: crate::cli::Cli::parse_from(["kubectl-ciliumpool", "version"]).global, style: Style::plain(), interactive: false };
-        let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &mut Scripted::default(), "blue").unwrap_err();
+        let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue").unwrap_err();
         assert_eq!(crate::error::exit_code(&err), 2);
-        assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &mut Scripted::default(), "blue").unwrap());
+        assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue").unwrap());
         let tty = Context { interactive: true, ..not_tty };
-        let mut no = Scripted { confirms: [false].into(), ..Default::default() };
-        assert!(!confirmed(&args(&["blue", "10.40.0.1"]), &tty, &mut no, "blue").unwrap());
+        let no = Scripted { confirmations: RefCell::new(vec![false]), ..Default::default() };
+        assert!(!confirmed(&args(&["blue", "10.40.0.1"]), &tty, &no, "blue").unwrap());
     }
 
     #[test]
