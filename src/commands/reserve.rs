@@ -71,6 +71,11 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     if args.list {
         return list(&args, ctx).await;
     }
+    // Flags are checked before anything is read: bad input never waits for a cluster.
+    let from_args = request_from_args(&args)?;
+    if from_args.is_none() && !ctx.interactive {
+        return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list"));
+    }
     let (snapshot, cluster) = if offline {
         (source::from_files(&ctx.global)?, None)
     } else {
@@ -78,13 +83,12 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
         let (snapshot, _) = cluster.read().await?;
         (snapshot, Some(cluster))
     };
-    let request = match request_from_args(&args)? {
+    let request = match from_args {
         Some(request) => request,
-        None if ctx.interactive => match guided(&Dialoguer, &snapshot, &args)? {
+        None => match guided(&Dialoguer, &snapshot, &args)? {
             Some(request) => request,
             None => return Ok(0),
         },
-        None => return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list")),
     };
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
     match cluster {
