@@ -9,5 +9,6 @@ pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod migrate;
 pub mod render;
 pub mod source;
