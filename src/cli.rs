@@ -90,6 +90,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Consistency report for the whole cluster (exit 1 when problems are found)
     Check(CheckArgs),
+    /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
+    Migrate(MigrateArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
     /// Print the plugin version and, when reachable, the server and CRD versions
@@ -148,4 +150,49 @@ pub struct CompletionArgs {
     /// The shell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    /// Print the plan only
+    Client,
+    /// Print the plan and send every write as a server-side dry run
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Schema {
+    /// cidrs stay strings; reservations live in pool[].reservedRanges (cilium/cilium#44383)
+    Upstream,
+    /// cidrs become {cidr, reservedRange} objects (CFP-42466)
+    Cfp,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Runbook: docs/migration.md. Offline (-f): converts manifests and prints them, or rewrites them with --in-place.")]
+pub struct MigrateArgs {
+    /// Print the plan and stop; =server also sends every write as a server-side dry run
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
+    /// Do not ask for confirmation (required when not on a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Where to write the backup (default: ./ciliumpool-backup-<UTC timestamp>.yaml)
+    #[arg(long, value_name = "PATH")]
+    pub backup: Option<std::path::PathBuf>,
+    /// Report progress and whether v2alpha1 can be removed; exit 1 while work is pending
+    #[arg(long, conflicts_with_all = ["dry_run", "finalize", "backup"])]
+    pub status: bool,
+    /// Once every pool is migrated: set the CRD's status.storedVersions to [v2]
+    #[arg(long, conflicts_with_all = ["dry_run", "backup"])]
+    pub finalize: bool,
+    /// Offline (-f): the v2 shape to convert manifests to
+    #[arg(long, value_enum, default_value_t = Schema::Upstream)]
+    pub schema: Schema,
+    /// Offline (-f): rewrite the files instead of printing them
+    #[arg(long)]
+    pub in_place: bool,
+    /// Offline (-f): write nothing; exit 1 when any manifest still needs conversion
+    #[arg(long, conflicts_with = "in_place")]
+    pub check: bool,
 }

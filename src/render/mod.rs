@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod inspect;
+pub mod migrate;
 pub mod usage;
 
 use crate::allocator::Count;

@@ -1,0 +1,116 @@
+//! `migrate` output: the plan, the status report. Pure: data in, text out.
+
+use super::{Style, Tone, table};
+use crate::migrate::{AlphaWriter, Plan, State, Verdict};
+use crate::model::CrdInfo;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub fn tone(state: State) -> Tone {
+    match state {
+        State::Migrated => Tone::Good,
+        State::Rewrite | State::Convert => Tone::Bold,
+        State::Conflict => Tone::Warn,
+        State::Blocked => Tone::Bad,
+    }
+}
+
+/// "40 pools: 0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"
+pub fn counts_line(plan: &Plan) -> String {
+    let counts: Vec<String> = State::ALL.iter().map(|s| format!("{} {}", plan.count(*s), s.name())).collect();
+    format!("{} pools: {}", plan.pools.len(), counts.join(", "))
+}
+
+/// The plan as a table; `server` holds the outcome of server-side dry runs per pool.
+pub fn plan_table(plan: &Plan, server: &BTreeMap<String, String>, style: &Style) -> String {
+    let mut header = vec!["POOL", "STATE", "DETAIL"];
+    if !server.is_empty() {
+        header.push("SERVER DRY-RUN");
+    }
+    let rows = plan
+        .pools
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.name.clone(), style.paint(p.state.name(), tone(p.state)), p.detail.clone()];
+            if !server.is_empty() {
+                row.push(server.get(&p.name).cloned().unwrap_or_else(|| "-".to_string()));
+            }
+            row
+        })
+        .collect();
+    let mut out = table(&header, rows, style);
+    if style.headers {
+        out.push_str(&format!("\n{} (v2 dialect: {})\n", counts_line(plan), plan.dialect.name()));
+    }
+    out
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDocument<'a> {
+    pub schema_version: u32,
+    pub counts: BTreeMap<&'static str, usize>,
+    #[serde(flatten)]
+    pub plan: &'a Plan,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_dry_run: &'a BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDocument<'a> {
+    pub schema_version: u32,
+    pub crd: &'a CrdInfo,
+    pub counts: BTreeMap<&'static str, usize>,
+    pub pools: &'a [crate::migrate::PoolPlan],
+    pub v2alpha1_writers: &'a [AlphaWriter],
+    pub verdict: &'a Verdict,
+}
+
+pub fn status_text(doc: &StatusDocument, plan: &Plan, style: &Style) -> String {
+    let crd = doc.crd;
+    let versions: Vec<String> = crd
+        .versions
+        .iter()
+        .map(|v| {
+            let flags: Vec<&str> = [(v.served, "served"), (v.storage, "storage")].iter().filter(|f| f.0).map(|f| f.1).collect();
+            format!("{} ({})", v.name, if flags.is_empty() { "not served".to_string() } else { flags.join(", ") })
+        })
+        .collect();
+    let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| format!("[{}]", s.join(", ")));
+    let mut out = format!(
+        "versions:        {}\nstoredVersions:  {stored}\nv2 dialect:      {}\npools:           {}\n",
+        versions.join(", "),
+        crd.cluster_dialect().name(),
+        counts_line(plan)
+    );
+    let pending: Vec<_> = plan.pools.iter().filter(|p| p.state != State::Migrated).collect();
+    if !pending.is_empty() {
+        out.push_str("\nNot migrated:\n");
+        let rows = pending.iter().map(|p| vec![p.name.clone(), style.paint(p.state.name(), tone(p.state)), p.detail.clone()]).collect();
+        out.push_str(&table(&["POOL", "STATE", "DETAIL"], rows, style));
+    }
+    if !doc.v2alpha1_writers.is_empty() {
+        out.push_str("\nManagers that wrote cilium.io/v2alpha1 (metadata.managedFields):\n");
+        let rows = doc
+            .v2alpha1_writers
+            .iter()
+            .map(|w| {
+                let after = if w.after_migration { style.paint("yes", Tone::Bad) } else { "no".to_string() };
+                vec![w.manager.clone(), w.operation.clone(), w.pools.to_string(), w.last_write.clone(), after]
+            })
+            .collect();
+        out.push_str(&table(&["MANAGER", "OPERATION", "POOLS", "LAST WRITE", "AFTER MIGRATION"], rows, style));
+    }
+    out.push('\n');
+    for note in &doc.verdict.notes {
+        out.push_str(&style.paint(&format!("note: {note}"), Tone::Dim));
+        out.push('\n');
+    }
+    let tone = if doc.verdict.safe_to_remove_v2alpha1 { Tone::Good } else { Tone::Warn };
+    out.push_str(&style.paint(&doc.verdict.line(), tone));
+    out.push('\n');
+    out
+}
