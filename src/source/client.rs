@@ -15,6 +15,8 @@ pub struct Connection {
     pub context: Option<String>,
     /// The user as kubectl would name it (impersonated user, else the kubeconfig user).
     pub user: String,
+    /// `--request-timeout`, for messages.
+    pub timeout: Option<Duration>,
 }
 
 /// `--request-timeout`: `0` means no timeout; a bare number is seconds; else `30s`, `1m`, `1h2m`.
@@ -64,10 +66,48 @@ pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
         config.connect_timeout = timeout;
         config.write_timeout = timeout;
     }
-    let server = config.cluster_url.to_string();
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
     let client = kube::Client::try_from(config).map_err(|e| cluster(format!("cannot build a client for {server}: {e}")))?;
     let user = global.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
-    Ok(Connection { client, server, context, user })
+    Ok(Connection { client, server, context, user, timeout })
+}
+
+impl Connection {
+    /// A failed request as an exit-3 error saying what was tried, where, as whom, and what to do.
+    /// `verb` and `what` are RBAC terms (`list`, `ciliumnodes.cilium.io`).
+    pub fn request_failed(&self, error: kube::Error, verb: &str, what: &str) -> anyhow::Error {
+        let (server, user) = (&self.server, &self.user);
+        match &error {
+            kube::Error::Api(status) if status.code == 403 => cluster(format!(
+                "forbidden (403): user {user} cannot {verb} {what} on {server}; ask for RBAC permission to {verb} {what}, or work offline with -f\n  server said: {}",
+                status.message
+            )),
+            kube::Error::Api(status) if status.code == 401 => cluster(format!(
+                "unauthorized (401): {server} rejected the credentials of user {user}; log in again or choose another --user/--context"
+            )),
+            kube::Error::Api(status) => cluster(format!("{verb} {what} on {server} failed ({}): {}", status.code, status.message)),
+            _ => cluster(format!(
+                "cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network",
+                self.transport_cause(&error)
+            )),
+        }
+    }
+
+    /// The innermost cause of a transport failure; the outer layers only repeat "client error".
+    fn transport_cause(&self, error: &kube::Error) -> String {
+        let mut innermost: &dyn std::error::Error = error;
+        while let Some(source) = innermost.source() {
+            innermost = source;
+        }
+        let cause = innermost.to_string();
+        match self.timeout {
+            // hyper-timeout reports a timeout as "deadline has elapsed".
+            Some(timeout) if cause.contains("deadline has elapsed") || cause.contains("timed out") => {
+                format!("no answer within --request-timeout {}", humantime::format_duration(timeout))
+            }
+            _ => cause,
+        }
+    }
 }
 
 /// The context and user names the options select in a kubeconfig (for messages only).
@@ -97,7 +137,11 @@ mod tests {
 /// CiliumPodIPPool through one API version (`v2` or `v2alpha1`), as untyped objects so that no
 /// field the plugin does not model is ever dropped on a write.
 pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::DynamicObject> {
+    kube::Api::all_with(client.clone(), &pools_resource(version))
+}
+
+/// The CiliumPodIPPool resource of one API version.
+pub fn pools_resource(version: &str) -> kube::api::ApiResource {
     let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
-    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools");
-    kube::Api::all_with(client.clone(), &resource)
+    kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools")
 }

@@ -2,7 +2,9 @@
 
 pub mod atomic;
 pub mod client;
+pub mod cluster;
 pub mod files;
+pub mod watch;
 
 use crate::cli::GlobalArgs;
 use crate::model::{Origin, Snapshot};
@@ -11,9 +13,8 @@ use anyhow::Result;
 /// Reads the snapshot the flags ask for.
 pub async fn snapshot(global: &GlobalArgs) -> Result<Snapshot> {
     if global.filename.is_empty() {
-        return Err(crate::error::cluster(
-            "live cluster access is not available in this build; pass -f FILE|DIR (e.g. kubectl get ciliumpodippools,ciliumnodes,pods -A -o yaml)",
-        ));
+        let (snapshot, _) = cluster::Cluster::connect(global).await?.read().await?;
+        return Ok(snapshot);
     }
     from_files(global)
 }
@@ -22,10 +23,14 @@ pub fn from_files(global: &GlobalArgs) -> Result<Snapshot> {
     let loaded = files::load(&global.filename)?;
     let names = loaded.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = Snapshot::from_objects(loaded.into_iter().flat_map(|f| f.documents));
-    if let Some(ns) = &global.namespace
-        && let Some(pods) = snapshot.pods.as_mut()
-    {
-        pods.retain(|p| &p.namespace == ns);
+    // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
+    if let Some(ns) = &global.namespace {
+        if let Some(pods) = snapshot.pods.as_mut() {
+            pods.retain(|p| &p.namespace == ns);
+        }
+        if let Some(endpoints) = snapshot.endpoints.as_mut() {
+            endpoints.retain(|e| &e.namespace == ns);
+        }
     }
     snapshot.origin = Origin { kind: "files", files: global.filename.clone(), ..Default::default() };
     if global.verbose {

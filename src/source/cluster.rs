@@ -1,0 +1,282 @@
+//! Snapshots from a live cluster: the pool CRD (or discovery), CiliumPodIPPools through the right
+//! version, CiliumNodes, Pods and CiliumEndpoints — the same objects `-f` reads from files, fed to
+//! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
+
+use super::client::{Connection, connect, pools_resource};
+use crate::cli::GlobalArgs;
+use crate::error::cluster;
+use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
+use crate::model::{Origin, Snapshot};
+use anyhow::Result;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
+use serde_json::Value;
+
+/// Objects per list request: large clusters have thousands of CiliumNodes and hundreds of
+/// thousands of pods, which one unpaginated response would hold in memory twice.
+const PAGE_SIZE: u32 = 500;
+
+/// Pool versions the plugin can read, preferred first (v2 is the source of truth once served).
+const POOL_VERSIONS: [&str; 2] = ["v2", "v2alpha1"];
+
+pub fn nodes_resource() -> ApiResource {
+    resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
+}
+
+pub fn pods_resource() -> ApiResource {
+    resource("", "v1", "Pod", "pods")
+}
+
+pub fn endpoints_resource() -> ApiResource {
+    resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
+}
+
+fn crd_resource() -> ApiResource {
+    resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// `plural.group` as kubectl and RBAC name a resource.
+fn resource_name(resource: &ApiResource) -> String {
+    if resource.group.is_empty() { resource.plural.clone() } else { format!("{}.{}", resource.plural, resource.group) }
+}
+
+/// A connected cluster and the namespace pods are read from (`None` = all namespaces).
+pub struct Cluster {
+    pub connection: Connection,
+    namespace: Option<String>,
+}
+
+/// What the pool CRD says, or what discovery could tell when the CRD is not readable.
+#[derive(Clone)]
+enum PoolSchema {
+    Crd(Value),
+    Discovered(CrdInfo),
+}
+
+/// Why an optional list (pods, endpoints) is missing from a snapshot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unreadable {
+    Forbidden,
+    NotServed,
+}
+
+/// What the first read settled about the cluster: where pools are read from, which optional
+/// sources are readable. `--watch` rebuilds snapshots from watched objects with the same layout.
+#[derive(Clone)]
+pub struct Layout {
+    schema: PoolSchema,
+    pub pools: ApiResource,
+    pub nodes: ApiResource,
+    /// `Err` when pods cannot be read: used addresses come from elsewhere or are unknown.
+    pods: Result<ApiResource, Unreadable>,
+    endpoints: Result<ApiResource, Unreadable>,
+    schema_note: Option<String>,
+    origin: Origin,
+}
+
+/// The objects of one read, typed (`apiVersion`/`kind` set) as `kubectl get -o yaml` prints them.
+pub struct Objects {
+    pub pools: Vec<Value>,
+    pub nodes: Vec<Value>,
+    pub pods: Option<Vec<Value>>,
+    pub endpoints: Option<Vec<Value>>,
+}
+
+impl Cluster {
+    pub async fn connect(global: &GlobalArgs) -> Result<Cluster> {
+        Ok(Cluster { connection: connect(global).await?, namespace: global.namespace.clone() })
+    }
+
+    /// Reads everything a snapshot needs; independent lists run concurrently.
+    pub async fn read(&self) -> Result<(Snapshot, Layout)> {
+        let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
+        let (pools, nodes, pods, endpoints) = tokio::join!(
+            self.read_pools(),
+            self.list(&nodes_resource),
+            self.list(&pods_resource),
+            self.list(&endpoints_resource),
+        );
+        // Pools first: without the CRD every other Cilium list fails too, and "not installed"
+        // is the message that helps.
+        let (schema, pools_resource, pools, schema_note) = pools?;
+        let nodes = nodes.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&nodes_resource)))?;
+        let (pods, pods_source) = self.optional(pods, pods_resource)?;
+        let (endpoints, endpoints_source) = self.optional(endpoints, endpoints_resource)?;
+        let layout = Layout {
+            schema,
+            pools: pools_resource,
+            nodes: nodes_resource,
+            pods: pods_source,
+            endpoints: endpoints_source,
+            schema_note,
+            origin: Origin {
+                kind: "cluster",
+                server: Some(self.connection.server.clone()),
+                context: self.connection.context.clone(),
+                ..Default::default()
+            },
+        };
+        let snapshot = layout.snapshot(Objects { pools, nodes, pods, endpoints });
+        Ok((snapshot, layout))
+    }
+
+    /// An API handle for a resource, in the `-n` namespace when it is namespaced and one was given.
+    pub fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
+        let client = self.connection.client.clone();
+        match (&self.namespace, resource.plural.as_str()) {
+            (Some(namespace), "pods" | "ciliumendpoints") => Api::namespaced_with(client, namespace, resource),
+            _ => Api::all_with(client, resource),
+        }
+    }
+
+    /// Every object of a resource, page by page.
+    async fn list(&self, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
+        let api = self.api(resource);
+        let mut items = Vec::new();
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        loop {
+            let page = api.list(&params).await?;
+            items.extend(page.items.into_iter().map(|object| typed_value(object, resource)));
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
+    fn optional(&self, listed: Result<Vec<Value>, kube::Error>, resource: ApiResource) -> Result<(Option<Vec<Value>>, Result<ApiResource, Unreadable>)> {
+        match listed {
+            Ok(items) => Ok((Some(items), Ok(resource))),
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok((None, Err(Unreadable::Forbidden))),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok((None, Err(Unreadable::NotServed))),
+            Err(e) => Err(self.connection.request_failed(e, "list", &resource_name(&resource))),
+        }
+    }
+
+    /// The pool schema, the version pools are read through, the pools, and what is unknown.
+    async fn read_pools(&self) -> Result<(PoolSchema, ApiResource, Vec<Value>, Option<String>)> {
+        let (schema, note) = self.pool_schema().await?;
+        let info = match &schema {
+            PoolSchema::Crd(object) => CrdInfo::decode(object),
+            PoolSchema::Discovered(info) => info.clone(),
+        };
+        let Some(version) = POOL_VERSIONS.into_iter().find(|v| info.serves(v)) else {
+            return Err(self.not_installed());
+        };
+        let resource = pools_resource(version);
+        let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
+        Ok((schema, resource, pools, note))
+    }
+
+    /// The CRD when readable; else served versions from discovery (open to every user).
+    async fn pool_schema(&self) -> Result<(PoolSchema, Option<String>)> {
+        let crds: Api<DynamicObject> = Api::all_with(self.connection.client.clone(), &crd_resource());
+        match crds.get(POOL_CRD_NAME).await {
+            Ok(object) => Ok((PoolSchema::Crd(typed_value(object, &crd_resource())), None)),
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(self.not_installed()),
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                let note = format!(
+                    "CRD {POOL_CRD_NAME}: forbidden (403) — storage version, storedVersions and the v2 schema are unknown; served versions from API discovery"
+                );
+                Ok((PoolSchema::Discovered(self.discover_pool_versions().await?), Some(note)))
+            }
+            Err(e) => Err(self.connection.request_failed(e, "get", &format!("customresourcedefinitions/{POOL_CRD_NAME}"))),
+        }
+    }
+
+    async fn discover_pool_versions(&self) -> Result<CrdInfo> {
+        let mut versions = Vec::new();
+        for version in POOL_VERSIONS {
+            match self.connection.client.list_api_group_resources(&format!("cilium.io/{version}")).await {
+                Ok(list) if list.resources.iter().any(|r| r.name == "ciliumpodippools") => {
+                    // Discovery tells served versions only; storage stays unknown (false).
+                    versions.push(CrdVersion { name: version.to_string(), served: true, storage: false });
+                }
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(e) => return Err(self.connection.request_failed(e, "discover", &format!("cilium.io/{version}"))),
+            }
+        }
+        Ok(CrdInfo { versions, stored_versions: None, v2_dialect: None, resource_version: None })
+    }
+
+    fn not_installed(&self) -> anyhow::Error {
+        cluster(format!(
+            "CiliumPodIPPool ({POOL_CRD_NAME}) is not served by {}: is Cilium installed with multi-pool IPAM?",
+            self.connection.server
+        ))
+    }
+}
+
+impl Layout {
+    /// The snapshot for a set of objects read with this layout.
+    pub fn snapshot(&self, objects: Objects) -> Snapshot {
+        let crd = match &self.schema {
+            PoolSchema::Crd(object) => Some(object.clone()),
+            PoolSchema::Discovered(_) => None,
+        };
+        let pods_read = objects.pods.is_some();
+        let endpoints_read = objects.endpoints.is_some();
+        let all = crd
+            .into_iter()
+            .chain(objects.pools)
+            .chain(objects.nodes)
+            .chain(objects.pods.into_iter().flatten())
+            .chain(objects.endpoints.into_iter().flatten());
+        let mut snapshot = Snapshot::from_objects(all);
+        if let PoolSchema::Discovered(info) = &self.schema {
+            snapshot.crd = Some(info.clone());
+        }
+        if !pods_read {
+            snapshot.pods = None;
+        }
+        if !endpoints_read {
+            snapshot.endpoints = None;
+        }
+        // from_objects notes kinds missing from files; a live read knows what it could not read.
+        snapshot.notes = self.notes();
+        snapshot.origin = self.origin.clone();
+        snapshot
+    }
+
+    /// Pods, when they could be read (`--watch` watches only what it can read).
+    pub fn readable_pods(&self) -> Option<&ApiResource> {
+        self.pods.as_ref().ok()
+    }
+
+    /// CiliumEndpoints, when they could be read.
+    pub fn readable_endpoints(&self) -> Option<&ApiResource> {
+        self.endpoints.as_ref().ok()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.schema_note.iter().cloned().collect();
+        if let Err(why) = self.pods {
+            let consequence = if self.endpoints.is_ok() { "used addresses from CiliumEndpoints only" } else { "used addresses unknown" };
+            notes.push(format!("pods: {} — {consequence}", unreadable_text(why)));
+        }
+        if let Err(why) = self.endpoints {
+            notes.push(format!("CiliumEndpoints: {}", unreadable_text(why)));
+        }
+        notes
+    }
+}
+
+fn unreadable_text(why: Unreadable) -> &'static str {
+    match why {
+        Unreadable::Forbidden => "forbidden (403)",
+        Unreadable::NotServed => "not served by this cluster",
+    }
+}
+
+/// An object as JSON with `apiVersion` and `kind` (list items of built-in kinds omit them).
+pub fn typed_value(mut object: DynamicObject, resource: &ApiResource) -> Value {
+    if object.types.is_none() {
+        object.types = Some(TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });
+    }
+    serde_json::to_value(object).expect("a Kubernetes object serializes to JSON")
+}

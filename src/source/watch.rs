@@ -1,0 +1,116 @@
+//! Change notifications for `usage --watch`: one reflector per source (pools, CiliumNodes, and
+//! pods/CiliumEndpoints when readable). Each keeps the current objects, so a change rebuilds the
+//! snapshot from memory instead of re-listing a large cluster every second.
+
+use super::cluster::{Cluster, Layout, Objects, typed_value};
+use futures::stream::{BoxStream, SelectAll};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use std::time::Duration;
+
+/// One watched resource and the objects its reflector holds.
+struct Watched {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+}
+
+impl Watched {
+    fn objects(&self) -> Vec<Value> {
+        self.store.state().iter().map(|object| typed_value(object.as_ref().clone(), &self.resource)).collect()
+    }
+}
+
+/// What one watch event means for the caller.
+enum Signal {
+    /// The source with this index changed, or finished its (re)initial listing.
+    Changed { source: usize, listed: bool },
+    Failed(watcher::Error),
+}
+
+pub struct Watch {
+    pools: Watched,
+    nodes: Watched,
+    pods: Option<Watched>,
+    endpoints: Option<Watched>,
+    signals: SelectAll<BoxStream<'static, Signal>>,
+    /// Per source: its initial listing is complete, so its store is the whole picture.
+    listed: Vec<bool>,
+}
+
+impl Watch {
+    /// Starts watching every source the first read could use.
+    pub fn start(cluster: &Cluster, layout: &Layout) -> Watch {
+        let mut signals = SelectAll::new();
+        let mut start = |resource: &ApiResource| {
+            let writer = Writer::new(resource.clone());
+            let store = writer.as_reader();
+            let source = signals.len();
+            let stream = watcher(cluster.api(resource), watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .map_ok(move |event| match event {
+                    watcher::Event::InitDone => Signal::Changed { source, listed: true },
+                    _ => Signal::Changed { source, listed: false },
+                })
+                .map(|item| item.unwrap_or_else(Signal::Failed));
+            signals.push(stream.boxed());
+            Watched { resource: resource.clone(), store }
+        };
+        let pools = start(&layout.pools);
+        let nodes = start(&layout.nodes);
+        let pods = layout.readable_pods().map(&mut start);
+        let endpoints = layout.readable_endpoints().map(&mut start);
+        let listed = vec![false; signals.len()];
+        Watch { pools, nodes, pods, endpoints, signals, listed }
+    }
+
+    /// Waits until something changed and every source has been listed once. Watch failures are
+    /// reported on stderr and retried with backoff; they end the watch only if every stream ends.
+    pub async fn changed(&mut self) -> anyhow::Result<()> {
+        loop {
+            let signal = self.signals.next().await.ok_or_else(|| crate::error::cluster("every watch stream ended"))?;
+            if self.record(signal) && self.listed.iter().all(|&l| l) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Keeps applying events for `quiet` (debounce: a burst of changes gives one re-render).
+    pub async fn settle(&mut self, quiet: Duration) {
+        let deadline = tokio::time::sleep(quiet);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                Some(signal) = self.signals.next() => { self.record(signal); }
+            }
+        }
+    }
+
+    /// Notes what a signal says; true when it was a change.
+    fn record(&mut self, signal: Signal) -> bool {
+        match signal {
+            Signal::Changed { source, listed } => {
+                self.listed[source] |= listed;
+                true
+            }
+            Signal::Failed(error) => {
+                eprintln!("warning: watch failed, retrying: {error}");
+                false
+            }
+        }
+    }
+
+    /// The snapshot the watched objects make now.
+    pub fn snapshot(&self, layout: &Layout) -> crate::model::Snapshot {
+        layout.snapshot(Objects {
+            pools: self.pools.objects(),
+            nodes: self.nodes.objects(),
+            pods: self.pods.as_ref().map(Watched::objects),
+            endpoints: self.endpoints.as_ref().map(Watched::objects),
+        })
+    }
+}

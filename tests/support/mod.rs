@@ -1,0 +1,486 @@
+//! Shared helpers for tests against a real control plane (docs: testenv.md).
+//!
+//! Every `TestCluster::start` runs its own etcd + kube-apiserver through `tools/testenv/up.sh`:
+//! the three pool dialects are different versions of the same cluster-scoped CRD, so they cannot
+//! share one apiserver. Tests FAIL, never skip, when the harness is missing: a cluster test that
+//! silently passes without a cluster cannot fail, which makes it a defect.
+//!
+//! Use it with `mod support;` from a file in `tests/`.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub use ciliumpool::model::Dialect;
+
+/// The plugin binary cargo built for this test run.
+pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-ciliumpool");
+
+/// How many API requests the seeding helpers keep in flight.
+const SEED_CONCURRENCY: usize = 32;
+
+/// A private control plane with the Cilium CRDs of one dialect installed.
+pub struct TestCluster {
+    /// `TESTENV_DIR`: certificates, logs and the kubeconfig; removed by `down.sh`.
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    /// `https://127.0.0.1:PORT`
+    pub server: String,
+    /// Directory holding the real `kubectl` (and kube-apiserver, etcd).
+    pub bin: PathBuf,
+    /// The pool CRD's dialect; `None` when no Cilium CRD is installed.
+    pub dialect: Option<Dialect>,
+    /// Seconds `up.sh` took (for reports; never asserted).
+    pub startup: Duration,
+    runtime: tokio::runtime::Runtime,
+    client: kube::Client,
+    /// kind -> resource, so seeding many objects resolves each kind once.
+    resources: Mutex<HashMap<GroupVersionKind, ApiResource>>,
+}
+
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The CiliumPodIPPool CRD fixture of a dialect.
+pub fn pool_crd_fixture(dialect: Dialect) -> PathBuf {
+    let file = match dialect {
+        Dialect::V2alpha1 => "ciliumpodippools-v2alpha1-only.yaml",
+        Dialect::UpstreamV2 => "ciliumpodippools-upstream.yaml",
+        Dialect::CfpV2 => "ciliumpodippools-cfp.yaml",
+    };
+    repo_root().join("tests/fixtures/crds").join(file)
+}
+
+fn crd_fixture(name: &str) -> PathBuf {
+    repo_root().join("tests/fixtures/crds").join(name)
+}
+
+/// Reads `export NAME=VALUE` lines as printed by up.sh (`printf %q` quoting).
+fn parse_exports(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
+        .map(|(name, value)| (name.to_string(), unquote_shell(value)))
+        .collect()
+}
+
+/// Undoes `printf %q` for the characters mktemp paths can contain (backslash escapes, quotes).
+fn unquote_shell(value: &str) -> String {
+    let value = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).unwrap_or(value);
+    let mut out = String::new();
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '"' => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+impl TestCluster {
+    /// Starts etcd + kube-apiserver, installs the CRDs of `dialect` (pools, plus CiliumNodes and
+    /// CiliumEndpoints) and waits until they are Established. Panics with the reason on failure.
+    pub fn start(dialect: Dialect) -> TestCluster {
+        let mut cluster = TestCluster::start_bare();
+        cluster.install_crds(dialect);
+        cluster.dialect = Some(dialect);
+        cluster
+    }
+
+    /// A control plane with no Cilium CRDs at all (what a cluster without Cilium looks like).
+    pub fn start_without_cilium() -> TestCluster {
+        TestCluster::start_bare()
+    }
+
+    fn start_bare() -> TestCluster {
+        if std::env::var_os("TESTENV_BIN").is_none_or(|v| v.is_empty()) {
+            panic!(
+                "TESTENV_BIN is not set: cluster tests need the real control plane. Run them as \
+                 `eval \"$(tools/testenv/up.sh)\" && cargo test` (or `bash .ci/run`); see docs testenv.md"
+            );
+        }
+        let up = repo_root().join("tools/testenv/up.sh");
+        let started = Instant::now();
+        let output = Command::new("bash")
+            .arg(&up)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", up.display()));
+        let startup = started.elapsed();
+        if !output.status.success() {
+            panic!(
+                "{} failed ({}); the control plane did not start:\n{}",
+                up.display(),
+                output.status,
+                tail(&String::from_utf8_lossy(&output.stderr), 40)
+            );
+        }
+        let exports = parse_exports(&String::from_utf8_lossy(&output.stdout));
+        let var = |name: &str| {
+            exports.get(name).cloned().unwrap_or_else(|| panic!("up.sh printed no `export {name}=`; stdout was:\n{}", String::from_utf8_lossy(&output.stdout)))
+        };
+        let dir = PathBuf::from(var("TESTENV_DIR"));
+        let kubeconfig = PathBuf::from(var("KUBECONFIG"));
+        let bin = PathBuf::from(var("TESTENV_BIN"));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+        let file = Kubeconfig::read_from(&kubeconfig).unwrap_or_else(|e| panic!("cannot read {}: {e}", kubeconfig.display()));
+        let client_and_server = runtime.block_on(async {
+            let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?;
+            let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+            anyhow::Ok((kube::Client::try_from(config)?, server))
+        });
+        // From here on `Drop` stops the control plane, even if a later step panics.
+        let (client, server) = match client_and_server {
+            Ok(pair) => pair,
+            Err(e) => {
+                stop(&dir);
+                panic!("cannot build a client from {}: {e:#}", kubeconfig.display());
+            }
+        };
+        eprintln!("[support] control plane {server} up in {:.1} s ({})", startup.as_secs_f64(), dir.display());
+        TestCluster { dir, kubeconfig, server, bin, dialect: None, startup, runtime, client, resources: Mutex::default() }
+    }
+
+    fn install_crds(&self, dialect: Dialect) {
+        let pools = pool_crd_fixture(dialect);
+        let nodes = crd_fixture("ciliumnodes.yaml");
+        let endpoints = crd_fixture("ciliumendpoints.yaml");
+        self.kubectl(&["apply", "-f", path_str(&pools), "-f", path_str(&nodes), "-f", path_str(&endpoints)]);
+        self.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/ciliumpodippools.cilium.io",
+            "crd/ciliumnodes.cilium.io",
+            "crd/ciliumendpoints.cilium.io",
+        ]);
+    }
+
+    /// The real kubectl, pointed at this cluster (run it with `.output()` to inspect failures).
+    pub fn kubectl_command(&self) -> Command {
+        let mut command = Command::new(self.bin.join("kubectl"));
+        command.env("KUBECONFIG", &self.kubeconfig).stdin(Stdio::null());
+        command
+    }
+
+    /// Runs the real kubectl and returns its stdout; panics with stderr when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let output = self.kubectl_command().args(args).output().expect("run kubectl");
+        check_output("kubectl", args, output)
+    }
+
+    /// Runs the real kubectl with `stdin` as input and returns its stdout; panics when it fails.
+    pub fn kubectl_with_input(&self, args: &[&str], stdin: &str) -> String {
+        let mut child = self
+            .kubectl_command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write kubectl stdin");
+        check_output("kubectl", args, child.wait_with_output().expect("wait for kubectl"))
+    }
+
+    /// `kubectl apply` (server-side: one request per object) of YAML or JSON manifests.
+    pub fn apply_yaml(&self, text: &str) {
+        self.kubectl_with_input(&["apply", "--server-side", "--force-conflicts", "-f", "-"], text);
+    }
+
+    /// The plugin under test with this cluster's kubeconfig, colour off.
+    pub fn plugin(&self) -> assert_cmd::Command {
+        let mut command = assert_cmd::Command::new(PLUGIN);
+        command.env_remove("KUBECONFIG").env("NO_COLOR", "1").arg("--kubeconfig").arg(&self.kubeconfig);
+        command
+    }
+
+    /// The same as `plugin()`, as a std Command for processes that must be spawned (`--watch`).
+    pub fn plugin_process(&self) -> Command {
+        let mut command = Command::new(PLUGIN);
+        command.env_remove("KUBECONFIG").env("NO_COLOR", "1").arg("--kubeconfig").arg(&self.kubeconfig);
+        command
+    }
+
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Runs async code (kube client calls) on this cluster's runtime.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// Moves the pool CRD from v2alpha1 storage to v2 storage the way a Cilium upgrade does:
+    /// applies the `to` dialect's CRD over the v2alpha1-only one, so pools created before stay
+    /// stored as v2alpha1 and `status.storedVersions` becomes `[v2alpha1, v2]`.
+    pub fn move_pools_to_v2_storage(&mut self, to: Dialect) {
+        assert_eq!(self.dialect, Some(Dialect::V2alpha1), "move_pools_to_v2_storage starts from the v2alpha1-only CRD");
+        assert_ne!(to, Dialect::V2alpha1, "move_pools_to_v2_storage needs a v2 dialect");
+        self.kubectl(&["apply", "-f", path_str(&pool_crd_fixture(to))]);
+        self.dialect = Some(to);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let stored = self.kubectl(&["get", "crd", "ciliumpodippools.cilium.io", "-o", "jsonpath={.status.storedVersions}"]);
+            let served = self.kubectl_command().args(["get", "ciliumpodippools.v2.cilium.io"]).output().expect("run kubectl");
+            if stored.contains("v2alpha1") && stored.contains("\"v2\"") && served.status.success() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "CRD did not reach storedVersions [v2alpha1, v2] with v2 served; storedVersions: {stored}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Creates objects (any kind the cluster serves) concurrently through the API. Server-set
+    /// metadata (uid, resourceVersion, ...) is dropped, namespaces are created as needed, and a
+    /// Pod's `status` is written afterwards through `pods/status` (the only way to seed podIPs
+    /// without a kubelet). Lists are flattened.
+    pub fn create_objects(&self, objects: Vec<Value>) {
+        let objects: Vec<Value> = objects.into_iter().flat_map(flatten_list).map(strip_server_fields).collect();
+        let mut namespaces: Vec<String> = objects.iter().filter_map(|o| o.pointer("/metadata/namespace")?.as_str().map(str::to_string)).collect();
+        namespaces.sort();
+        namespaces.dedup();
+        self.block_on(async {
+            for namespace in &namespaces {
+                self.ensure_namespace(namespace).await;
+            }
+            futures::stream::iter(objects.into_iter().map(|object| self.create_one(object)))
+                .buffer_unordered(SEED_CONCURRENCY)
+                .try_collect::<Vec<()>>()
+                .await
+        })
+        .unwrap_or_else(|e| panic!("seeding objects failed: {e:#}"));
+    }
+
+    async fn ensure_namespace(&self, name: &str) {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Namespace"), "namespaces"));
+        let namespace: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).expect("namespace");
+        match api.create(&PostParams::default(), &namespace).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => panic!("cannot create namespace {name}: {e}"),
+        }
+    }
+
+    async fn create_one(&self, mut object: Value) -> anyhow::Result<()> {
+        let api = self.api_for(&object).await?;
+        let pod_status = (object["kind"] == "Pod").then(|| object.as_object_mut().and_then(|o| o.remove("status"))).flatten();
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let dynamic: DynamicObject = serde_json::from_value(object)?;
+        api.create(&PostParams::default(), &dynamic).await.map_err(|e| anyhow::anyhow!("create {name}: {e}"))?;
+        if let Some(status) = pod_status {
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+                .await
+                .map_err(|e| anyhow::anyhow!("patch pods/status of {name}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// A namespaced or cluster-wide handle for the object's kind (resolved by discovery, cached).
+    async fn api_for(&self, object: &Value) -> anyhow::Result<Api<DynamicObject>> {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap_or_default());
+        let cached = self.resources.lock().expect("resource cache").get(&gvk).cloned();
+        let resource = match cached {
+            Some(resource) => resource,
+            None => {
+                let (resource, _) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+                self.resources.lock().expect("resource cache").insert(gvk, resource.clone());
+                resource
+            }
+        };
+        Ok(match object.pointer("/metadata/namespace").and_then(Value::as_str) {
+            Some(namespace) => Api::namespaced_with(self.client(), namespace, &resource),
+            None => Api::all_with(self.client(), &resource),
+        })
+    }
+
+    /// Writes `status.podIPs` (and `podIP`) and `status.phase` of an existing Pod via `pods/status`.
+    pub fn set_pod_status(&self, namespace: &str, name: &str, ips: &[&str], phase: &str) {
+        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client(), namespace);
+        let patch = json!({"status": pod_status(ips, phase)});
+        self.block_on(api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)))
+            .unwrap_or_else(|e| panic!("patch pods/status of {namespace}/{name}: {e}"));
+    }
+
+    /// Lets `user` get, list and watch the given resources cluster-wide: a ClusterRole and a
+    /// ClusterRoleBinding named after the user. Run the plugin with `--as USER` afterwards.
+    pub fn grant_read(&self, user: &str, resources: &[(&str, &str)]) {
+        let rules: Vec<Value> = resources
+            .iter()
+            .map(|(group, resource)| json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"]}))
+            .collect();
+        let name = format!("test-read-{user}");
+        let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}]});
+        self.apply_yaml(&objects.to_string());
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        stop(&self.dir);
+    }
+}
+
+fn stop(dir: &Path) {
+    let down = repo_root().join("tools/testenv/down.sh");
+    match Command::new("bash").arg(&down).arg(dir).stdin(Stdio::null()).output() {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => eprintln!("[support] {} failed: {}", down.display(), String::from_utf8_lossy(&output.stderr)),
+        Err(e) => eprintln!("[support] cannot run {}: {e}", down.display()),
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("fixture paths are UTF-8")
+}
+
+fn check_output(program: &str, args: &[&str], output: Output) -> String {
+    if !output.status.success() {
+        panic!("{program} {} failed ({}):\n{}", args.join(" "), output.status, String::from_utf8_lossy(&output.stderr));
+    }
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn flatten_list(object: Value) -> Vec<Value> {
+    match object.get("items").and_then(Value::as_array) {
+        Some(items) if object["kind"].as_str().is_some_and(|k| k.ends_with("List")) => {
+            let item_kind = object["kind"].as_str().and_then(|k| k.strip_suffix("List")).filter(|k| !k.is_empty()).map(str::to_string);
+            items
+                .iter()
+                .cloned()
+                .map(|mut item| {
+                    if item.get("kind").is_none()
+                        && let Some(kind) = &item_kind
+                    {
+                        item["kind"] = json!(kind);
+                    }
+                    item
+                })
+                .collect()
+        }
+        _ => vec![object],
+    }
+}
+
+/// Drops what the apiserver sets itself, so objects dumped from one cluster can be created in another.
+fn strip_server_fields(mut object: Value) -> Value {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in ["uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink"] {
+            meta.remove(field);
+        }
+    }
+    object
+}
+
+fn pod_status(ips: &[&str], phase: &str) -> Value {
+    let mut status = json!({"phase": phase, "podIPs": ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()});
+    if let Some(first) = ips.first() {
+        status["podIP"] = json!(first);
+    }
+    status
+}
+
+/// A Pod on `node` with the given IPs, phase Running (its status is written by `create_objects`).
+pub fn pod(namespace: &str, name: &str, node: &str, ips: &[&str]) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "registry.invalid/pause:1"}]},
+        "status": pod_status(ips, "Running"),
+    })
+}
+
+/// A CiliumNode holding `allocated` blocks per pool and requesting `needed_ipv4` addresses from
+/// each of those pools (multi-pool fields as the agent and operator write them, domain §4).
+pub fn cilium_node(name: &str, allocated: &[(&str, &[&str])], needed_ipv4: u64) -> Value {
+    json!({
+        "apiVersion": "cilium.io/v2", "kind": "CiliumNode",
+        "metadata": {"name": name},
+        "spec": {"ipam": {"pools": {
+            "requested": allocated.iter().map(|(pool, _)| json!({"pool": pool, "needed": {"ipv4-addrs": needed_ipv4}})).collect::<Vec<_>>(),
+            "allocated": allocated.iter().map(|(pool, cidrs)| json!({"pool": pool, "cidrs": cidrs})).collect::<Vec<_>>(),
+        }}},
+    })
+}
+
+/// A CiliumEndpoint with the given addresses (`status.networking.addressing`).
+pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str]) -> Value {
+    let addressing: Vec<Value> = ips
+        .iter()
+        .map(|ip| if ip.contains(':') { json!({"ipv6": ip}) } else { json!({"ipv4": ip}) })
+        .collect();
+    json!({
+        "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
+        "metadata": {"namespace": namespace, "name": name},
+        "status": {"networking": {"node": node_ip, "addressing": addressing}},
+    })
+}
+
+/// Reads a YAML/JSON file of the repository into documents (e.g. `examples/snapshot/pools.yaml`).
+pub fn read_manifests(relative: &str) -> Vec<Value> {
+    let path = repo_root().join(relative);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    ciliumpool::source::files::parse(&text, relative).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Reads lines from a spawned process's stdout on a thread, so tests can wait with a deadline.
+pub struct LineReader {
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl LineReader {
+    pub fn new(stdout: impl std::io::Read + Send + 'static) -> LineReader {
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LineReader { lines }
+    }
+
+    /// Reads until a line satisfies `found`; returns everything read. Panics after `timeout`.
+    pub fn read_until(&self, timeout: Duration, what: &str, found: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = found(&line);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(_) => panic!("no {what} within {timeout:?}; output so far:\n{}", seen.join("\n")),
+            }
+        }
+    }
+}
