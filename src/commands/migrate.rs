@@ -54,7 +54,7 @@ struct ClusterView {
 impl ClusterView {
     async fn read(conn: &client::Connection) -> Result<ClusterView> {
         let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
-        let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| api_error(e, conn, &format!("get customresourcedefinitions {POOL_CRD_NAME}")))?;
+        let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
         let crd = CrdInfo::decode(&serde_json::to_value(&crd)?);
         let mut via = BTreeMap::new();
         for version in ["v2alpha1", "v2"] {
@@ -73,7 +73,7 @@ async fn list_pools(conn: &client::Connection, version: &str) -> Result<Vec<Valu
     let mut params = ListParams::default().limit(PAGE_SIZE);
     let mut out = Vec::new();
     loop {
-        let page = api.list(&params).await.map_err(|e| api_error(e, conn, &format!("list ciliumpodippools.{version}.cilium.io")))?;
+        let page = api.list(&params).await.map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))?;
         for item in page.items {
             let mut obj = serde_json::to_value(&item)?;
             obj["apiVersion"] = Value::from(format!("cilium.io/{version}"));
@@ -85,17 +85,6 @@ async fn list_pools(conn: &client::Connection, version: &str) -> Result<Vec<Valu
             None => return Ok(out),
         }
     }
-}
-
-/// A kube error as an exit-3 error naming what was attempted and as whom.
-fn api_error(error: kube::Error, conn: &client::Connection, attempted: &str) -> anyhow::Error {
-    let detail = match &error {
-        kube::Error::Api(status) if status.code == 403 => format!("forbidden: {} may not {attempted}; ask for RBAC permission", conn.user),
-        kube::Error::Api(status) if status.code == 404 => format!("{attempted}: not found (is Cilium's CiliumPodIPPool CRD installed?)"),
-        kube::Error::Api(status) => format!("{attempted}: {} ({})", status.message, status.code),
-        other => format!("{attempted} at {}: {other}", conn.server),
-    };
-    cluster(detail)
 }
 
 /// One permission the command needs, checked with a SelfSubjectAccessReview.
@@ -137,7 +126,7 @@ async fn require(conn: &client::Connection, needed: &[Permission]) -> Result<()>
         let answer = api
             .create(&PostParams::default(), &review)
             .await
-            .map_err(|e| api_error(e, conn, "create selfsubjectaccessreviews.authorization.k8s.io"))?;
+            .map_err(|e| conn.request_failed(e, "create", "selfsubjectaccessreviews.authorization.k8s.io"))?;
         if !answer.status.is_some_and(|s| s.allowed) {
             return Err(cluster(format!(
                 "missing permission: {} may not {} (cluster-scoped); nothing was written — ask for a ClusterRole granting it",
@@ -312,7 +301,7 @@ async fn write_pool(conn: &client::Connection, name: &str, first: Option<Value>,
             None => match api.get_opt(name).await {
                 Ok(Some(obj)) => serde_json::to_value(&obj).expect("an object serializes"),
                 Ok(None) => return WriteOutcome::Gone,
-                Err(e) => return WriteOutcome::Failed(api_error(e, conn, &format!("get ciliumpodippool {name}")).to_string()),
+                Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "get", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
             },
         };
         let converted = match core::to_v2(&obj, dialect) {
@@ -328,7 +317,7 @@ async fn write_pool(conn: &client::Connection, name: &str, first: Option<Value>,
             Ok(_) => return WriteOutcome::Written(converted.change, attempt),
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
             Err(kube::Error::Api(status)) if status.code == 404 => return WriteOutcome::Gone,
-            Err(e) => return WriteOutcome::Failed(api_error(e, conn, &format!("update ciliumpodippool {name}")).to_string()),
+            Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "update", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
         }
     }
     WriteOutcome::Failed(format!("still conflicting after {MAX_ATTEMPTS} attempts (someone keeps writing it); rerun"))
@@ -379,7 +368,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
     let params = PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) };
     for _ in 0..MAX_ATTEMPTS {
-        let mut crd = crds.get(POOL_CRD_NAME).await.map_err(|e| api_error(e, conn, &format!("get customresourcedefinitions {POOL_CRD_NAME}")))?;
+        let mut crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
         if crd.spec.versions.iter().any(|v| v.storage && v.name != "v2") {
             return Err(cluster("the CRD's storage version changed away from v2 meanwhile; nothing was written"));
         }
@@ -391,7 +380,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
                 return Ok(0);
             }
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(e) => return Err(api_error(e, conn, &format!("update customresourcedefinitions/status {POOL_CRD_NAME}"))),
+            Err(e) => return Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
         }
     }
     Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {MAX_ATTEMPTS} attempts; rerun --finalize")))
