@@ -179,8 +179,11 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         if mode == DryRun::Server {
             for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
                 let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
-                let outcome = write_pool(conn, &pool.name, first, dialect, true).await;
-                server.insert(pool.name.clone(), outcome.describe());
+                let outcome = match write_pool(conn, &pool.name, first, dialect, true).await {
+                    WriteOutcome::Written(..) => "accepted".to_string(),
+                    other => other.describe(),
+                };
+                server.insert(pool.name.clone(), outcome);
             }
         }
         print_plan(&live.plan, &server, ctx)?;

@@ -90,6 +90,7 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
         pending.push(format!("{unmigrated} of {} pools are not migrated yet (run `kubectl ciliumpool migrate`)", plan.pools.len()));
     }
     match &crd.stored_versions {
+        _ if plan.blocked.is_some() => {}
         Some(stored) if stored.iter().all(|v| v == "v2") => {}
         Some(stored) => pending.push(format!(
             "status.storedVersions is [{}] (run `kubectl ciliumpool migrate --finalize` once every pool is migrated)",

@@ -17,10 +17,14 @@ pub fn tone(state: State) -> Tone {
     }
 }
 
+/// "0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"
+pub fn state_counts(plan: &Plan) -> String {
+    State::ALL.iter().map(|s| format!("{} {}", plan.count(*s), s.name())).collect::<Vec<_>>().join(", ")
+}
+
 /// "40 pools: 0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"
 pub fn counts_line(plan: &Plan) -> String {
-    let counts: Vec<String> = State::ALL.iter().map(|s| format!("{} {}", plan.count(*s), s.name())).collect();
-    format!("{} pools: {}", plan.pools.len(), counts.join(", "))
+    format!("{} pools: {}", plan.pools.len(), state_counts(plan))
 }
 
 /// The plan as a table; `server` holds the outcome of server-side dry runs per pool.
@@ -81,10 +85,11 @@ pub fn status_text(doc: &StatusDocument, plan: &Plan, style: &Style) -> String {
         .collect();
     let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| format!("[{}]", s.join(", ")));
     let mut out = format!(
-        "versions:        {}\nstoredVersions:  {stored}\nv2 dialect:      {}\npools:           {}\n",
+        "versions:        {}\nstoredVersions:  {stored}\nv2 dialect:      {}\npools:           {} ({})\n",
         versions.join(", "),
         crd.cluster_dialect().name(),
-        counts_line(plan)
+        plan.pools.len(),
+        state_counts(plan)
     );
     let pending: Vec<_> = plan.pools.iter().filter(|p| p.state != State::Migrated).collect();
     if !pending.is_empty() {
