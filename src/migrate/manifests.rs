@@ -89,7 +89,11 @@ pub fn convert_text(text: &str, name: &str, target: Dialect) -> Result<Outcome, 
         })?;
         let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
         let result = match docs.as_slice() {
-            [doc] => convert_document(doc, target).map_err(|e| format!("{name}:{line}: {e}"))?,
+            [doc] => {
+                // Point at the document's first line, not at its `---` marker.
+                let first = if is_document_start(chunk) { line + 1 } else { line };
+                convert_document(doc, target).map_err(|e| format!("{name}:{first}: {e}"))?
+            }
             _ => None,
         };
         match result {
@@ -156,6 +160,6 @@ mod tests {
         assert_eq!(doc["items"][0]["spec"]["ipv6"]["cidrs"][0]["cidr"], "fd00::/104");
         let bad = "kind: ConfigMap\n---\napiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: z}\nspec: {ipv4: {cidrs: [nope], maskSize: 24}}\n";
         let err = convert_text(bad, "b.yaml", Dialect::UpstreamV2).unwrap_err();
-        assert!(err.starts_with("b.yaml:2: invalid object"), "{err}");
+        assert!(err.starts_with("b.yaml:3: invalid object"), "{err}");
     }
 }
