@@ -18,25 +18,25 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Pool `i` of the test set: IPv4 always, IPv6 on every 4th, selectors, allowFirstIP, labels and
 /// annotations on some, and a non-canonical CIDR spelling on every 6th (written back verbatim).
 fn test_pool(i: usize) -> Value {
-    let v4 = if i % 6 == 0 { format!("10.{i}.0.5/16") } else { format!("10.{i}.0.0/16") };
+    let v4 = if i.is_multiple_of(6) { format!("10.{i}.0.5/16") } else { format!("10.{i}.0.0/16") };
     let mut pool = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool",
         "metadata": {"name": format!("pool-{i:02}")},
         "spec": {"ipv4": {"cidrs": [v4, format!("10.{}.0.0/16", 100 + i)], "maskSize": 24}}});
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         pool["spec"]["ipv6"] = json!({"cidrs": [format!("fd00:{i:x}::/104")], "maskSize": 120});
     }
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         pool["spec"]["podSelector"] = json!({"matchLabels": {"app": format!("app-{i}")}});
         pool["spec"]["namespaceSelector"] = json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]});
     }
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         pool["spec"]["allowFirstIP"] = json!(true);
         pool["spec"]["allowLastIP"] = json!(false);
     }
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         pool["metadata"]["labels"] = json!({"team": format!("t{}", i % 3), "tier": "prod"});
     }
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         pool["metadata"]["annotations"] = json!({"example.com/owner": format!("owner-{i}")});
     }
     pool
