@@ -167,6 +167,13 @@ fn upstream_plan_apply_rerun_status_finalize() {
     assert_eq!(status["verdict"]["safeToRemoveV2alpha1"], true);
     assert_eq!(status["counts"]["migrated"], 40);
     assert_eq!(status["crd"]["storedVersions"], json!(["v2"]));
+
+    // A client still writing v2alpha1 after migration (managedFields are per second) is reported.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    cluster.kubectl(&["label", "ciliumpodippools.v2alpha1.cilium.io", "pool-03", "cost-center=42"]);
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("because kubectl-label (Update) still write(s) cilium.io/v2alpha1 after migration"), "{out}");
 }
 
 #[test]

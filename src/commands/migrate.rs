@@ -206,7 +206,12 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     write_backup(&backup_path, conn, &live)?;
     eprintln!("backup written to {} (mode 0600)", backup_path.display());
 
-    let progress = if ctx.interactive { indicatif::ProgressBar::new(writes as u64) } else { indicatif::ProgressBar::hidden() };
+    let progress = if ctx.interactive {
+        let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}").expect("valid template").progress_chars("=> ");
+        indicatif::ProgressBar::new(writes as u64).with_style(style)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut outcomes: Vec<(String, WriteOutcome)> = Vec::new();
     for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
         progress.set_message(pool.name.clone());
