@@ -186,6 +186,12 @@ pub struct MigrateArgs {
     /// Once every pool is migrated: set the CRD's status.storedVersions to [v2]
     #[arg(long, conflicts_with_all = ["dry_run", "backup"])]
     pub finalize: bool,
+    /// With --dry-run: exit 1 when the plan would write something (for CI)
+    #[arg(long, requires = "dry_run")]
+    pub exit_code: bool,
+    /// List pools in pages of this many objects
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
     /// Offline (-f): the v2 shape to convert manifests to
     #[arg(long, value_enum, default_value_t = Schema::Upstream)]
     pub schema: Schema,

@@ -113,6 +113,10 @@ fn upstream_plan_apply_rerun_status_finalize() {
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("40 pools: 0 migrated, 40 rewrite, 0 convert, 0 conflict, 0 blocked"), "{out}");
+    // Pages of 7 objects (pagination through both versions); --exit-code: 1 = something to write.
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code", "--chunk-size", "7"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("40 pools: 0 migrated, 40 rewrite"), "{out}");
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run=server", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let plan: Value = serde_json::from_str(&out).unwrap();
@@ -154,6 +158,8 @@ fn upstream_plan_apply_rerun_status_finalize() {
     assert_eq!(resource_versions(&cluster), migrated_rv, "a rerun writes nothing");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a rerun with nothing to do writes no backup");
 
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code"]);
+    assert_eq!(code, 0, "nothing left to write: {err}");
     let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
     assert_eq!(code, 1, "finalize is still pending: {out}");
     assert!(out.contains("status.storedVersions is [v2alpha1, v2]"), "{out}");
@@ -307,4 +313,117 @@ fn v2alpha1_only_cluster_is_reported_and_nothing_is_written() {
     assert!(out.contains("safe to remove v2alpha1: no — because cilium.io/v2 is not served"), "{out}");
     assert_eq!(rv(), before);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Kills a spawned process when dropped, so a failing test leaves no process behind.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn interrupted_run_is_completed_by_rerunning() {
+    let cluster = migrated_cluster_setup(Dialect::CfpV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = pools(&cluster, "v2");
+    // SIGKILL (no cleanup) once the plugin reports its 10th pool written.
+    let mut child = KillOnDrop(
+        cluster
+            .plugin_process()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", "b.yaml"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = support::LineReader::new(child.0.stdout.take().unwrap());
+    let written = std::cell::Cell::new(0);
+    stdout.read_until(std::time::Duration::from_secs(60), "10 written pools", |l| {
+        written.set(written.get() + usize::from(l.ends_with(" converted")));
+        written.get() == 10
+    });
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+
+    // Every pool is either fully migrated or untouched: never half-written.
+    let after_kill = pools(&cluster, "v2");
+    let mut done = 0;
+    for (name, old) in &before {
+        let now = &after_kill[name];
+        if now["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true" {
+            assert!(now["spec"]["ipv4"]["cidrs"].as_array().unwrap().iter().all(Value::is_object), "{name}: converted with the mark");
+            done += 1;
+        } else {
+            assert_eq!(now["metadata"]["resourceVersion"], old["metadata"]["resourceVersion"], "{name}: untouched");
+        }
+    }
+    eprintln!("[measure] interrupted run: {done} of {POOLS} pools migrated before SIGKILL");
+    assert!((10..POOLS).contains(&done), "the run was interrupted midway: {done}");
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b2.yaml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let rest = POOLS - done;
+    assert!(out.contains(&format!("Summary: {rest} written ({rest} converted)")), "only the rest is written: {out}");
+    let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert!(out.contains("40 pools: 40 migrated"), "{out}");
+}
+
+/// Runs the plugin in a pseudo-terminal (util-linux `script`) and types `key` at the prompt;
+/// returns the exit code and what the terminal showed.
+fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &str, key: &str) -> (i32, String) {
+    use std::io::{Read, Write};
+    let command = format!("{} --kubeconfig {} {args}", support::PLUGIN, cluster.kubeconfig.display());
+    let mut child = KillOnDrop(
+        std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs the plugin in a pseudo-terminal"),
+    );
+    let screen = Arc::new(std::sync::Mutex::new(String::new()));
+    let mut stdout = child.0.stdout.take().unwrap();
+    let sink = screen.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !screen.lock().unwrap().contains("[y/N]") {
+        assert!(std::time::Instant::now() < deadline, "no prompt; the terminal shows:\n{}", screen.lock().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.0.stdin.take().unwrap().write_all(key.as_bytes()).unwrap();
+    let status = child.0.wait().unwrap();
+    reader.join().unwrap();
+    let shown = screen.lock().unwrap().clone();
+    (status.code().unwrap_or(-1), shown)
+}
+#[test]
+fn confirmation_on_a_terminal() {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects((0..3).map(test_pool).collect());
+    cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = resource_versions(&cluster);
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "n");
+    assert_eq!(code, 2, "declined: {prompt}");
+    assert!(prompt.contains("Migrate 3 CiliumPodIPPool(s)"), "{prompt}");
+    assert_eq!(resource_versions(&cluster), before, "declining writes nothing");
+    assert!(!dir.path().join("b.yaml").exists(), "not even the backup");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "y");
+    assert_eq!(code, 0, "{prompt}");
+    assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
 }

@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 const FIELD_MANAGER: &str = "kubectl-ciliumpool";
 /// Attempts per object when the apiserver answers 409 Conflict (kube does not retry those).
 const MAX_ATTEMPTS: usize = 5;
-const PAGE_SIZE: u32 = 500;
 
 pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
     if !ctx.global.filename.is_empty() {
@@ -33,7 +32,7 @@ pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
         return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));
     }
     let conn = client::connect(&ctx.global).await?;
-    let live = ClusterView::read(&conn).await?;
+    let live = ClusterView::read(&conn, args.chunk_size).await?;
     if args.status {
         return status(&live, ctx);
     }
@@ -52,13 +51,13 @@ struct ClusterView {
 }
 
 impl ClusterView {
-    async fn read(conn: &client::Connection) -> Result<ClusterView> {
+    async fn read(conn: &client::Connection, page_size: u32) -> Result<ClusterView> {
         let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
         let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
         let crd = CrdInfo::decode(&serde_json::to_value(&crd)?);
         let mut via = BTreeMap::new();
         for version in ["v2alpha1", "v2"] {
-            let objects = if crd.serves(version) { list_pools(conn, version).await? } else { Vec::new() };
+            let objects = if crd.serves(version) { list_pools(conn, version, page_size).await? } else { Vec::new() };
             via.insert(version, objects);
         }
         let (via_alpha, via_v2) = (via.remove("v2alpha1").unwrap_or_default(), via.remove("v2").unwrap_or_default());
@@ -68,9 +67,9 @@ impl ClusterView {
 }
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
-async fn list_pools(conn: &client::Connection, version: &str) -> Result<Vec<Value>> {
+async fn list_pools(conn: &client::Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
     let api = client::pools_api(&conn.client, version);
-    let mut params = ListParams::default().limit(PAGE_SIZE);
+    let mut params = ListParams::default().limit(page_size);
     let mut out = Vec::new();
     loop {
         let page = api.list(&params).await.map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))?;
@@ -187,7 +186,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
             }
         }
         print_plan(&live.plan, &server, ctx)?;
-        return Ok(0);
+        return Ok(if args.exit_code && writes > 0 { 1 } else { 0 });
     }
     if writes == 0 {
         emit(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
@@ -216,14 +215,14 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
         progress.set_message(pool.name.clone());
         let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
-        outcomes.push((pool.name.clone(), write_pool(conn, &pool.name, first, dialect, false).await));
+        let outcome = write_pool(conn, &pool.name, first, dialect, false).await;
+        // One line per pool as it is written, so a log shows how far an interrupted run got.
+        progress.suspend(|| emit(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
+        outcomes.push((pool.name.clone(), outcome));
         progress.inc(1);
     }
     progress.finish_and_clear();
     let mut out = String::new();
-    for (name, outcome) in &outcomes {
-        out.push_str(&format!("ciliumpodippool.cilium.io/{name} {}\n", outcome.describe()));
-    }
     let count = |f: fn(&WriteOutcome) -> bool| outcomes.iter().filter(|(_, o)| f(o)).count();
     let failed = count(|o| matches!(o, WriteOutcome::Failed(_)));
     out.push_str(&format!(
