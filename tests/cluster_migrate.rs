@@ -427,3 +427,24 @@ fn confirmation_on_a_terminal() {
     assert_eq!(code, 0, "{prompt}");
     assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
 }
+
+#[test]
+fn invalid_pool_is_blocked_named_and_left_alone() {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    // The apiserver accepts an IPv4 CIDR under ipv6 (format: cidr); the operator would not.
+    let mut odd = test_pool(1);
+    odd["metadata"]["name"] = json!("odd");
+    odd["spec"]["ipv6"] = json!({"cidrs": ["10.99.0.0/16"], "maskSize": 120});
+    cluster.create_objects(vec![test_pool(0), odd]);
+    cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = resource_versions(&cluster);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(r#"ciliumpodippool.cilium.io/odd not migrated: invalid object: spec.ipv6.cidrs[0] "10.99.0.0/16" is not an ipv6 CIDR"#), "{err}");
+    let after = resource_versions(&cluster);
+    assert_eq!(after["odd"], before["odd"], "the invalid pool is not written");
+    assert_ne!(after["pool-00"], before["pool-00"], "the valid pool is migrated");
+    let (code, _, _) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
+    assert_eq!(code, 1, "no finalize while a pool is blocked");
+}

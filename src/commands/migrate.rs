@@ -190,7 +190,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     }
     if writes == 0 {
         emit(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
-        return Ok(0);
+        return Ok(if warn_blocked(&live.plan) { 1 } else { 0 });
     }
     let backup_path = args.backup.clone().unwrap_or_else(default_backup_path);
     if backup_path.exists() {
@@ -238,8 +238,23 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if failed > 0 {
         return Err(cluster(format!("{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration")));
     }
+    if warn_blocked(&live.plan) {
+        return Ok(1);
+    }
     eprintln!("next: `kubectl ciliumpool migrate --status`, then `kubectl ciliumpool migrate --finalize`");
     Ok(0)
+}
+
+/// Names the pools `migrate` cannot write (invalid objects); true when there are any.
+fn warn_blocked(plan: &Plan) -> bool {
+    let blocked: Vec<_> = plan.pools.iter().filter(|p| p.state == State::Blocked).collect();
+    for pool in &blocked {
+        eprintln!("warning: ciliumpodippool.cilium.io/{} not migrated: {}", pool.name, pool.detail);
+    }
+    if !blocked.is_empty() {
+        eprintln!("{} pool(s) blocked: fix them through cilium.io/v2 and rerun `kubectl ciliumpool migrate`", blocked.len());
+    }
+    !blocked.is_empty()
 }
 
 fn print_plan(plan: &Plan, server: &BTreeMap<String, String>, ctx: &Context) -> Result<()> {
