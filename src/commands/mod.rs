@@ -4,6 +4,7 @@ pub mod check;
 pub mod inspect;
 pub mod migrate;
 pub mod usage;
+pub mod version;
 
 use crate::allocator::Report;
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -35,10 +36,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             emit(&String::from_utf8_lossy(&buf))?;
             Ok(0)
         }
-        Command::Version => {
-            emit(&format!("kubectl-ciliumpool {}\n", env!("CARGO_PKG_VERSION")))?;
-            Ok(0)
-        }
+        Command::Version => version::run(ctx).await,
     }
 }
 
@@ -53,8 +51,19 @@ pub fn emit(text: &str) -> Result<()> {
 /// Snapshot and report, the start of every read command.
 pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
     let snapshot = crate::source::snapshot(&ctx.global).await?;
+    warn_unread(&snapshot);
     let report = crate::allocator::analyze(&snapshot);
     Ok((snapshot, report))
+}
+
+/// A live read that could not see everything (forbidden pods, an unreadable CRD) says so on
+/// stderr, whatever the output format: `-o json` marks such figures null but cannot say why.
+pub fn warn_unread(snapshot: &Snapshot) {
+    if snapshot.origin.kind == "cluster" {
+        for note in &snapshot.notes {
+            eprintln!("warning: {note}");
+        }
+    }
 }
 
 /// Checks that every requested pool exists, suggesting close names otherwise.

@@ -1,6 +1,6 @@
 //! `usage`: figures per pool, node or block, with thresholds for scripts.
 
-use super::{Context, analyze, emit, require_pools};
+use super::{Context, analyze, emit, require_pools, warn_unread};
 use crate::allocator::{Count, PoolReport, Report};
 use crate::cli::{ByKind, Output, UsageArgs};
 use crate::error::input;
@@ -37,6 +37,7 @@ const DEBOUNCE: Duration = Duration::from_secs(1);
 async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     let cluster = Cluster::connect(&ctx.global).await?;
     let (snapshot, layout) = cluster.read().await?;
+    warn_unread(&snapshot);
     require_pools(&snapshot, &args.pools)?;
     let mut screen = Screen { terminal: std::io::stdout().is_terminal(), shown: None };
     screen.show(render_snapshot(&args, ctx, &snapshot))?;

@@ -120,6 +120,18 @@ fn kubeconfig_names(file: &Kubeconfig, options: &KubeConfigOptions) -> (Option<S
     (context, user)
 }
 
+/// CiliumPodIPPool through one API version (`v2` or `v2alpha1`), as untyped objects so that no
+/// field the plugin does not model is ever dropped on a write.
+pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::DynamicObject> {
+    kube::Api::all_with(client.clone(), &pools_resource(version))
+}
+
+/// The CiliumPodIPPool resource of one API version.
+pub fn pools_resource(version: &str) -> kube::api::ApiResource {
+    let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
+    kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,16 +144,4 @@ mod tests {
         assert_eq!(parse_timeout("1m30s").unwrap(), Some(Duration::from_secs(90)));
         assert!(parse_timeout("soon").is_err());
     }
-}
-
-/// CiliumPodIPPool through one API version (`v2` or `v2alpha1`), as untyped objects so that no
-/// field the plugin does not model is ever dropped on a write.
-pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::DynamicObject> {
-    kube::Api::all_with(client.clone(), &pools_resource(version))
-}
-
-/// The CiliumPodIPPool resource of one API version.
-pub fn pools_resource(version: &str) -> kube::api::ApiResource {
-    let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
-    kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools")
 }

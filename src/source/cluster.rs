@@ -15,18 +15,21 @@ use serde_json::Value;
 /// thousands of pods, which one unpaginated response would hold in memory twice.
 const PAGE_SIZE: u32 = 500;
 
+/// The namespaced resources a snapshot reads: `-n` narrows these (pools and nodes are cluster-scoped).
+const NAMESPACED: [&str; 2] = ["pods", "ciliumendpoints"];
+
 /// Pool versions the plugin can read, preferred first (v2 is the source of truth once served).
 const POOL_VERSIONS: [&str; 2] = ["v2", "v2alpha1"];
 
-pub fn nodes_resource() -> ApiResource {
+fn nodes_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
 }
 
-pub fn pods_resource() -> ApiResource {
+fn pods_resource() -> ApiResource {
     resource("", "v1", "Pod", "pods")
 }
 
-pub fn endpoints_resource() -> ApiResource {
+fn endpoints_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
 }
 
@@ -54,6 +57,23 @@ pub struct Cluster {
 enum PoolSchema {
     Crd(Value),
     Discovered(CrdInfo),
+}
+
+impl PoolSchema {
+    fn info(&self) -> CrdInfo {
+        match self {
+            PoolSchema::Crd(object) => CrdInfo::decode(object),
+            PoolSchema::Discovered(info) => info.clone(),
+        }
+    }
+}
+
+/// The pool schema, the version pools were read through, the pools, and what stays unknown.
+struct PoolRead {
+    schema: PoolSchema,
+    resource: ApiResource,
+    objects: Vec<Value>,
+    note: Option<String>,
 }
 
 /// Why an optional list (pods, endpoints) is missing from a snapshot.
@@ -101,17 +121,17 @@ impl Cluster {
         );
         // Pools first: without the CRD every other Cilium list fails too, and "not installed"
         // is the message that helps.
-        let (schema, pools_resource, pools, schema_note) = pools?;
+        let pools = pools?;
         let nodes = nodes.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&nodes_resource)))?;
-        let (pods, pods_source) = self.optional(pods, pods_resource)?;
-        let (endpoints, endpoints_source) = self.optional(endpoints, endpoints_resource)?;
+        let pods = self.optional(pods, &pods_resource)?;
+        let endpoints = self.optional(endpoints, &endpoints_resource)?;
         let layout = Layout {
-            schema,
-            pools: pools_resource,
+            schema: pools.schema,
+            pools: pools.resource,
             nodes: nodes_resource,
-            pods: pods_source,
-            endpoints: endpoints_source,
-            schema_note,
+            pods: readable(&pods, pods_resource),
+            endpoints: readable(&endpoints, endpoints_resource),
+            schema_note: pools.note,
             origin: Origin {
                 kind: "cluster",
                 server: Some(self.connection.server.clone()),
@@ -119,15 +139,15 @@ impl Cluster {
                 ..Default::default()
             },
         };
-        let snapshot = layout.snapshot(Objects { pools, nodes, pods, endpoints });
+        let snapshot = layout.snapshot(Objects { pools: pools.objects, nodes, pods: pods.ok(), endpoints: endpoints.ok() });
         Ok((snapshot, layout))
     }
 
     /// An API handle for a resource, in the `-n` namespace when it is namespaced and one was given.
     pub fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
         let client = self.connection.client.clone();
-        match (&self.namespace, resource.plural.as_str()) {
-            (Some(namespace), "pods" | "ciliumendpoints") => Api::namespaced_with(client, namespace, resource),
+        match &self.namespace {
+            Some(namespace) if NAMESPACED.contains(&resource.plural.as_str()) => Api::namespaced_with(client, namespace, resource),
             _ => Api::all_with(client, resource),
         }
     }
@@ -148,28 +168,29 @@ impl Cluster {
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
-    fn optional(&self, listed: Result<Vec<Value>, kube::Error>, resource: ApiResource) -> Result<(Option<Vec<Value>>, Result<ApiResource, Unreadable>)> {
+    fn optional(&self, listed: Result<Vec<Value>, kube::Error>, resource: &ApiResource) -> Result<Result<Vec<Value>, Unreadable>> {
         match listed {
-            Ok(items) => Ok((Some(items), Ok(resource))),
-            Err(kube::Error::Api(status)) if status.code == 403 => Ok((None, Err(Unreadable::Forbidden))),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok((None, Err(Unreadable::NotServed))),
-            Err(e) => Err(self.connection.request_failed(e, "list", &resource_name(&resource))),
+            Ok(items) => Ok(Ok(items)),
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok(Err(Unreadable::Forbidden)),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Err(Unreadable::NotServed)),
+            Err(e) => Err(self.connection.request_failed(e, "list", &resource_name(resource))),
         }
     }
 
-    /// The pool schema, the version pools are read through, the pools, and what is unknown.
-    async fn read_pools(&self) -> Result<(PoolSchema, ApiResource, Vec<Value>, Option<String>)> {
+    async fn read_pools(&self) -> Result<PoolRead> {
         let (schema, note) = self.pool_schema().await?;
-        let info = match &schema {
-            PoolSchema::Crd(object) => CrdInfo::decode(object),
-            PoolSchema::Discovered(info) => info.clone(),
-        };
-        let Some(version) = POOL_VERSIONS.into_iter().find(|v| info.serves(v)) else {
+        let Some(version) = POOL_VERSIONS.into_iter().find(|v| schema.info().serves(v)) else {
             return Err(self.not_installed());
         };
         let resource = pools_resource(version);
         let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
-        Ok((schema, resource, pools, note))
+        Ok(PoolRead { schema, resource, objects: pools, note })
+    }
+
+    /// What the pool CRD says (or discovery, when the CRD is forbidden) and what stays unknown.
+    pub async fn pool_crd(&self) -> Result<(CrdInfo, Option<String>)> {
+        let (schema, note) = self.pool_schema().await?;
+        Ok((schema.info(), note))
     }
 
     /// The CRD when readable; else served versions from discovery (open to every user).
@@ -264,6 +285,11 @@ impl Layout {
         }
         notes
     }
+}
+
+/// The resource of a list that could be read, else why not.
+fn readable<T>(listed: &Result<T, Unreadable>, resource: ApiResource) -> Result<ApiResource, Unreadable> {
+    listed.as_ref().map(|_| resource).map_err(|why| *why)
 }
 
 fn unreadable_text(why: Unreadable) -> &'static str {

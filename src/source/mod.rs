@@ -13,7 +13,18 @@ use anyhow::Result;
 /// Reads the snapshot the flags ask for.
 pub async fn snapshot(global: &GlobalArgs) -> Result<Snapshot> {
     if global.filename.is_empty() {
-        let (snapshot, _) = cluster::Cluster::connect(global).await?.read().await?;
+        let (snapshot, layout) = cluster::Cluster::connect(global).await?.read().await?;
+        if global.verbose {
+            let count = |n: Option<usize>| n.map_or_else(|| "not readable".to_string(), |n| n.to_string());
+            eprintln!(
+                "read {} pools through {}, {} CiliumNodes, pods: {}, CiliumEndpoints: {}",
+                snapshot.pools.len(),
+                layout.pools.api_version,
+                snapshot.nodes.len(),
+                count(snapshot.pods.as_ref().map(Vec::len)),
+                count(snapshot.endpoints.as_ref().map(Vec::len)),
+            );
+        }
         return Ok(snapshot);
     }
     from_files(global)

@@ -23,6 +23,19 @@ impl Watched {
     }
 }
 
+/// The longest watch request the server may hold open (kube's default, below the apiserver's cap).
+const MAX_WATCH_SECONDS: u64 = 290;
+
+/// `--request-timeout` also bounds each read of a watch stream, so a quiet watch would fail at
+/// it. Asking the server to end each watch a second earlier makes the watcher simply re-watch.
+fn watcher_config(request_timeout: Option<Duration>) -> watcher::Config {
+    let config = watcher::Config::default();
+    match request_timeout {
+        Some(timeout) => config.timeout(timeout.as_secs().saturating_sub(1).clamp(1, MAX_WATCH_SECONDS) as u32),
+        None => config,
+    }
+}
+
 /// What one watch event means for the caller.
 enum Signal {
     /// The source with this index changed, or finished its (re)initial listing.
@@ -44,11 +57,12 @@ impl Watch {
     /// Starts watching every source the first read could use.
     pub fn start(cluster: &Cluster, layout: &Layout) -> Watch {
         let mut signals = SelectAll::new();
+        let config = watcher_config(cluster.connection.timeout);
         let mut start = |resource: &ApiResource| {
             let writer = Writer::new(resource.clone());
             let store = writer.as_reader();
             let source = signals.len();
-            let stream = watcher(cluster.api(resource), watcher::Config::default())
+            let stream = watcher(cluster.api(resource), config.clone())
                 .default_backoff()
                 .reflect(writer)
                 .map_ok(move |event| match event {

@@ -5,7 +5,15 @@
 //! share one apiserver. Tests FAIL, never skip, when the harness is missing: a cluster test that
 //! silently passes without a cluster cannot fail, which makes it a defect.
 //!
-//! Use it with `mod support;` from a file in `tests/`.
+//! Use it with `mod support;` from a file in `tests/`:
+//!
+//! ```ignore
+//! let mut cluster = TestCluster::start(Dialect::V2alpha1);
+//! cluster.create_objects(vec![pool, cilium_node("n1", &[("blue", &["10.40.0.0/24"])], 16), pod("ns", "p", "n1", &["10.40.0.9"])]);
+//! cluster.move_pools_to_v2_storage(Dialect::UpstreamV2); // pools created so far stay stored as v2alpha1
+//! cluster.grant_read("alice", &[("cilium.io", "ciliumpodippools")]);
+//! cluster.plugin().args(["usage", "--as", "alice"]).assert().code(3);
+//! ```
 #![allow(dead_code)] // each test binary uses a different subset
 
 use futures::{StreamExt, TryStreamExt};
