@@ -119,3 +119,37 @@ pub fn status_text(doc: &StatusDocument, plan: &Plan, style: &Style) -> String {
     out.push('\n');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::{alpha_writers, plan, verdict};
+    use crate::model::pool::MIGRATED_ANNOTATION;
+    use serde_json::json;
+
+    #[test]
+    fn plan_and_status_text() {
+        let crd = CrdInfo::decode(&json!({"spec": {"versions": [
+            {"name": "v2", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"properties": {"spec": {"properties": {
+                "ipv4": {"properties": {"cidrs": {"items": {"type": "object"}}}}}}}}}},
+            {"name": "v2alpha1", "served": true, "storage": false}]},
+            "status": {"storedVersions": ["v2alpha1", "v2"]}}));
+        let pool = |name: &str, cidrs: serde_json::Value, marked: bool| {
+            let mut p = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name,
+                "managedFields": [{"manager": "argocd", "operation": "Apply", "apiVersion": "cilium.io/v2alpha1", "time": "2026-01-01T00:00:00Z"}]},
+                "spec": {"ipv4": {"cidrs": cidrs, "maskSize": 24}}});
+            if marked {
+                p["metadata"]["annotations"] = json!({MIGRATED_ANNOTATION: "true"});
+            }
+            p
+        };
+        let pools = vec![pool("blue", json!(["10.40.0.0/16"]), false), pool("green", json!([{"cidr": "10.60.0.0/20"}]), true), pool("bad", json!(["nope"]), false)];
+        let plan = plan(&crd, &[], &pools);
+        let server = BTreeMap::from([("blue".to_string(), "accepted".to_string())]);
+        insta::assert_snapshot!("plan", plan_table(&plan, &server, &Style::plain()));
+        let writers = alpha_writers(&pools);
+        let verdict = verdict(&crd, &plan, &writers);
+        let doc = StatusDocument { schema_version: SCHEMA_VERSION, crd: &crd, counts: plan.counts(), pools: &plan.pools, v2alpha1_writers: &writers, verdict: &verdict };
+        insta::assert_snapshot!("status", status_text(&doc, &plan, &Style::plain()));
+    }
+}
