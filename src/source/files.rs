@@ -87,7 +87,7 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Value>> {
 /// The parser's default budget guards against alias bombs but is sized for config files; a
 /// `kubectl get pods -A -o yaml` of a large cluster has millions of nodes. Raise the size
 /// limits, keep the alias limits.
-fn yaml_options() -> serde_saphyr::Options {
+pub(super) fn yaml_options() -> serde_saphyr::Options {
     const BIG: usize = 1 << 40;
     let mut budget = serde_saphyr::Budget::default();
     budget.max_reader_input_bytes = None;

@@ -1,44 +1,60 @@
-//! Rewriting one object inside a manifest file while leaving every other document of the file
-//! byte-for-byte as it was (GitOps repositories diff these files). Pure text in, text out.
+//! Rewriting some documents of a manifest file (a YAML stream or JSON) while leaving every other
+//! document byte-for-byte as it was (GitOps repositories diff these files). Pure text in, text
+//! out. The stream is split on document markers here rather than by a YAML library, because
+//! libraries re-serialize (and drop comments of) everything they touch. Used by
+//! `reserve-range --in-place` and `migrate -f`.
 
-use super::files::parse;
+use super::files::yaml_options;
+use crate::error::input;
 use anyhow::Result;
 use serde_json::Value;
 
-/// Replaces the object `matches` selects with `replacement` in `text` (a YAML stream or JSON).
-/// In YAML only the document holding the object is re-serialized (its leading comments are
-/// kept); JSON files are re-serialized whole. `None` when no document holds the object.
-pub fn splice(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool, replacement: &Value) -> Result<Option<String>> {
+/// A manifest text after [`rewrite`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rewritten {
+    pub text: String,
+    /// How many documents were re-serialized (for JSON: 1 when the file was).
+    pub changed: usize,
+}
+
+/// Offers every document of `text` (a YAML stream or JSON; `name` is its path, for errors) to
+/// `edit`, which returns its replacement or `None` to keep it. In YAML only the replaced
+/// documents are re-serialized, keeping their `---` line and leading comments; every other byte
+/// is copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
+/// reported as `name:line: error`, the line being the document's first.
+pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let mut value: Value = serde_json::from_str(text)?;
-        return Ok(replace_in(&mut value, matches, replacement).then(|| serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"));
+        let value: Value = serde_json::from_str(text).map_err(|e| input(format!("{name}:{}: invalid JSON: {e}", e.line())))?;
+        return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
+            Some(new) => Rewritten { text: serde_json::to_string_pretty(&new).expect("JSON values serialize") + "\n", changed: 1 },
+            None => Rewritten { text: text.to_string(), changed: 0 },
+        });
     }
     let mut out = String::with_capacity(text.len());
-    let mut found = false;
-    for chunk in yaml_documents(text) {
-        if chunk.separator {
-            out.push_str(chunk.text);
-            continue;
-        }
-        let docs = parse(chunk.text, name)?;
-        let mut doc = match docs.as_slice() {
-            [one] if !found => one.clone(),
-            _ => {
-                out.push_str(chunk.text);
-                continue;
-            }
+    let mut changed = 0;
+    for document in documents(text) {
+        let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(document.text, yaml_options()).map_err(|e| {
+            let at = e.location().map_or(document.line, |l| document.line + l.line() as usize - 1);
+            input(format!("{name}:{at}: invalid YAML: {}", e.to_string().lines().next().unwrap_or("parse error")))
+        })?;
+        let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
+        let replacement = match docs.as_slice() {
+            [doc] => edit(doc).map_err(|e| input(format!("{name}:{}: {e}", document.first_line())))?,
+            _ => None,
         };
-        if !replace_in(&mut doc, matches, replacement) {
-            out.push_str(chunk.text);
-            continue;
+        match replacement {
+            Some(new) => {
+                changed += 1;
+                let (head, tail) = document.kept();
+                out.push_str(head);
+                out.push_str(&to_yaml(&new));
+                out.push_str(tail);
+            }
+            None => out.push_str(document.text),
         }
-        found = true;
-        let comments: String = chunk.text.split_inclusive('\n').take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#')).collect();
-        out.push_str(&comments);
-        out.push_str(&to_yaml(&doc));
     }
-    Ok(found.then_some(out))
+    Ok(Rewritten { text: out, changed })
 }
 
 /// One object as a YAML document (no leading `---`, newline-terminated).
@@ -46,6 +62,22 @@ pub fn to_yaml(value: &Value) -> String {
     let text = serde_saphyr::to_string(value).expect("JSON values serialize to YAML");
     let text = text.strip_prefix("---\n").unwrap_or(&text).to_string();
     if text.ends_with('\n') { text } else { text + "\n" }
+}
+
+/// Replaces the first object `matches` selects (a document, or an item of a list / `kind: *List`)
+/// with `replacement` in `text`, re-serializing only its document. `None` when no document holds
+/// the object.
+pub fn splice(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool, replacement: &Value) -> Result<Option<String>> {
+    let mut found = false;
+    let out = rewrite(text, name, &mut |doc| {
+        if found {
+            return Ok(None);
+        }
+        let mut doc = doc.clone();
+        found = replace_in(&mut doc, matches, replacement);
+        Ok(found.then_some(doc))
+    })?;
+    Ok(found.then_some(out.text))
 }
 
 /// Replaces the object in place: the value itself, or an item of a list / `kind: *List`.
@@ -65,42 +97,100 @@ fn replace_in(value: &mut Value, matches: &dyn Fn(&Value) -> bool, replacement: 
     items.iter_mut().any(|item| replace_in(item, matches, replacement))
 }
 
-struct Chunk<'a> {
-    text: &'a str,
-    /// A `---` / `...` line.
-    separator: bool,
+/// One document of a YAML stream as it stands in the text.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Document<'a> {
+    /// The 1-based line `text` starts on.
+    pub line: usize,
+    /// The document from its `---` line (every document but a first one without a marker) up to
+    /// the next `---` line.
+    pub text: &'a str,
 }
 
-/// Splits a YAML stream into documents and separator lines, covering the text exactly.
-fn yaml_documents(text: &str) -> Vec<Chunk<'_>> {
-    let mut chunks = Vec::new();
-    let mut start = 0;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let bare = line.trim_end();
-        let is_separator = bare == "---" || bare == "..." || bare.starts_with("--- #") || bare.starts_with("---\t");
-        if is_separator {
-            if start < offset {
-                chunks.push(Chunk { text: &text[start..offset], separator: false });
+/// Whether a line is a document start marker (`---` alone or followed by blank/content).
+fn is_document_start(line: &str) -> bool {
+    line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+}
+
+/// Whether a line is a `---` or `...` marker with nothing after it but blanks or a comment.
+fn is_bare_marker(line: &str) -> bool {
+    let rest = line.strip_prefix("---").or_else(|| line.strip_prefix("...")).map(str::trim_end);
+    rest.is_some_and(|rest| rest.is_empty() || (rest.starts_with(char::is_whitespace) && rest.trim_start().starts_with('#')))
+}
+
+impl<'a> Document<'a> {
+    /// The line of the document's content: past its `---` line, unless that line holds content.
+    fn first_line(&self) -> usize {
+        let first = self.text.lines().next().unwrap_or_default();
+        if is_bare_marker(first) { self.line + 1 } else { self.line }
+    }
+
+    /// What is kept around a re-serialized document: before it, the bare `---` line (a `---` line
+    /// holding content becomes `---`) and the leading comments; after it, a `...` end marker and
+    /// what follows it.
+    fn kept(&self) -> (&'a str, &'a str) {
+        let mut lines = self.text.split_inclusive('\n').peekable();
+        let mut head = 0;
+        if lines.peek().is_some_and(|l| is_document_start(l)) {
+            let marker = lines.next().expect("peeked");
+            if !is_bare_marker(marker) {
+                return ("---\n", self.tail());
             }
-            chunks.push(Chunk { text: line, separator: true });
-            start = offset + line.len();
+            head = marker.len();
+        }
+        head += lines.take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#')).map(str::len).sum::<usize>();
+        (&self.text[..head], self.tail())
+    }
+
+    /// From the document's `...` end marker on; empty without one.
+    fn tail(&self) -> &'a str {
+        let mut offset = 0;
+        for line in self.text.split_inclusive('\n') {
+            if offset > 0 && line.starts_with("...") && is_bare_marker(line) {
+                return &self.text[offset..];
+            }
+            offset += line.len();
+        }
+        ""
+    }
+}
+
+/// The documents of a YAML stream; concatenated, their texts are the input.
+pub(crate) fn documents(text: &str) -> Vec<Document<'_>> {
+    let mut documents = Vec::new();
+    let (mut start, mut start_line, mut offset) = (0, 1, 0);
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        if is_document_start(line) && offset > start {
+            documents.push(Document { line: start_line, text: &text[start..offset] });
+            (start, start_line) = (offset, index + 1);
         }
         offset += line.len();
     }
-    if start < text.len() {
-        chunks.push(Chunk { text: &text[start..], separator: false });
+    if offset > start || documents.is_empty() {
+        documents.push(Document { line: start_line, text: &text[start..] });
     }
-    chunks
+    documents
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::files::parse;
     use serde_json::json;
 
     fn is_blue(v: &Value) -> bool {
         v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool") && v.pointer("/metadata/name").and_then(Value::as_str) == Some("blue")
+    }
+
+    #[test]
+    fn splits_on_markers_only() {
+        let stream = "# leading\na: 1\n---\nb: 2\n--- # second\nc: 3\n";
+        let chunks = documents(stream);
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks.iter().map(|c| c.text).collect::<String>(), stream);
+        assert_eq!((chunks[1].line, chunks[2].line), (3, 5));
+        assert_eq!(documents("a: '---'\n----\n").len(), 1);
+        assert_eq!(documents(""), vec![Document { line: 1, text: "" }]);
     }
 
     #[test]
@@ -111,6 +201,19 @@ mod tests {
         assert_eq!(out, "# red pool\napiVersion: cilium.io/v2   # keep me\nkind: CiliumPodIPPool\nmetadata: {name: red}\n---\n# the blue pool\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n  annotations:\n    a: \"true\"\n---\nkind: ConfigMap  # untouched\n");
         assert_eq!(parse(&out, "t").unwrap()[1], new);
         assert!(splice("kind: ConfigMap\n", "t", &is_blue, &new).unwrap().is_none());
+    }
+
+    #[test]
+    fn markers_and_end_markers() {
+        let new = json!({"kind": "CiliumPodIPPool", "metadata": {"name": "blue"}, "spec": {}});
+        let blue = "kind: CiliumPodIPPool\nmetadata: {name: blue}\n";
+        let spliced = format!("a: 1\n--- # blue\n{}...\n---\nb: 2\n", to_yaml(&new));
+        assert_eq!(splice(&format!("a: 1\n--- # blue\n{blue}...\n---\nb: 2\n"), "t", &is_blue, &new).unwrap().unwrap(), spliced);
+        assert_eq!(splice("a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}}\n", "t", &is_blue, &new).unwrap().unwrap(), format!("a: 1\n---\n{}", to_yaml(&new)));
+        let err = rewrite(&format!("a: 1\n---\n{blue}"), "e.yaml", &mut |d| if is_blue(d) { Err("bad".into()) } else { Ok(None) }).unwrap_err();
+        assert_eq!(err.to_string(), "e.yaml:3: bad");
+        let err = rewrite("a: 1\n---\nb: [\n", "e.yaml", &mut |_| Ok(None)).unwrap_err();
+        assert!(err.to_string().starts_with("e.yaml:"), "{err}");
     }
 
     #[test]
