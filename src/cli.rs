@@ -1,7 +1,7 @@
 //! Command-line definitions (clap). kubectl does not pass its own flags to plugins, so the
 //! kubectl connection flags are defined here, with kubectl's names and meanings.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub kubeconfig: Option<String>,
     /// The kubeconfig context to use
     #[arg(long, global = true, value_name = "NAME")]
@@ -49,7 +49,7 @@ pub struct GlobalArgs {
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
-    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH")]
+    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub filename: Vec<String>,
     /// Output format
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
@@ -94,6 +94,9 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print the plugin version and, when reachable, the server and CRD versions
     Version,
+    /// Completion candidates in Cobra's `__complete` protocol, for `kubectl_complete-ciliumpool`
+    #[command(name = "__complete", hide = true)]
+    Complete(CompleteArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -148,4 +151,12 @@ pub struct CompletionArgs {
     /// The shell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The words after `kubectl ciliumpool`, after `--` so that none is taken for a flag of
+    /// `__complete` itself; the last one is the word being completed
+    #[arg(raw = true)]
+    pub words: Vec<String>,
 }

@@ -1,6 +1,7 @@
 //! Command orchestration: read a snapshot, run the allocator, render, choose the exit code.
 
 pub mod check;
+pub mod complete;
 pub mod inspect;
 pub mod usage;
 pub mod version;
@@ -35,6 +36,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             Ok(0)
         }
         Command::Version => version::run(ctx).await,
+        Command::Complete(args) => complete::run(&args.words).await,
     }
 }
 
