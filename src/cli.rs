@@ -90,6 +90,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Consistency report for the whole cluster (exit 1 when problems are found)
     Check(CheckArgs),
+    /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
+    ReserveRange(ReserveArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
     /// Print the plugin version and, when reachable, the server and CRD versions
@@ -151,6 +153,54 @@ pub struct CompletionArgs {
     /// The shell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.254            # keep a gateway IP out of the pool\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.240-10.40.255.254 --dry-run=server\n  \
+    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16     # step 1 of decommissioning a CIDR\n  \
+    kubectl ciliumpool reserve-range blue --remove 10.40.255.254\n  \
+    kubectl ciliumpool reserve-range --list\n  \
+    kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n\n\
+Reservations act on whole blocks: every block the range touches is withheld. Blocks already on a \
+node are not evicted. The impact is shown before anything is written.")]
+pub struct ReserveArgs {
+    /// The pool (a guided flow starts on a terminal when it is missing)
+    pub pool: Option<String>,
+    /// The range to reserve: A-B, A..B, a single IP or a CIDR
+    pub range: Option<String>,
+    /// The pool CIDR the range must lie in
+    #[arg(long, value_name = "CIDR")]
+    pub cidr: Option<String>,
+    /// Remove this reserved range (as listed by --list)
+    #[arg(long, value_name = "RANGE", conflicts_with_all = ["range", "drain", "list"])]
+    pub remove: Option<String>,
+    /// Reserve a whole CIDR of the pool: step 1 of decommissioning it
+    #[arg(long, value_name = "CIDR", conflicts_with_all = ["range", "list"])]
+    pub drain: Option<String>,
+    /// List the reserved ranges of POOL (or of every pool) and what they withhold
+    #[arg(long, conflicts_with = "range")]
+    pub list: bool,
+    /// Allow a change that reserves every block of the pool
+    #[arg(long)]
+    pub force: bool,
+    /// Write without asking for confirmation (required when not on a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// client: validate and preview only; server: also have the API server validate the write without persisting it
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t = DryRun::None)]
+    pub dry_run: DryRun,
+    /// With -f: rewrite the file holding the pool (atomically) instead of printing the edited pool
+    #[arg(long)]
+    pub in_place: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    None,
+    Client,
+    Server,
 }
 
 #[derive(Debug, Args)]

@@ -2,12 +2,15 @@
 //! script the answers; `Dialoguer` is the real implementation (prompts go to stderr).
 
 use anyhow::Result;
+use std::cell::RefCell;
 
 pub trait Prompter {
     /// Lets the user pick one of `items`; `None` when they cancel (Esc / q).
     fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>>;
     /// A yes/no question; `default` is the answer to a bare Enter.
     fn confirm(&self, prompt: &str, default: bool) -> Result<bool>;
+    /// A line of text, asked again (with the reason shown) until `validate` accepts it.
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String>;
 }
 
 /// The real terminal, via dialoguer.
@@ -21,22 +24,45 @@ impl Prompter for Dialoguer {
     fn confirm(&self, prompt: &str, default: bool) -> Result<bool> {
         Ok(dialoguer::Confirm::new().with_prompt(prompt).default(default).interact()?)
     }
+
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String> {
+        Ok(dialoguer::Input::<String>::new().with_prompt(prompt).validate_with(|text: &String| validate(text)).interact_text()?)
+    }
 }
 
-/// Answers given in advance, for tests.
+/// Answers given in advance, for tests; records what was asked and which texts were refused.
+#[derive(Default)]
 pub struct Scripted {
-    pub selections: std::cell::RefCell<Vec<Option<usize>>>,
-    pub confirmations: std::cell::RefCell<Vec<bool>>,
+    pub selections: RefCell<Vec<Option<usize>>>,
+    pub confirmations: RefCell<Vec<bool>>,
+    pub texts: RefCell<Vec<String>>,
+    /// `prompt: item | item ...` for every question, in order.
+    pub asked: RefCell<Vec<String>>,
+    /// Why `validate` refused each refused text.
+    pub refused: RefCell<Vec<String>>,
 }
 
 impl Prompter for Scripted {
-    fn select(&self, _prompt: &str, items: &[String]) -> Result<Option<usize>> {
+    fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>> {
+        self.asked.borrow_mut().push(format!("{prompt}: {}", items.join(" | ")));
         let choice = self.selections.borrow_mut().remove(0);
         assert!(choice.is_none_or(|i| i < items.len()), "scripted choice out of range");
         Ok(choice)
     }
 
-    fn confirm(&self, _prompt: &str, _default: bool) -> Result<bool> {
+    fn confirm(&self, prompt: &str, _default: bool) -> Result<bool> {
+        self.asked.borrow_mut().push(prompt.to_string());
         Ok(self.confirmations.borrow_mut().remove(0))
+    }
+
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String> {
+        self.asked.borrow_mut().push(prompt.to_string());
+        loop {
+            let answer = self.texts.borrow_mut().remove(0);
+            match validate(&answer) {
+                Ok(()) => return Ok(answer),
+                Err(why) => self.refused.borrow_mut().push(why),
+            }
+        }
     }
 }

@@ -614,7 +614,7 @@ impl Generator {
         };
         let ips = self.families_of_workload().into_iter().map(|fam| self.ip(fam, &world_cidrs(&world.pools))).collect();
         Pod {
-            namespace: self.rng.pick(&["default", "kube-system", "team-a"]),
+            namespace: *self.rng.pick::<&str>(&["default", "kube-system", "team-a"]),
             name: format!("pod-{i}"),
             node: self.rng.pick(&world.nodes).name.clone(),
             phase,
@@ -637,7 +637,7 @@ impl Generator {
             }
             addressing.push(pair);
         }
-        Endpoint { namespace: self.rng.pick(&["default", "kube-system", "team-a"]), name: format!("ep-{i}"), addressing }
+        Endpoint { namespace: *self.rng.pick::<&str>(&["default", "kube-system", "team-a"]), name: format!("ep-{i}"), addressing }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod count;
 pub mod interval;
 pub mod problem;
 pub mod report;
+pub mod reserve;
 
 pub use analyze::analyze;
 pub use count::Count;

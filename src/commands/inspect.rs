@@ -89,7 +89,7 @@ mod tests {
             serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "b"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}}),
         ]);
         let report = crate::allocator::analyze(&snapshot);
-        let scripted = Scripted { selections: RefCell::new(vec![Some(1), None]), confirmations: RefCell::new(vec![]) };
+        let scripted = Scripted { selections: RefCell::new(vec![Some(1), None]), ..Default::default() };
         assert_eq!(pick_pool(&report, &scripted).unwrap().as_deref(), Some("b"));
         assert_eq!(pick_pool(&report, &scripted).unwrap(), None);
     }

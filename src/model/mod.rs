@@ -2,6 +2,7 @@
 //! Kubernetes objects of any dialect. Pure: no IO.
 
 pub mod crd;
+pub mod edit;
 pub mod ip;
 pub mod node;
 pub mod pool;

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod inspect;
+pub mod reserve;
 pub mod usage;
 
 use crate::allocator::Count;

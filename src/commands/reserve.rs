@@ -1,0 +1,493 @@
+//! `reserve-range`: validate, preview, confirm, write (product §8).
+//!
+//! Live: the pool is read through cilium.io/v2 and replaced with the resourceVersion it was
+//! read at; a conflict re-reads, re-validates and retries. Offline (`-f`): the manifest is
+//! edited and printed, or rewritten with `--in-place`. Either way the preview comes from
+//! analysing the snapshot before and after the edit.
+
+use super::{Context, emit, require_pools};
+use crate::allocator::reserve::{self, Action, Change, Impact, Prepared};
+use crate::cli::{DryRun, Output, ReserveArgs};
+use crate::error::{self, input};
+use crate::model::{CrdInfo, Dialect, Pool, Snapshot};
+use crate::render::{self, Style, reserve as view};
+use crate::source::client::{self, Connection};
+use crate::source::cluster::Cluster;
+use crate::source::{self, atomic, files, manifest};
+use crate::terminal::{Dialoguer, Prompter};
+use anyhow::{Context as _, Result};
+use kube::api::{DynamicObject, PostParams};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Conflicting writes tolerated before giving up (exit 3).
+const MAX_CONFLICTS: u32 = 5;
+/// Test hook: a shell command run between reading the pool and each write attempt, so that
+/// tests can provoke real 409s from a concurrent writer.
+const BEFORE_WRITE_HOOK: &str = "KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE";
+const V2_NOT_SERVED: &str = "cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)";
+
+/// One change to one pool, from the arguments or the guided flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub pool: String,
+    pub change: Change,
+    pub cidr: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultDocument<'a> {
+    schema_version: u32,
+    source: &'a crate::model::Origin,
+    impact: &'a Impact,
+    dry_run: &'static str,
+    /// The change was persisted (false for dry runs).
+    written: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource_version: Option<String>,
+    /// Conflicting writes that were retried.
+    conflicts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListDocument<'a> {
+    schema_version: u32,
+    source: &'a crate::model::Origin,
+    reserved_ranges: Vec<view::ListedRange>,
+}
+
+pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
+    let offline = !ctx.global.filename.is_empty();
+    if args.in_place && !offline {
+        return Err(input("--in-place edits files; pass the manifest with -f FILE"));
+    }
+    if args.dry_run == DryRun::Server && offline {
+        return Err(input("--dry-run=server needs a cluster; with -f use --dry-run=client (or no dry run: the edited manifest is printed)"));
+    }
+    if args.list {
+        return list(&args, ctx).await;
+    }
+    // Flags are checked before anything is read: bad input never waits for a cluster.
+    let from_args = request_from_args(&args)?;
+    if from_args.is_none() && !ctx.interactive {
+        return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list"));
+    }
+    let (snapshot, cluster) = if offline {
+        (source::from_files(&ctx.global)?, None)
+    } else {
+        let cluster = Cluster::connect(&ctx.global).await?;
+        let (snapshot, _) = cluster.read().await?;
+        (snapshot, Some(cluster))
+    };
+    let request = match from_args {
+        Some(request) => request,
+        None => match guided(&Dialoguer, &snapshot, &args)? {
+            Some(request) => request,
+            None => return Ok(0),
+        },
+    };
+    require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
+    match cluster {
+        None => offline_edit(&args, ctx, snapshot, &request),
+        Some(cluster) => live_edit(&args, ctx, &cluster, snapshot, &request).await,
+    }
+}
+
+/// The request the flags describe; `None` when something is missing (the guided flow's job).
+fn request_from_args(args: &ReserveArgs) -> Result<Option<Request>> {
+    let Some(pool) = args.pool.clone() else { return Ok(None) };
+    let parse = |text: &str| reserve::parse_range(text).map_err(|e| input(format!("invalid range: {e}")));
+    let change = match (&args.range, &args.remove, &args.drain) {
+        (Some(range), None, None) => Change::Reserve(parse(range)?),
+        (None, Some(range), None) => Change::Remove(reserve::range_text(range)),
+        (None, None, Some(cidr)) => Change::Drain(cidr.clone()),
+        (None, None, None) => return Ok(None),
+        _ => return Err(input("give one of RANGE, --remove RANGE or --drain CIDR")),
+    };
+    Ok(Some(Request { pool, change, cidr: args.cidr.clone() }))
+}
+
+async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
+    let (snapshot, report) = super::analyze(ctx).await?;
+    let names: Vec<String> = args.pool.iter().cloned().collect();
+    require_pools(&snapshot, &names)?;
+    let pools: Vec<_> = report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect();
+    let ranges = view::listed_ranges(&pools);
+    let text = match ctx.global.output {
+        Output::Json | Output::Yaml => {
+            let doc = ListDocument { schema_version: render::usage::SCHEMA_VERSION, source: &snapshot.origin, reserved_ranges: ranges };
+            render::serialize(&doc, ctx.global.output == Output::Yaml)
+        }
+        Output::Name => ranges.iter().map(|r| format!("{}/{}-{}\n", r.pool, r.start, r.end)).collect(),
+        Output::Table | Output::Wide => {
+            let mut out = view::list_table(&ranges, &ctx.style);
+            let invalid: Vec<_> = report
+                .problems
+                .iter()
+                .filter(|p| p.kind == crate::allocator::ProblemKind::InvalidReservedRange && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n))))
+                .collect();
+            for p in invalid {
+                out.push_str(&format!("invalid (ignored by the figures): {}: {}\n", p.object, p.message));
+            }
+            out
+        }
+    };
+    emit(&text)?;
+    Ok(0)
+}
+
+/// The dialect a manifest is edited in: the pool's own; v2alpha1 manifests are refused.
+fn offline_dialect(pool: &Pool, crd: Option<&CrdInfo>) -> Result<Dialect> {
+    if crd.is_some_and(|c| !c.serves("v2")) {
+        return Err(input(format!("{V2_NOT_SERVED} (according to the CRD in the input)")));
+    }
+    if pool.dialect == Dialect::V2alpha1 {
+        return Err(input(format!(
+            "pool {} is a cilium.io/v2alpha1 manifest and cannot hold reserved ranges; convert it to cilium.io/v2 first (kubectl ciliumpool migrate -f FILE)",
+            pool.name
+        )));
+    }
+    Ok(pool.dialect)
+}
+
+fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: &Request) -> Result<i32> {
+    let pool = snapshot.pool(&request.pool).expect("checked by require_pools");
+    let dialect = offline_dialect(pool, snapshot.crd.as_ref())?;
+    let api_version = pool.api_version.clone();
+    let prepared = prepare(&snapshot, request, dialect, args.force)?;
+    let is_pool = |v: &Value| {
+        v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool")
+            && v.pointer("/metadata/name").and_then(Value::as_str) == Some(request.pool.as_str())
+            && v.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
+    };
+    let stderr_style = Style { color: false, ..ctx.style };
+    if !args.in_place {
+        // stdout carries the edited manifest; the preview goes to stderr.
+        eprint!("{}", view::preview(&prepared.impact, &stderr_style));
+        let text = match ctx.global.output {
+            Output::Json => serde_json::to_string_pretty(&prepared.edited)? + "\n",
+            _ => manifest::to_yaml(&prepared.edited),
+        };
+        emit(&text)?;
+        return Ok(0);
+    }
+    let path = locate(&ctx.global.filename, &is_pool)?;
+    let original = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    let edited = manifest::splice(&original, &path, &is_pool, &prepared.edited)?
+        .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
+    let write = args.dry_run == DryRun::None;
+    if write {
+        atomic::write_atomic(std::path::Path::new(&path), edited.as_bytes(), 0o644)?;
+    }
+    let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(path.clone()) };
+    emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
+    Ok(0)
+}
+
+/// The file (not stdin) holding the pool document.
+fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
+    let holds = |v: &Value| is_pool(v) || v.get("items").and_then(Value::as_array).is_some_and(|items| items.iter().any(is_pool));
+    let file = files::load(paths)?.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
+    match file {
+        Some(name) if name == "-" => Err(input("--in-place cannot rewrite standard input; pass the manifest's path with -f")),
+        Some(name) => Ok(name),
+        None => Err(input("no file in -f holds the pool document")),
+    }
+}
+
+fn prepare(snapshot: &Snapshot, request: &Request, dialect: Dialect, force: bool) -> Result<Prepared> {
+    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force).map_err(|e| input(format!("{e}; nothing was written")))
+}
+
+struct Outcome {
+    written: bool,
+    resource_version: Option<String>,
+    conflicts: u32,
+    file: Option<String>,
+}
+
+/// What stdout gets once the change is done: the JSON/YAML document, or the preview (when not
+/// already shown) and a kubectl-style line.
+fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared, dry_run: DryRun, outcome: &Outcome) -> String {
+    let dry = match dry_run {
+        DryRun::None => "none",
+        DryRun::Client => "client",
+        DryRun::Server => "server",
+    };
+    match ctx.global.output {
+        Output::Json | Output::Yaml => {
+            let doc = ResultDocument {
+                schema_version: render::usage::SCHEMA_VERSION,
+                source: origin,
+                impact: &prepared.impact,
+                dry_run: dry,
+                written: outcome.written,
+                resource_version: outcome.resource_version.clone(),
+                conflicts: outcome.conflicts,
+                file: outcome.file.clone(),
+            };
+            render::serialize(&doc, ctx.global.output == Output::Yaml)
+        }
+        _ => {
+            let mut out = if outcome.file.is_some() { view::preview(&prepared.impact, &ctx.style) } else { String::new() };
+            let what = match prepared.plan.action {
+                Action::Reserve => format!("reserved {} in {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
+                Action::Remove => format!("removed the reserved range {} of {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
+                Action::Drain => format!("draining {} (reserved end to end)", prepared.plan.cidr),
+            };
+            let suffix = match (dry_run, outcome.written) {
+                (DryRun::Client, _) => " (dry run)".to_string(),
+                (DryRun::Server, _) => " (server dry run)".to_string(),
+                (DryRun::None, _) if outcome.conflicts > 0 => format!(" after {} conflicting write(s)", outcome.conflicts),
+                _ => String::new(),
+            };
+            let target = outcome.file.as_ref().map_or(String::new(), |f| format!(" in {f}"));
+            out.push_str(&format!("ciliumpodippool.cilium.io/{} edited{target}: {what}{suffix}\n", prepared.impact.pool));
+            out
+        }
+    }
+}
+
+/// A refused write: 422 means the API server rejected the object (input, exit 2); anything
+/// else is the cluster's (exit 3, with user and verb for 403).
+fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> anyhow::Error {
+    match error {
+        kube::Error::Api(s) if s.code == 422 => input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message)),
+        other => connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}")),
+    }
+}
+
+async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut snapshot: Snapshot, request: &Request) -> Result<i32> {
+    let connection = &cluster.connection;
+    if snapshot.crd.as_ref().is_some_and(|c| !c.serves("v2")) {
+        return Err(input(V2_NOT_SERVED));
+    }
+    let v2_shape = snapshot.crd.as_ref().and_then(|c| c.v2_dialect);
+    let api = client::pools_api(&connection.client, "v2");
+    let object_name = format!("ciliumpodippools.cilium.io/{}", request.pool);
+    let params = PostParams { dry_run: args.dry_run == DryRun::Server, field_manager: Some("kubectl-ciliumpool".into()) };
+    let mut conflicts = 0;
+    loop {
+        let current = match api.get(&request.pool).await {
+            Ok(obj) => serde_json::to_value(&obj)?,
+            Err(e) => return Err(connection.request_failed(e, "get", &object_name)),
+        };
+        let pool = Pool::decode(&current, v2_shape);
+        let dialect = v2_shape.unwrap_or(pool.dialect);
+        let read_version = current.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        match snapshot.pools.iter_mut().find(|p| p.name == pool.name) {
+            Some(slot) => *slot = pool,
+            None => snapshot.pools.push(pool),
+        }
+        let prepared = prepare(&snapshot, request, dialect, args.force)?;
+        if conflicts == 0 {
+            let preview = view::preview(&prepared.impact, &ctx.style);
+            let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
+            match ctx.global.output {
+                // stdout is for the document; whoever answers the question still sees the cost.
+                Output::Json | Output::Yaml if will_ask => eprint!("{preview}"),
+                Output::Json | Output::Yaml => {}
+                _ => emit(&preview)?,
+            }
+            if args.dry_run == DryRun::Client {
+                let outcome = Outcome { written: false, resource_version: Some(read_version), conflicts, file: None };
+                emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
+                return Ok(0);
+            }
+            if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
+                eprintln!("aborted; nothing was written");
+                return Ok(0);
+            }
+        }
+        run_test_hook()?;
+        let object: DynamicObject = serde_json::from_value(prepared.edited.clone()).context("the edited pool is not a Kubernetes object")?;
+        match api.replace(&request.pool, &params, &object).await {
+            Ok(written) => {
+                let written = serde_json::to_value(&written)?;
+                verify_written(&written, &prepared, v2_shape)?;
+                let outcome = Outcome {
+                    written: args.dry_run == DryRun::None,
+                    resource_version: written.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string),
+                    conflicts,
+                    file: None,
+                };
+                emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
+                return Ok(0);
+            }
+            Err(kube::Error::Api(s)) if s.is_conflict() && conflicts < MAX_CONFLICTS => {
+                conflicts += 1;
+                eprintln!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
+            }
+            Err(kube::Error::Api(s)) if s.is_conflict() => {
+                return Err(error::cluster(format!("ciliumpodippool {} kept changing: {} conflicting writes; nothing was written — retry later", request.pool, conflicts + 1)));
+            }
+            Err(e) => return Err(write_failure(connection, e, &request.pool)),
+        }
+    }
+}
+
+/// `--yes`, or a yes on the terminal; without a terminal and without `--yes` nothing is written.
+fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
+    if args.yes {
+        return Ok(true);
+    }
+    if !ctx.interactive {
+        return Err(input(format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written")));
+    }
+    prompter.confirm(&format!("Write this change to ciliumpodippool {pool}?"), false)
+}
+
+fn run_test_hook() -> Result<()> {
+    let Some(command) = std::env::var_os(BEFORE_WRITE_HOOK) else { return Ok(()) };
+    let status = std::process::Command::new("sh").arg("-c").arg(&command).status()?;
+    anyhow::ensure!(status.success(), "{BEFORE_WRITE_HOOK} failed: {status}");
+    Ok(())
+}
+
+/// The API server returns what it stored: if the change is not in it (pruned by a schema
+/// of another dialect), say so instead of reporting success.
+fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect>) -> Result<()> {
+    let pool = Pool::decode(written, v2_shape);
+    let reserved: Vec<_> = pool
+        .family(prepared.plan.family)
+        .and_then(|f| f.cidrs.iter().find(|c| c.original == prepared.plan.cidr))
+        .map(|c| c.reserved.clone())
+        .unwrap_or_default();
+    let present = prepared.plan.edit.add.as_ref().is_none_or(|r| reserved.contains(r));
+    let removed = prepared.plan.edit.remove.iter().all(|r| !reserved.contains(r));
+    if present && removed {
+        Ok(())
+    } else {
+        Err(error::cluster(format!(
+            "the API server accepted ciliumpodippool {} but the stored object does not hold the change: its v2 schema is not the {} dialect the plugin detected; check the CRD",
+            pool.name,
+            pool.dialect.name()
+        )))
+    }
+}
+
+/// The guided flow for a terminal: pick pool → pick CIDR → type a range (validated against the
+/// pool on entry, impact shown by the caller) — confirmation follows as for any write. `None`
+/// when the user cancels a picker.
+pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs) -> Result<Option<Request>> {
+    let report = crate::allocator::analyze(snapshot);
+    let pools: Vec<&Pool> = match &args.pool {
+        Some(name) => {
+            require_pools(snapshot, std::slice::from_ref(name))?;
+            snapshot.pools.iter().filter(|p| &p.name == name).collect()
+        }
+        None => snapshot.pools.iter().collect(),
+    };
+    if pools.is_empty() {
+        return Err(input("no CiliumPodIPPools found"));
+    }
+    let pool = if pools.len() == 1 {
+        pools[0]
+    } else {
+        let items: Vec<String> = pools
+            .iter()
+            .map(|p| {
+                let figures: Vec<String> = report.pool(&p.name).into_iter().flat_map(|r| r.families.iter()).map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks)).collect();
+                format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
+            })
+            .collect();
+        let Some(choice) = prompter.select("Pool", &items)? else { return Ok(None) };
+        pools[choice]
+    };
+    let cidrs: Vec<(crate::model::Family, String)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c.original.clone()))).collect();
+    if cidrs.is_empty() {
+        return Err(input(format!("pool {} has no CIDRs", pool.name)));
+    }
+    let cidr_items: Vec<String> = cidrs
+        .iter()
+        .map(|(family, cidr)| {
+            let c = report.pool(&pool.name).and_then(|r| r.family(*family)).and_then(|f| f.cidrs.iter().find(|c| &c.cidr == cidr));
+            c.map_or(cidr.clone(), |c| format!("{cidr} ({} free, {} withheld, {} allocated of {} blocks)", c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks))
+        })
+        .collect();
+    let Some(choice) = prompter.select("CIDR", &cidr_items)? else { return Ok(None) };
+    let (_, cidr) = &cidrs[choice];
+    let dialect = if pool.dialect == Dialect::V2alpha1 { Dialect::UpstreamV2 } else { pool.dialect };
+    let validate = |text: &str| -> Result<(), String> {
+        let range = reserve::parse_range(text)?;
+        reserve::prepare(snapshot, &pool.name, dialect, &Change::Reserve(range), Some(cidr), args.force).map(|_| ())
+    };
+    let text = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)?;
+    let range = reserve::parse_range(&text).map_err(input)?;
+    Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use serde_json::json;
+    use crate::terminal::Scripted;
+    use std::cell::RefCell;
+
+    fn snapshot() -> Snapshot {
+        Snapshot::from_objects(vec![
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+                "spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16"], "maskSize": 24,
+                    "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.254", "end": "10.40.255.254"}]}]}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "red"},
+                "spec": {"ipv4": {"cidrs": ["10.50.0.0/16"], "maskSize": 24}}}),
+        ])
+    }
+
+    fn args(extra: &[&str]) -> ReserveArgs {
+        let cli = crate::cli::Cli::parse_from([&["kubectl-ciliumpool", "reserve-range"], extra].concat());
+        match cli.command {
+            crate::cli::Command::ReserveRange(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn guided_flow_picks_pool_and_cidr_and_revalidates_ranges() {
+        let script = Scripted {
+            selections: RefCell::new(vec![Some(0), Some(1)]),
+            texts: RefCell::new(vec!["10.40.0.1".to_string(), "nonsense".into(), "10.41.0.0-10.41.0.15".into()]),
+            ..Default::default()
+        };
+        let request = guided(&script, &snapshot(), &args(&[])).unwrap();
+        let expected = Request { pool: "blue".into(), change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()), cidr: Some("10.41.0.0/16".into()) };
+        assert_eq!(request, Some(expected));
+        let asked = script.asked.borrow();
+        assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 0/511 blocks allocated) | red"), "{asked:?}");
+        assert!(asked[1].contains("10.40.0.0/16 (255 free, 1 withheld, 0 allocated of 256 blocks)"), "{asked:?}");
+        let refused = script.refused.borrow();
+        assert_eq!(refused.len(), 2, "outside the chosen CIDR, then unparsable: {refused:?}");
+        assert!(refused[0].contains("not inside the chosen CIDR"));
+        // Cancelling a picker ends the flow without a request.
+        let cancel = Scripted { selections: RefCell::new(vec![None]), ..Default::default() };
+        assert_eq!(guided(&cancel, &snapshot(), &args(&[])).unwrap(), None);
+    }
+
+    #[test]
+    fn confirmation_rules() {
+        let not_tty = Context { global: crate::cli::Cli::parse_from(["kubectl-ciliumpool", "version"]).global, style: Style::plain(), interactive: false };
+        let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue").unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), 2);
+        assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue").unwrap());
+        let tty = Context { interactive: true, ..not_tty };
+        let no = Scripted { confirmations: RefCell::new(vec![false]), ..Default::default() };
+        assert!(!confirmed(&args(&["blue", "10.40.0.1"]), &tty, &no, "blue").unwrap());
+    }
+
+    #[test]
+    fn arguments_become_requests() {
+        assert_eq!(request_from_args(&args(&["blue"])).unwrap(), None);
+        let drain = request_from_args(&args(&["blue", "--drain", "10.41.0.0/16"])).unwrap().unwrap();
+        assert_eq!(drain.change, Change::Drain("10.41.0.0/16".into()));
+        let err = request_from_args(&args(&["blue", "10.0.0.x"])).unwrap_err();
+        assert_eq!((crate::error::exit_code(&err), err.to_string()), (2, "invalid range: \"10.0.0.x\" is not an IP address".to_string()));
+        assert!(crate::cli::Cli::try_parse_from(["kubectl-ciliumpool", "reserve-range", "blue", "10.0.0.1", "--drain", "10.0.0.0/8"]).is_err());
+        assert_eq!(args(&["blue", "--dry-run", "10.40.0.1"]).dry_run, DryRun::Client);
+        assert_eq!(args(&["blue", "10.40.0.1", "--dry-run=server"]).dry_run, DryRun::Server);
+    }
+}

@@ -1,0 +1,190 @@
+//! Edits of a pool's reserved ranges, applied to the raw object in place so that every field
+//! the model does not know survives (domain §2.2, §2.3). Pure: no IO.
+
+use super::ip::Family;
+use super::pool::{Dialect, ReservedRange};
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+
+/// What to change in the reservations of one CIDR of one family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeEdit {
+    pub family: Family,
+    /// The CIDR exactly as spelled in `spec.<family>.cidrs` (upstream `pool[]` entries are keyed by it).
+    pub cidr: String,
+    /// Existing ranges to take out, matched by their exact text.
+    pub remove: Vec<ReservedRange>,
+    /// The range to add.
+    pub add: Option<ReservedRange>,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EditError {
+    #[error("cilium.io/v2alpha1 pools cannot hold reserved ranges; reservations need cilium.io/v2")]
+    V2alpha1,
+    #[error("spec.{0}.cidrs has no entry {1:?}")]
+    NoSuchCidr(Family, String),
+    #[error("the CFP dialect holds one reservedRange per CIDR and {cidr} already reserves {existing}; remove it first (--remove {existing})")]
+    CfpSecondRange { cidr: String, existing: String },
+    #[error("spec.{0} is not an object")]
+    Malformed(Family),
+}
+
+/// Applies `edit` to a CiliumPodIPPool object written in `dialect`.
+pub fn apply(raw: &mut Value, dialect: Dialect, edit: &RangeEdit) -> Result<(), EditError> {
+    let fam = raw
+        .pointer_mut(&format!("/spec/{}", edit.family.name()))
+        .and_then(Value::as_object_mut)
+        .ok_or(EditError::Malformed(edit.family))?;
+    match dialect {
+        Dialect::V2alpha1 => Err(EditError::V2alpha1),
+        Dialect::UpstreamV2 => apply_upstream(fam, edit),
+        Dialect::CfpV2 => apply_cfp(fam, edit),
+    }
+}
+
+/// Upstream: `pool: [{cidr, reservedRanges: [{start, end}]}]`, the entry created when absent
+/// and dropped again when it holds nothing but its key.
+fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditError> {
+    let listed = fam.get("cidrs").and_then(Value::as_array).is_some_and(|cidrs| cidrs.iter().any(|c| c.as_str() == Some(edit.cidr.as_str())));
+    if !listed {
+        return Err(EditError::NoSuchCidr(edit.family, edit.cidr.clone()));
+    }
+    let entries = fam.entry("pool").or_insert_with(|| Value::Array(Vec::new()));
+    if !entries.is_array() {
+        *entries = Value::Array(Vec::new());
+    }
+    let entries = entries.as_array_mut().expect("made an array above");
+    let index = match entries.iter().position(|e| e.get("cidr").and_then(Value::as_str) == Some(edit.cidr.as_str())) {
+        Some(i) => i,
+        None => {
+            entries.push(json!({"cidr": edit.cidr}));
+            entries.len() - 1
+        }
+    };
+    let entry = entries[index].as_object_mut().ok_or(EditError::Malformed(edit.family))?;
+    let ranges = entry.entry("reservedRanges").or_insert_with(|| Value::Array(Vec::new()));
+    if !ranges.is_array() {
+        *ranges = Value::Array(Vec::new());
+    }
+    let list = ranges.as_array_mut().expect("made an array above");
+    list.retain(|r| !edit.remove.iter().any(|gone| text_of(r, "start") == gone.start && text_of(r, "end") == gone.end));
+    if let Some(add) = &edit.add {
+        list.push(json!({"start": add.start, "end": add.end}));
+    }
+    if list.is_empty() {
+        entry.remove("reservedRanges");
+    }
+    if entry.len() == 1 && entry.contains_key("cidr") {
+        entries.remove(index);
+    }
+    if entries.is_empty() {
+        fam.remove("pool");
+    }
+    Ok(())
+}
+
+/// CFP: `cidrs: [{cidr, reservedRange: "A-B"}]`. String items (stored before the CRD switched
+/// shape) are converted to objects for the whole family, keeping their spelling.
+fn apply_cfp(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditError> {
+    let cidrs = fam.get_mut("cidrs").and_then(Value::as_array_mut).ok_or(EditError::NoSuchCidr(edit.family, edit.cidr.clone()))?;
+    for item in cidrs.iter_mut() {
+        if let Value::String(s) = item {
+            *item = json!({"cidr": s});
+        }
+    }
+    let entry = cidrs
+        .iter_mut()
+        .filter_map(Value::as_object_mut)
+        .find(|o| o.get("cidr").and_then(Value::as_str) == Some(edit.cidr.as_str()))
+        .ok_or(EditError::NoSuchCidr(edit.family, edit.cidr.clone()))?;
+    let current = entry.get("reservedRange").and_then(Value::as_str).filter(|r| !r.trim().is_empty()).map(ReservedRange::from_dash);
+    let remaining = current.filter(|c| !edit.remove.contains(c));
+    match (&edit.add, remaining) {
+        (Some(_), Some(existing)) => {
+            return Err(EditError::CfpSecondRange { cidr: edit.cidr.clone(), existing: format!("{}-{}", existing.start, existing.end) });
+        }
+        (Some(add), None) => {
+            entry.insert("reservedRange".into(), Value::String(format!("{}-{}", add.start, add.end)));
+        }
+        (None, None) => {
+            entry.remove("reservedRange");
+        }
+        (None, Some(_)) => {}
+    }
+    Ok(())
+}
+
+fn text_of<'a>(range: &'a Value, key: &str) -> &'a str {
+    range.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(start: &str, end: &str) -> ReservedRange {
+        ReservedRange { start: start.into(), end: end.into() }
+    }
+
+    fn add(cidr: &str, r: ReservedRange) -> RangeEdit {
+        RangeEdit { family: Family::Ipv4, cidr: cidr.into(), remove: vec![], add: Some(r) }
+    }
+
+    #[test]
+    fn upstream_creates_the_entry_keyed_by_the_exact_cidr_string_and_keeps_everything_else() {
+        let mut pool = json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "blue", "annotations": {"x": "y"}},
+            "spec": {"ipv4": {"cidrs": ["10.40.0.5/16", "10.41.0.0/16"], "maskSize": 24, "future": 1},
+                     "namespaceSelector": {"matchLabels": {"team": "blue"}}}});
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.5/16", range("10.40.255.240", "10.40.255.254"))).unwrap();
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.41.0.0/16", range("10.41.0.0", "10.41.255.255"))).unwrap();
+        assert_eq!(pool, json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "blue", "annotations": {"x": "y"}},
+            "spec": {"ipv4": {"cidrs": ["10.40.0.5/16", "10.41.0.0/16"], "maskSize": 24, "future": 1,
+                "pool": [{"cidr": "10.40.0.5/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
+                         {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]},
+                     "namespaceSelector": {"matchLabels": {"team": "blue"}}}}));
+        // Removing the last range drops the entry, then the list.
+        let remove = |cidr: &str, r| RangeEdit { family: Family::Ipv4, cidr: cidr.into(), remove: vec![r], add: None };
+        apply(&mut pool, Dialect::UpstreamV2, &remove("10.41.0.0/16", range("10.41.0.0", "10.41.255.255"))).unwrap();
+        assert_eq!(pool.pointer("/spec/ipv4/pool").unwrap().as_array().unwrap().len(), 1);
+        apply(&mut pool, Dialect::UpstreamV2, &remove("10.40.0.5/16", range("10.40.255.240", "10.40.255.254"))).unwrap();
+        assert!(pool.pointer("/spec/ipv4/pool").is_none());
+        assert_eq!(
+            apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.0.1", "10.40.0.1"))),
+            Err(EditError::NoSuchCidr(Family::Ipv4, "10.40.0.0/16".into())),
+            "keys are exact strings, never re-spelled"
+        );
+    }
+
+    #[test]
+    fn upstream_keeps_other_entry_fields_and_ranges() {
+        let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24,
+            "pool": [{"cidr": "10.40.0.0/16", "knob": true, "reservedRanges": [{"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}});
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.9.0", "10.40.9.255"))).unwrap();
+        let edit = RangeEdit { family: Family::Ipv4, cidr: "10.40.0.0/16".into(), remove: vec![range("10.40.0.1", "10.40.0.1"), range("10.40.9.0", "10.40.9.255")], add: None };
+        apply(&mut pool, Dialect::UpstreamV2, &edit).unwrap();
+        assert_eq!(pool.pointer("/spec/ipv4/pool").unwrap(), &json!([{"cidr": "10.40.0.0/16", "knob": true}]));
+    }
+
+    #[test]
+    fn cfp_converts_string_cidrs_and_allows_one_range_per_cidr() {
+        let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.20.0.0/16", {"cidr": "10.30.0.0/16", "extra": 1}], "maskSize": 24}}});
+        apply(&mut pool, Dialect::CfpV2, &add("10.20.0.0/16", range("10.20.0.0", "10.20.0.99"))).unwrap();
+        assert_eq!(pool, json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.20.0.0/16", "reservedRange": "10.20.0.0-10.20.0.99"}, {"cidr": "10.30.0.0/16", "extra": 1}], "maskSize": 24}}}));
+        let second = apply(&mut pool, Dialect::CfpV2, &add("10.20.0.0/16", range("10.20.1.0", "10.20.1.0")));
+        assert_eq!(second, Err(EditError::CfpSecondRange { cidr: "10.20.0.0/16".into(), existing: "10.20.0.0-10.20.0.99".into() }));
+        // Replacing (drain) is allowed: the old range is removed in the same edit.
+        let replace = RangeEdit { family: Family::Ipv4, cidr: "10.20.0.0/16".into(), remove: vec![range("10.20.0.0", "10.20.0.99")], add: Some(range("10.20.0.0", "10.20.255.255")) };
+        apply(&mut pool, Dialect::CfpV2, &replace).unwrap();
+        assert_eq!(pool.pointer("/spec/ipv4/cidrs/0/reservedRange").unwrap(), "10.20.0.0-10.20.255.255");
+        let remove = RangeEdit { family: Family::Ipv4, cidr: "10.20.0.0/16".into(), remove: vec![range("10.20.0.0", "10.20.255.255")], add: None };
+        apply(&mut pool, Dialect::CfpV2, &remove).unwrap();
+        assert_eq!(pool.pointer("/spec/ipv4/cidrs/0").unwrap(), &json!({"cidr": "10.20.0.0/16"}));
+    }
+
+    #[test]
+    fn v2alpha1_is_refused() {
+        let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}});
+        assert_eq!(apply(&mut pool, Dialect::V2alpha1, &add("10.0.0.0/16", range("10.0.0.1", "10.0.0.1"))), Err(EditError::V2alpha1));
+    }
+}

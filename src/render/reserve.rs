@@ -1,0 +1,142 @@
+//! `reserve-range` output: the impact preview and the list of reservations (product §8).
+
+use super::{Style, Tone, human, table};
+use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact};
+use crate::allocator::{Count, PoolReport, blocks};
+
+/// The preview shown before a write: what the range reserves, what it withholds, what stays
+/// allocated inside it, and the pool's figures before → after.
+pub fn preview(impact: &Impact, style: &Style) -> String {
+    let mut out = String::new();
+    let verb = match impact.action {
+        Action::Reserve => "Reserve",
+        Action::Remove => "Remove the reservation",
+        Action::Drain => "Drain (reserve end to end)",
+    };
+    let range = if impact.start == impact.end { impact.start.clone() } else { format!("{}-{}", impact.start, impact.end) };
+    out.push_str(&format!("{} {} in pool {}, CIDR {} ({})\n", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family));
+    if impact.range_addresses.is_zero() {
+        out.push_str("  Range: not a valid range of this CIDR (see check); the figures ignore it\n");
+    } else {
+        out.push_str(&format!(
+            "  Range: {} address(es) in {} block(s) = {} addresses (reservations act on whole blocks)\n",
+            human(impact.range_addresses),
+            human(impact.touched_blocks),
+            human(impact.touched_addresses),
+        ));
+    }
+    for r in &impact.replaced {
+        out.push_str(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)\n", r.start, r.end));
+    }
+    for r in &impact.adjacent {
+        out.push_str(&format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged\n", r.start, r.end));
+    }
+    let spans = |list: &[BlockSpan]| -> String {
+        if list.is_empty() {
+            return "none".to_string();
+        }
+        list.iter().map(span_text).collect::<Vec<_>>().join(", ")
+    };
+    match impact.action {
+        Action::Remove => out.push_str(&format!("  Blocks released (withheld → free): {}\n", spans(&impact.released))),
+        _ => out.push_str(&format!("  Blocks newly withheld: {}\n", style.paint(&spans(&impact.newly_withheld), Tone::Warn))),
+    }
+    for held in &impact.allocated_in_range {
+        let nodes = held.nodes.join(", ");
+        let pods = if held.pods_in_range.is_empty() {
+            "no pod uses an address of the range".to_string()
+        } else {
+            format!("{} pod(s) use addresses of the range: {}", held.pods_in_range.len(), held.pods_in_range.join(", "))
+        };
+        let note = match impact.action {
+            Action::Remove => String::new(),
+            _ => format!(" — not evicted: drain node {nodes} to free it"),
+        };
+        out.push_str(&format!("  Allocated block {} on {nodes}: {pods}{note}\n", held.block));
+    }
+    let (b, a) = (&impact.before, &impact.after);
+    let row = |name: &str, get: &dyn Fn(&Figures) -> String| vec![name.to_string(), get(b), get(a)];
+    let runway = |f: &Figures| f.runway_nodes.map_or("-".to_string(), |n| format!("{} node(s)", human(n)));
+    let rows = vec![
+        row("capacity blocks", &|f| human(f.capacity_blocks)),
+        row("allocated blocks", &|f| human(f.allocated_blocks)),
+        row("withheld blocks", &|f| human(f.withheld_blocks)),
+        row("free blocks", &|f| human(f.free_blocks)),
+        row("allocatable blocks", &|f| human(f.allocatable_blocks)),
+        row("reserved addresses", &|f| human(f.reserved_addresses)),
+        row("free addresses", &|f| human(f.free_addresses)),
+        row("runway", &runway),
+    ];
+    let figures = table(&[&format!("POOL {} {}", impact.pool, impact.family.name().to_uppercase()), "BEFORE", "AFTER"], rows, &Style { headers: true, ..*style });
+    out.push_str(&figures.lines().map(|l| format!("  {l}\n")).collect::<String>());
+    out
+}
+
+fn span_text(span: &BlockSpan) -> String {
+    if span.blocks == Count::from(1u64) { span.first.clone() } else { format!("{} .. {} ({} blocks)", span.first, span.last, human(span.blocks)) }
+}
+
+/// One reservation as `--list` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedRange {
+    pub pool: String,
+    pub family: crate::model::Family,
+    pub cidr: String,
+    pub start: String,
+    pub end: String,
+    pub reserved_addresses: Count,
+    pub first_block: String,
+    pub last_block: String,
+    pub blocks: Count,
+    /// Touched blocks still allocated to nodes (grandfathered): `block on node,...`.
+    pub allocated_blocks: Vec<String>,
+    /// Every block of the CIDR is reserved.
+    pub draining: bool,
+}
+
+/// Every valid reservation of `pools`, in spec order.
+pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
+    let mut out = Vec::new();
+    for pool in pools {
+        for fam in &pool.families {
+            let Some(mask) = fam.mask_size else { continue };
+            for cidr in &fam.cidrs {
+                for r in &cidr.reservations {
+                    out.push(ListedRange {
+                        pool: pool.name.clone(),
+                        family: fam.family,
+                        cidr: cidr.cidr.clone(),
+                        start: r.start.to_string(),
+                        end: r.end.to_string(),
+                        reserved_addresses: r.reserved_addresses,
+                        first_block: blocks::block_at(&cidr.prefix, mask, r.first_block).to_string(),
+                        last_block: blocks::block_at(&cidr.prefix, mask, r.last_block).to_string(),
+                        blocks: r.touched_blocks(),
+                        allocated_blocks: r.allocated_overlapping.iter().map(|b| format!("{} on {}", b.prefix, b.nodes.join(","))).collect(),
+                        draining: cidr.draining,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn list_table(ranges: &[ListedRange], style: &Style) -> String {
+    let rows = ranges
+        .iter()
+        .map(|r| {
+            let range = if r.start == r.end { r.start.clone() } else { format!("{}-{}", r.start, r.end) };
+            let span = if r.blocks == Count::from(1u64) { r.first_block.clone() } else { format!("{} .. {}", r.first_block, r.last_block) };
+            let note = match (r.draining, r.allocated_blocks.is_empty()) {
+                (true, true) => "drained: safe to remove the CIDR".to_string(),
+                (true, false) => format!("draining; still allocated: {}", r.allocated_blocks.join("; ")),
+                (false, true) => String::new(),
+                (false, false) => format!("still allocated: {}", r.allocated_blocks.join("; ")),
+            };
+            vec![r.pool.clone(), r.cidr.clone(), range, human(r.reserved_addresses), human(r.blocks), span, note]
+        })
+        .collect();
+    table(&["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "NOTE"], rows, style)
+}

@@ -1,0 +1,278 @@
+//! `reserve-range` offline (`-f`): manifests edited, printed or rewritten in place; figures
+//! checked against `usage -o json` afterwards.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const BLUE: &str = "\
+# pools of cluster test
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata:
+  name: blue
+  annotations:
+    example.com/ticket: NET-1   # keep
+spec:
+  ipv4:
+    cidrs:
+    - 10.40.0.0/16
+    - 10.41.0.0/16
+    maskSize: 24
+  namespaceSelector:
+    matchLabels:
+      team: blue
+---
+# untouched: comments and all
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata: {name: green}
+spec:
+  ipv4:
+    cidrs: [\"10.60.0.0/20\"]   # CFP objects stored before the switch keep string cidrs
+    maskSize: 26
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumPodIPPool
+metadata: {name: legacy}
+spec: {ipv4: {cidrs: [10.70.0.0/16], maskSize: 24}}
+";
+
+const NODES: &str = "\
+apiVersion: cilium.io/v2
+kind: CiliumNode
+metadata: {name: node-a}
+spec:
+  ipam:
+    pools:
+      allocated:
+      - {pool: blue, cidrs: [10.41.3.0/24]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: team-blue}
+spec: {nodeName: node-a}
+status: {phase: Running, podIPs: [{ip: 10.41.3.7}]}
+";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::write(root.join("pools.yaml"), BLUE).unwrap();
+        std::fs::write(root.join("nodes.yaml"), NODES).unwrap();
+        Fixture { _dir: dir, root }
+    }
+
+    fn pools(&self) -> PathBuf {
+        self.root.join("pools.yaml")
+    }
+
+    fn read(&self) -> String {
+        std::fs::read_to_string(self.pools()).unwrap()
+    }
+
+    /// Runs the plugin on the fixture directory.
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        run_on(&self.root, args)
+    }
+}
+
+fn run_on(path: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(args).arg("-f").arg(path).env("NO_COLOR", "1").output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn usage_ipv4(fx: &Fixture, pool: &str) -> Value {
+    let (code, out, err) = fx.run(&["usage", pool, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    json_of(&out)["pools"][0]["families"][0].clone()
+}
+
+#[test]
+fn blue_gateway_and_drain_in_place_then_usage_agrees() {
+    let fx = Fixture::new();
+    let (code, out, err) = fx.run(&["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--in-place", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let first = json_of(&out);
+    assert_eq!(first["impact"]["newlyWithheld"], json!([{"first": "10.40.255.0/24", "last": "10.40.255.0/24", "blocks": 1}]));
+    assert_eq!((first["impact"]["rangeAddresses"].clone(), first["impact"]["touchedAddresses"].clone()), (json!(15), json!(256)));
+    assert_eq!(first["written"], json!(true));
+
+    let (code, out, err) = fx.run(&["reserve-range", "blue", "--drain", "10.41.0.0/16", "--in-place", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let drain = json_of(&out);
+    assert_eq!(drain["impact"]["allocatedInRange"], json!([{"block": "10.41.3.0/24", "nodes": ["node-a"], "podsInRange": ["team-blue/db-0"]}]));
+    assert_eq!(drain["impact"]["newlyWithheld"], json!([
+        {"first": "10.41.0.0/24", "last": "10.41.2.0/24", "blocks": 3},
+        {"first": "10.41.4.0/24", "last": "10.41.255.0/24", "blocks": 252}]));
+    assert_eq!(drain["impact"]["after"], json!({"capacityBlocks": 512, "allocatedBlocks": 1, "withheldBlocks": 256, "freeBlocks": 255,
+        "allocatableBlocks": 256, "reservedAddresses": 65551, "freeAddresses": 64770, "runwayNodes": 255}));
+
+    let fam = usage_ipv4(&fx, "blue");
+    for (preview, usage) in [("capacityBlocks", "capacityBlocks"), ("allocatedBlocks", "allocatedBlocks"), ("withheldBlocks", "withheldBlocks"),
+        ("freeBlocks", "freeBlocks"), ("reservedAddresses", "reservedAddresses"), ("freeAddresses", "freeAddresses")] {
+        assert_eq!(drain["impact"]["after"][preview], fam[usage], "{preview}");
+    }
+    assert_eq!((fam["allocatedBlocks"].clone(), fam["withheldBlocks"].clone(), fam["freeBlocks"].clone()), (json!(1), json!(256), json!(255)));
+
+    // The pool document holds both entries, keyed by the exact cidrs strings; nothing else moved.
+    let text = fx.read();
+    let docs: Vec<Value> = text.split("\n---\n").map(|d| serde_json::to_value(serde_saphyr::from_str::<Value>(d).unwrap()).unwrap()).collect();
+    assert_eq!(docs[0]["spec"]["ipv4"]["pool"], json!([
+        {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
+        {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
+    assert_eq!(docs[0]["spec"]["namespaceSelector"], json!({"matchLabels": {"team": "blue"}}));
+    assert_eq!(docs[0]["metadata"]["annotations"], json!({"example.com/ticket": "NET-1"}));
+    assert!(text.starts_with("# pools of cluster test\n"), "leading comment kept");
+    let untouched = BLUE.split_once("---\n").unwrap().1;
+    assert!(text.ends_with(untouched), "the other documents are byte-for-byte unchanged:\n{text}");
+
+    // inspect shows the CIDR draining with its node and pod; check reports it once empty.
+    let (_, out, _) = fx.run(&["inspect", "blue"]);
+    assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside: team-blue/db-0"), "{out}");
+    std::fs::write(fx.root.join("nodes.yaml"), "").unwrap();
+    let (_, out, _) = fx.run(&["inspect", "blue"]);
+    assert!(out.contains("10.41.0.0/16   256      0           256        0      drained: safe to remove from cidrs"), "{out}");
+    assert!(out.contains("Draining 10.41.0.0/16: empty — safe to remove it from spec.ipv4.cidrs"), "{out}");
+    let (code, out, _) = fx.run(&["check", "-o", "json"]);
+    assert_eq!(code, 1);
+    let kinds: Vec<Value> = json_of(&out)["problems"].as_array().unwrap().iter().map(|p| p["kind"].clone()).collect();
+    assert!(kinds.contains(&json!("cidr-drained")), "{kinds:?}");
+}
+
+#[test]
+fn invalid_ranges_exit_2_and_change_nothing() {
+    let fx = Fixture::new();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let before = fx.read();
+    let cases: &[(&[&str], &str)] = &[
+        (&["blue", "10.40.0.x"], "invalid range: \"10.40.0.x\" is not an IP address"),
+        (&["blue", "10.40.0.1-fd00::1"], "mixes IPv4 and IPv6"),
+        (&["blue", "10.40.0.9-10.40.0.1"], "starts after it ends"),
+        (&["blue", "10.50.0.1"], "is not inside any CIDR of pool blue"),
+        (&["blue", "10.40.255.0-10.41.0.5"], "spans more than one CIDR"),
+        (&["blue", "10.40.255.240..10.40.255.254"], "already reserved"),
+        (&["blue", "10.40.255.250-10.40.255.255"], "overlaps the reserved range(s) 10.40.255.240-10.40.255.254"),
+        (&["blu", "10.40.0.1"], "pool \"blu\" not found; did you mean blue?"),
+        (&["blue", "10.40.0.0/16", "--cidr", "10.41.0.0/16"], "not inside the chosen CIDR"),
+        (&["blue", "--remove", "10.40.0.1"], "has no reserved range"),
+        (&["legacy", "10.70.0.1"], "cilium.io/v2alpha1 manifest"),
+        (&["blue", "10.40.0.1", "--dry-run=server"], "--dry-run=server needs a cluster"),
+    ];
+    for (args, message) in cases {
+        let mut full = vec!["reserve-range"];
+        full.extend_from_slice(args);
+        full.push("--in-place");
+        let (code, out, err) = fx.run(&full);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.starts_with("error: ") && err.contains(message), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(fx.read(), before, "{args:?} changed the file");
+    }
+    // The whole pool only with --force.
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "--drain", "10.41.0.0/16", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let before = fx.read();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "--drain", "10.40.0.0/16", "--in-place"]);
+    assert_eq!((code, err.contains("--force")), (2, true), "{err}");
+    assert_eq!(fx.read(), before);
+    let (code, out, err) = fx.run(&["reserve-range", "blue", "--drain", "10.40.0.0/16", "--force", "--dry-run", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Replaces the existing range 10.40.255.240-10.40.255.254"), "{out}");
+    assert_eq!(fx.read(), before, "a client dry run writes nothing");
+}
+
+#[test]
+fn print_mode_emits_only_the_edited_pool_and_leaves_the_file() {
+    let fx = Fixture::new();
+    let (code, out, err) = fx.run(&["reserve-range", "green", "10.60.0.0-10.60.0.31", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fx.read(), BLUE);
+    assert_eq!(json_of(&out), json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "green"},
+        "spec": {"ipv4": {"cidrs": ["10.60.0.0/20"], "maskSize": 26,
+            "pool": [{"cidr": "10.60.0.0/20", "reservedRanges": [{"start": "10.60.0.0", "end": "10.60.0.31"}]}]}}}),
+        "without a CRD saying otherwise, a v2 pool without a pool[] list is edited in its own (string cidrs = upstream) dialect");
+    assert!(err.contains("Blocks newly withheld: 10.60.0.0/26"), "{err}");
+}
+
+#[test]
+fn cfp_dialect_first_range_then_second_refused() {
+    let fx = Fixture::new();
+    let crd = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot/crd-ciliumpodippools.yaml")).unwrap();
+    // Make the example CRD's v2 schema CFP-shaped: cidrs items are objects.
+    let mut crd: Value = serde_saphyr::from_str(&crd).unwrap();
+    let v2 = crd["spec"]["versions"].as_array_mut().unwrap().iter_mut().find(|v| v["name"] == "v2").unwrap();
+    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ipv4"]["properties"]["cidrs"]["items"] = json!({"type": "object"});
+    std::fs::write(fx.root.join("crd.json"), serde_json::to_string(&crd).unwrap()).unwrap();
+    let (code, _, err) = fx.run(&["reserve-range", "green", "10.60.0.0-10.60.0.31", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = fx.run(&["reserve-range", "--list", "-o", "json"]);
+    assert_eq!(json_of(&out)["reservedRanges"], json!([{"pool": "green", "family": "ipv4", "cidr": "10.60.0.0/20", "start": "10.60.0.0", "end": "10.60.0.31",
+        "reservedAddresses": 32, "firstBlock": "10.60.0.0/26", "lastBlock": "10.60.0.0/26", "blocks": 1, "allocatedBlocks": [], "draining": false}]));
+    assert!(fx.read().contains("    cidrs:\n    - cidr: 10.60.0.0/20\n      reservedRange: 10.60.0.0-10.60.0.31\n"), "{}", fx.read());
+    let before = fx.read();
+    let (code, _, err) = fx.run(&["reserve-range", "green", "10.60.8.1", "--in-place"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"), "{err}");
+    assert_eq!(fx.read(), before);
+}
+
+#[test]
+fn remove_restores_the_figures_and_list_on_the_example() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&example).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let (code, out, err) = run_on(dir.path(), &["reserve-range", "blue", "--remove", "10.40.255.254", "--in-place", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = json_of(&out);
+    assert_eq!(doc["impact"]["released"], json!([{"first": "10.40.255.0/24", "last": "10.40.255.0/24", "blocks": 1}]));
+    assert_eq!((doc["impact"]["before"]["freeBlocks"].clone(), doc["impact"]["after"]["freeBlocks"].clone()), (json!(242), json!(243)));
+    let (code, out, _) = run_on(dir.path(), &["reserve-range", "--list", "blue", "-o", "json"]);
+    assert_eq!(code, 0);
+    let listed: Vec<(Value, Value)> = json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| (r["start"].clone(), r["end"].clone())).collect();
+    assert_eq!(listed, vec![(json!("10.41.0.0"), json!("10.41.255.255"))]);
+}
+
+/// Missing arguments on a terminal: pick pool, pick CIDR, type ranges until one is valid.
+#[test]
+fn guided_flow_in_a_real_terminal() {
+    let fx = Fixture::new();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("kubectl-ciliumpool"));
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(&fx.root).env("TERM", "xterm");
+    let mut term = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    term.exp_string("legacy (v2alpha1; ipv4 0/256 blocks allocated)").unwrap();
+    press(&mut term, "\r");
+    term.exp_string("10.41.0.0/16 (255 free, 0 withheld, 1 allocated of 256 blocks)").unwrap();
+    press(&mut term, "\x1b[B");
+    press(&mut term, "\r");
+    term.exp_string("Range to reserve in 10.41.0.0/16").unwrap();
+    press(&mut term, "10.40.0.1\r");
+    term.exp_string("not inside the chosen CIDR").unwrap();
+    press(&mut term, "10.41.0.0/28\r");
+    term.exp_string("edited in ./pools.yaml: reserved 10.41.0.0-10.41.0.15 in 10.41.0.0/16").unwrap();
+    term.exp_eof().unwrap();
+    let blue: Value = serde_saphyr::from_str(fx.read().split("\n---\n").next().unwrap()).unwrap();
+    assert_eq!(blue["spec"]["ipv4"]["pool"], json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}]));
+}
+
+
+/// Types keys into the terminal (rexpect buffers writes until flushed).
+fn press(term: &mut rexpect::session::PtySession, keys: &str) {
+    term.send(keys).unwrap();
+    term.flush().unwrap();
+}
