@@ -96,9 +96,6 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print the plugin version and, when reachable, the server and CRD versions
     Version,
-    /// Completion candidates in Cobra's `__complete` protocol, for `kubectl_complete-ciliumpool`
-    #[command(name = "__complete", hide = true)]
-    Complete(CompleteArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -203,10 +200,16 @@ pub enum DryRun {
     Server,
 }
 
-#[derive(Debug, Args)]
-pub struct CompleteArgs {
-    /// The words after `kubectl ciliumpool`, after `--` so that none is taken for a flag of
-    /// `__complete` itself; the last one is the word being completed
-    #[arg(raw = true)]
-    pub words: Vec<String>,
+/// The hidden `__complete` subcommand (Cobra's protocol, for `kubectl_complete-ciliumpool`). It is
+/// added to `Cli::command()` only for parsing, so that the `completion` scripts, generated from
+/// `Cli::command()`, never offer it. The words come after `--`, so that none is taken for a flag.
+pub fn complete_command() -> clap::Command {
+    clap::Command::new(COMPLETE).hide(true).about("Completion candidates in Cobra's __complete protocol").arg(
+        clap::Arg::new("words")
+            .raw(true)
+            .help("The words after `kubectl ciliumpool`; the last one is the word being completed"),
+    )
 }
+
+/// The name of the hidden completion subcommand.
+pub const COMPLETE: &str = "__complete";

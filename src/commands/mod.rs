@@ -38,7 +38,6 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             Ok(0)
         }
         Command::Version => version::run(ctx).await,
-        Command::Complete(args) => complete::run(&args.words).await,
     }
 }
 
