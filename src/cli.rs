@@ -92,6 +92,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
     ReserveRange(ReserveArgs),
+    /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
+    Migrate(MigrateArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
     /// Print the plugin version and, when reachable, the server and CRD versions
@@ -193,11 +195,58 @@ pub struct ReserveArgs {
     pub in_place: bool,
 }
 
+/// `--dry-run` as kubectl spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DryRun {
+    /// Write for real
     None,
+    /// Validate and show what would change; send nothing that writes
     Client,
+    /// Also send every write as a server-side dry run (validated by the API server, not persisted)
     Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Schema {
+    /// cidrs stay strings; reservations live in pool[].reservedRanges (cilium/cilium#44383)
+    Upstream,
+    /// cidrs become {cidr, reservedRange} objects (CFP-42466)
+    Cfp,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Runbook: docs/migration.md. Offline (-f): converts manifests and prints them, or rewrites them with --in-place.")]
+pub struct MigrateArgs {
+    /// Print the plan and stop; =server also sends every write as a server-side dry run
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None)]
+    pub dry_run: DryRun,
+    /// Do not ask for confirmation (required when not on a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Where to write the backup (default: ./ciliumpool-backup-<UTC timestamp>.yaml)
+    #[arg(long, value_name = "PATH")]
+    pub backup: Option<std::path::PathBuf>,
+    /// Report progress and whether v2alpha1 can be removed; exit 1 while work is pending
+    #[arg(long, conflicts_with_all = ["dry_run", "finalize", "backup"])]
+    pub status: bool,
+    /// Once every pool is migrated: set the CRD's status.storedVersions to [v2]
+    #[arg(long, conflicts_with_all = ["dry_run", "backup"])]
+    pub finalize: bool,
+    /// With --dry-run: exit 1 when the plan would write something (for CI)
+    #[arg(long, requires = "dry_run")]
+    pub exit_code: bool,
+    /// List pools in pages of this many objects
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// Offline (-f): the v2 shape to convert manifests to
+    #[arg(long, value_enum, default_value_t = Schema::Upstream)]
+    pub schema: Schema,
+    /// Offline (-f): rewrite the files instead of printing them
+    #[arg(long)]
+    pub in_place: bool,
+    /// Offline (-f): write nothing; exit 1 when any manifest still needs conversion
+    #[arg(long, conflicts_with = "in_place")]
+    pub check: bool,
 }
 
 /// The hidden `__complete` subcommand (Cobra's protocol, for `kubectl_complete-ciliumpool`). It is

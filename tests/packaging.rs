@@ -180,7 +180,7 @@ fn packaged_archive_installs_with_krew_and_runs_and_completes_through_kubectl() 
 
     assert_eq!(installed.complete(&["us"]), (vec!["usage".to_string()], ":4".to_string()));
     let (subcommands, _) = installed.complete(&[""]);
-    for name in ["usage", "inspect", "check", "reserve-range", "completion", "version"] {
+    for name in ["usage", "inspect", "check", "reserve-range", "migrate", "completion", "version"] {
         assert!(subcommands.contains(&name.to_string()), "{name} missing from {subcommands:?}");
     }
     assert!(!subcommands.iter().any(|c| c.starts_with("__")), "hidden subcommand offered: {subcommands:?}");

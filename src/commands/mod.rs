@@ -3,6 +3,7 @@
 pub mod check;
 pub mod complete;
 pub mod inspect;
+pub mod migrate;
 pub mod reserve;
 pub mod usage;
 pub mod version;
@@ -31,6 +32,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
         Command::Inspect(args) => inspect::run(args, ctx).await,
         Command::Check(args) => check::run(args, ctx).await,
         Command::ReserveRange(args) => reserve::run(args, ctx).await,
+        Command::Migrate(args) => migrate::run(args, ctx).await,
         Command::Completion(args) => {
             let mut buf = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "kubectl-ciliumpool", &mut buf);

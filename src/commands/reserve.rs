@@ -23,7 +23,8 @@ use serde_json::Value;
 /// Conflicting writes tolerated before giving up (exit 3).
 const MAX_CONFLICTS: u32 = 5;
 /// Test hook: a shell command run between reading the pool and each write attempt, so that
-/// tests can provoke real 409s from a concurrent writer.
+/// tests can provoke real 409s from a concurrent writer. Debug builds only: release binaries
+/// never run commands from the environment.
 const BEFORE_WRITE_HOOK: &str = "KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE";
 const V2_NOT_SERVED: &str = "cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)";
 
@@ -342,6 +343,9 @@ fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &
 }
 
 fn run_test_hook() -> Result<()> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
     let Some(command) = std::env::var_os(BEFORE_WRITE_HOOK) else { return Ok(()) };
     let status = std::process::Command::new("sh").arg("-c").arg(&command).status()?;
     anyhow::ensure!(status.success(), "{BEFORE_WRITE_HOOK} failed: {status}");

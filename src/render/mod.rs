@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod inspect;
+pub mod migrate;
 pub mod reserve;
 pub mod usage;
 

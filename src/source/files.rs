@@ -42,7 +42,7 @@ pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
     Ok(files)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();

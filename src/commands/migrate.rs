@@ -1,0 +1,493 @@
+//! `migrate`: CiliumPodIPPool v2alpha1 → v2 in the cluster (plan, backup, apply, status,
+//! finalize) or in manifests (`-f`). The decisions live in `crate::migrate`; this file reads,
+//! asks, writes and reports.
+
+use super::{Context, emit};
+use crate::cli::{DryRun, MigrateArgs, Output, Schema};
+use crate::error::{cluster, input};
+use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
+use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
+use crate::model::crd::POOL_CRD_NAME;
+use crate::model::{CrdInfo, Dialect};
+use crate::render::{self, migrate as view};
+use crate::source::{atomic::write_atomic, client};
+use anyhow::{Context as _, Result};
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The field manager our writes appear under in `managedFields`.
+const FIELD_MANAGER: &str = "kubectl-ciliumpool";
+/// Attempts per object when the apiserver answers 409 Conflict (kube does not retry those).
+const MAX_ATTEMPTS: usize = 5;
+
+pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
+    if !ctx.global.filename.is_empty() {
+        return offline(&args, ctx);
+    }
+    if args.in_place || args.check {
+        return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));
+    }
+    let conn = client::connect(&ctx.global).await?;
+    let live = ClusterView::read(&conn, args.chunk_size).await?;
+    if args.status {
+        return status(&live, ctx);
+    }
+    if args.finalize {
+        return finalize(&args, &conn, &live, ctx).await;
+    }
+    apply(&args, &conn, live, ctx).await
+}
+
+/// Everything preflight reads: the CRD and the pools through both versions.
+struct ClusterView {
+    crd: CrdInfo,
+    via_alpha: Vec<Value>,
+    via_v2: Vec<Value>,
+    plan: Plan,
+}
+
+impl ClusterView {
+    async fn read(conn: &client::Connection, page_size: u32) -> Result<ClusterView> {
+        let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
+        let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
+        let crd = CrdInfo::decode(&serde_json::to_value(&crd)?);
+        let mut via = BTreeMap::new();
+        for version in ["v2alpha1", "v2"] {
+            let objects = if crd.serves(version) { list_pools(conn, version, page_size).await? } else { Vec::new() };
+            via.insert(version, objects);
+        }
+        let (via_alpha, via_v2) = (via.remove("v2alpha1").unwrap_or_default(), via.remove("v2").unwrap_or_default());
+        let plan = core::plan(&crd, &via_alpha, &via_v2);
+        Ok(ClusterView { crd, via_alpha, via_v2, plan })
+    }
+}
+
+/// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
+async fn list_pools(conn: &client::Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
+    let api = client::pools_api(&conn.client, version);
+    let mut params = ListParams::default().limit(page_size);
+    let mut out = Vec::new();
+    loop {
+        let page = api.list(&params).await.map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))?;
+        for item in page.items {
+            let mut obj = serde_json::to_value(&item)?;
+            obj["apiVersion"] = Value::from(format!("cilium.io/{version}"));
+            obj["kind"] = Value::from("CiliumPodIPPool");
+            out.push(obj);
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// One permission the command needs, checked with a SelfSubjectAccessReview.
+struct Permission {
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+    subresource: Option<&'static str>,
+}
+
+impl Permission {
+    fn pools(verb: &'static str) -> Permission {
+        Permission { verb, group: "cilium.io", resource: "ciliumpodippools", subresource: None }
+    }
+
+    fn describe(&self) -> String {
+        let sub = self.subresource.map(|s| format!("/{s}")).unwrap_or_default();
+        format!("{} {}{sub}.{}", self.verb, self.resource, self.group)
+    }
+}
+
+/// Fails with exit 3 naming the first permission the user lacks; nothing has been written.
+async fn require(conn: &client::Connection, needed: &[Permission]) -> Result<()> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(conn.client.clone());
+    for permission in needed {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(permission.verb.into()),
+                    group: Some(permission.group.into()),
+                    resource: Some(permission.resource.into()),
+                    subresource: permission.subresource.map(str::to_string),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| conn.request_failed(e, "create", "selfsubjectaccessreviews.authorization.k8s.io"))?;
+        if !answer.status.is_some_and(|s| s.allowed) {
+            return Err(cluster(format!(
+                "missing permission: {} may not {} (cluster-scoped); nothing was written — ask for a ClusterRole granting it",
+                conn.user,
+                permission.describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Asks before writing: `--yes`, or a confirmation on a terminal; refuses otherwise (exit 2).
+fn confirm(args: &MigrateArgs, ctx: &Context, question: &str) -> Result<bool> {
+    if args.yes {
+        return Ok(true);
+    }
+    if !ctx.interactive {
+        return Err(input(format!("{question} — refusing to write without --yes when not on a terminal")));
+    }
+    Ok(dialoguer::Confirm::new().with_prompt(question).default(false).interact()?)
+}
+
+fn yaml_or_json<T: serde::Serialize>(value: &T, ctx: &Context) -> Option<String> {
+    matches!(ctx.global.output, Output::Json | Output::Yaml).then(|| render::serialize(value, ctx.global.output == Output::Yaml))
+}
+
+// --- plan and apply -------------------------------------------------------------------------
+
+async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterView, ctx: &Context) -> Result<i32> {
+    let dialect = live.plan.dialect;
+    if let Some(reason) = &live.plan.blocked {
+        print_plan(&live.plan, &BTreeMap::new(), ctx)?;
+        eprintln!("error: {reason}; nothing was written");
+        return Ok(1);
+    }
+    let writes = live.plan.writes();
+    let mut needed = vec![Permission::pools("get"), Permission::pools("list")];
+    if writes > 0 {
+        needed.push(Permission::pools("update"));
+    }
+    if let Err(missing) = require(conn, &needed).await {
+        if args.dry_run != DryRun::None {
+            live.plan.block_writes(&missing.to_string());
+            print_plan(&live.plan, &BTreeMap::new(), ctx)?;
+        }
+        return Err(missing);
+    }
+    if let mode @ (DryRun::Client | DryRun::Server) = args.dry_run {
+        let mut server = BTreeMap::new();
+        if mode == DryRun::Server {
+            for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
+                let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
+                let outcome = match write_pool(conn, &pool.name, first, dialect, true).await {
+                    WriteOutcome::Written(..) => "accepted".to_string(),
+                    other => other.describe(),
+                };
+                server.insert(pool.name.clone(), outcome);
+            }
+        }
+        print_plan(&live.plan, &server, ctx)?;
+        return Ok(if args.exit_code && writes > 0 { 1 } else { 0 });
+    }
+    if writes == 0 {
+        emit(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
+        return Ok(if warn_blocked(&live.plan) { 1 } else { 0 });
+    }
+    let backup_path = args.backup.clone().unwrap_or_else(default_backup_path);
+    if backup_path.exists() {
+        return Err(input(format!("backup file {} already exists; choose another --backup path", backup_path.display())));
+    }
+    eprintln!("{}", view::counts_line(&live.plan));
+    let question = format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
+    if !confirm(args, ctx, &question)? {
+        eprintln!("aborted; nothing was written");
+        return Ok(2);
+    }
+    write_backup(&backup_path, conn, &live)?;
+    eprintln!("backup written to {} (mode 0600)", backup_path.display());
+
+    let progress = if ctx.interactive {
+        let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}").expect("valid template").progress_chars("=> ");
+        indicatif::ProgressBar::new(writes as u64).with_style(style)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut outcomes: Vec<(String, WriteOutcome)> = Vec::new();
+    for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
+        progress.set_message(pool.name.clone());
+        let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
+        let outcome = write_pool(conn, &pool.name, first, dialect, false).await;
+        // One line per pool as it is written, so a log shows how far an interrupted run got.
+        progress.suspend(|| emit(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
+        outcomes.push((pool.name.clone(), outcome));
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let mut out = String::new();
+    let count = |f: fn(&WriteOutcome) -> bool| outcomes.iter().filter(|(_, o)| f(o)).count();
+    let failed = count(|o| matches!(o, WriteOutcome::Failed(_)));
+    out.push_str(&format!(
+        "\nSummary: {} written ({} converted), {} already migrated, {} gone, {failed} failed; {} conflict(s) resolved in favour of v2; backup {}\n",
+        count(|o| matches!(o, WriteOutcome::Written(_, _))),
+        count(|o| matches!(o, WriteOutcome::Written(Change::Reshape, _))),
+        count(|o| matches!(o, WriteOutcome::AlreadyMigrated)),
+        count(|o| matches!(o, WriteOutcome::Gone)),
+        live.plan.count(State::Conflict),
+        backup_path.display()
+    ));
+    emit(&out)?;
+    if failed > 0 {
+        return Err(cluster(format!("{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration")));
+    }
+    if warn_blocked(&live.plan) {
+        return Ok(1);
+    }
+    eprintln!("next: `kubectl ciliumpool migrate --status`, then `kubectl ciliumpool migrate --finalize`");
+    Ok(0)
+}
+
+/// Names the pools `migrate` cannot write (invalid objects); true when there are any.
+fn warn_blocked(plan: &Plan) -> bool {
+    let blocked: Vec<_> = plan.pools.iter().filter(|p| p.state == State::Blocked).collect();
+    for pool in &blocked {
+        eprintln!("warning: ciliumpodippool.cilium.io/{} not migrated: {}", pool.name, pool.detail);
+    }
+    if !blocked.is_empty() {
+        eprintln!("{} pool(s) blocked: fix them through cilium.io/v2 and rerun `kubectl ciliumpool migrate`", blocked.len());
+    }
+    !blocked.is_empty()
+}
+
+fn print_plan(plan: &Plan, server: &BTreeMap<String, String>, ctx: &Context) -> Result<()> {
+    let doc = view::PlanDocument { schema_version: view::SCHEMA_VERSION, counts: plan.counts(), plan, server_dry_run: server };
+    emit(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::plan_table(plan, server, &ctx.style)))
+}
+
+fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn default_backup_path() -> PathBuf {
+    let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    PathBuf::from(format!("ciliumpool-backup-{now}.yaml"))
+}
+
+fn write_backup(path: &Path, conn: &client::Connection, live: &ClusterView) -> Result<()> {
+    let header = format!(
+        "kubectl-ciliumpool migrate backup of {} CiliumPodIPPool(s) from {}, taken {}.\n\
+         v2 dialect: {}; storedVersions: {:?}.\n\
+         Each section holds every pool as read through one API version, server-set metadata removed.\n\
+         Restore: cut one section out (see docs/migration.md, \"Restoring from the backup\") and `kubectl apply -f` it.",
+        live.via_v2.len().max(live.via_alpha.len()),
+        conn.server,
+        k8s_openapi::jiff::Timestamp::now(),
+        live.plan.dialect.name(),
+        live.crd.stored_versions.clone().unwrap_or_default(),
+    );
+    let text = backup::render(&header, &[(V2ALPHA1_API_VERSION, &live.via_alpha), (V2_API_VERSION, &live.via_v2)]);
+    write_atomic(path, text.as_bytes(), 0o600).with_context(|| format!("cannot write the backup {}; nothing was migrated", path.display()))
+}
+
+/// What happened to one pool.
+enum WriteOutcome {
+    Written(Change, usize),
+    AlreadyMigrated,
+    Gone,
+    Failed(String),
+}
+
+impl WriteOutcome {
+    fn describe(&self) -> String {
+        match self {
+            WriteOutcome::Written(change, attempts) => {
+                let what = if *change == Change::Reshape { "converted" } else { "rewritten" };
+                let retries = if *attempts > 1 { format!(" after {} conflict(s)", attempts - 1) } else { String::new() };
+                format!("{what}{retries}")
+            }
+            WriteOutcome::AlreadyMigrated => "already migrated".to_string(),
+            WriteOutcome::Gone => "deleted meanwhile (skipped)".to_string(),
+            WriteOutcome::Failed(reason) => format!("failed: {reason}"),
+        }
+    }
+}
+
+/// Reads (or starts from `first`), converts, annotates and replaces one pool through v2 with
+/// the read resourceVersion; re-reads and retries on 409. One replace per object, so an
+/// interruption never leaves an object half-migrated.
+async fn write_pool(conn: &client::Connection, name: &str, first: Option<Value>, dialect: Dialect, dry_run: bool) -> WriteOutcome {
+    let api = client::pools_api(&conn.client, "v2");
+    let params = PostParams { dry_run, field_manager: Some(FIELD_MANAGER.into()) };
+    let mut current = first;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let obj = match current.take() {
+            Some(obj) => obj,
+            None => match api.get_opt(name).await {
+                Ok(Some(obj)) => serde_json::to_value(&obj).expect("an object serializes"),
+                Ok(None) => return WriteOutcome::Gone,
+                Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "get", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
+            },
+        };
+        let converted = match core::to_v2(&obj, dialect) {
+            Ok(c) if c.change == Change::None => return WriteOutcome::AlreadyMigrated,
+            Ok(c) => c,
+            Err(reason) => return WriteOutcome::Failed(reason),
+        };
+        let body: DynamicObject = match serde_json::from_value(converted.object) {
+            Ok(body) => body,
+            Err(e) => return WriteOutcome::Failed(format!("cannot encode the object: {e}")),
+        };
+        match api.replace(name, &params, &body).await {
+            Ok(_) => return WriteOutcome::Written(converted.change, attempt),
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(kube::Error::Api(status)) if status.code == 404 => return WriteOutcome::Gone,
+            Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "update", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
+        }
+    }
+    WriteOutcome::Failed(format!("still conflicting after {MAX_ATTEMPTS} attempts (someone keeps writing it); rerun"))
+}
+
+// --- status and finalize --------------------------------------------------------------------
+
+fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
+    let writers = core::alpha_writers(&live.via_v2);
+    let verdict = core::verdict(&live.crd, &live.plan, &writers);
+    let doc = view::StatusDocument {
+        schema_version: view::SCHEMA_VERSION,
+        crd: &live.crd,
+        counts: live.plan.counts(),
+        pools: &live.plan.pools,
+        v2alpha1_writers: &writers,
+        verdict: &verdict,
+    };
+    emit(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::status_text(&doc, &live.plan, &ctx.style)))?;
+    Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
+}
+
+const DOWNGRADE_WARNING: &str = "Finalizing removes v2alpha1 from the CRD's status.storedVersions. After that, v2alpha1 can be \
+dropped from the CRD, and a downgrade to a Cilium release without cilium.io/v2 is only possible by restoring the backup \
+written by `migrate`. With the CFP dialect, readers of v2alpha1 (an older operator) already cannot read converted pools.";
+
+async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterView, ctx: &Context) -> Result<i32> {
+    if let Some(reason) = &live.plan.blocked {
+        eprintln!("error: {reason}; nothing was written");
+        return Ok(1);
+    }
+    let stored = live.crd.stored_versions.clone().unwrap_or_default();
+    if stored == ["v2"] {
+        emit("status.storedVersions is already [v2]; nothing to do.\n")?;
+        return Ok(0);
+    }
+    let unmigrated = live.plan.pools.len() - live.plan.count(State::Migrated);
+    if unmigrated > 0 {
+        eprintln!("error: {unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written");
+        return Ok(1);
+    }
+    require(conn, &[Permission { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", subresource: Some("status") }]).await?;
+    eprintln!("{DOWNGRADE_WARNING}");
+    if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
+        eprintln!("aborted; nothing was written");
+        return Ok(2);
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
+    let params = PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) };
+    for _ in 0..MAX_ATTEMPTS {
+        let mut crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
+        if crd.spec.versions.iter().any(|v| v.storage && v.name != "v2") {
+            return Err(cluster("the CRD's storage version changed away from v2 meanwhile; nothing was written"));
+        }
+        crd.status.get_or_insert_with(Default::default).stored_versions = Some(vec!["v2".to_string()]);
+        match crds.replace_status(POOL_CRD_NAME, &params, &crd).await {
+            Ok(_) => {
+                emit(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
+                eprintln!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
+                return Ok(0);
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(e) => return Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
+        }
+    }
+    Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {MAX_ATTEMPTS} attempts; rerun --finalize")))
+}
+
+// --- offline ----------------------------------------------------------------------------------
+
+fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
+    if args.status || args.finalize || args.dry_run != DryRun::None || args.backup.is_some() {
+        return Err(input("--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)"));
+    }
+    let target = match args.schema {
+        Schema::Upstream => Dialect::UpstreamV2,
+        Schema::Cfp => Dialect::CfpV2,
+    };
+    // Convert everything first: a later invalid document must not leave a half-converted set.
+    let mut results = Vec::new();
+    for (name, path, text) in read_manifests(&ctx.global.filename)? {
+        let outcome = manifests::convert_text(&text, &name, target).map_err(input)?;
+        results.push((name, path, text, outcome));
+    }
+    let pending: Vec<_> = results.iter().filter(|r| r.3.converted > 0).collect();
+    if args.check {
+        let mut out = String::new();
+        for (name, _, _, outcome) in &pending {
+            out.push_str(&format!("{name}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n", outcome.converted, target.name()));
+        }
+        if pending.is_empty() && ctx.style.headers {
+            out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
+        }
+        emit(&out)?;
+        return Ok(if pending.is_empty() { 0 } else { 1 });
+    }
+    if args.in_place {
+        if results.iter().any(|r| r.1.is_none()) {
+            return Err(input("--in-place cannot rewrite standard input"));
+        }
+        for (name, path, _, outcome) in &pending {
+            let path = path.as_ref().expect("checked above");
+            write_atomic(path, outcome.text.as_bytes(), 0o644).with_context(|| format!("cannot rewrite {name}"))?;
+            eprintln!("{name}: converted {} CiliumPodIPPool(s)", outcome.converted);
+        }
+        if pending.is_empty() {
+            eprintln!("nothing to convert");
+        }
+        return Ok(0);
+    }
+    let mut out = String::new();
+    for (_, _, _, outcome) in &results {
+        if !out.is_empty() {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if !outcome.text.starts_with("---") {
+                out.push_str("---\n");
+            }
+        }
+        out.push_str(&outcome.text);
+    }
+    emit(&out)?;
+    Ok(0)
+}
+
+/// (name, path unless stdin, text) of every manifest file the paths name.
+fn read_manifests(paths: &[String]) -> Result<Vec<(String, Option<PathBuf>, String)>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| input(format!("cannot read standard input: {e}")))?;
+            files.push(("-".to_string(), None, text));
+            continue;
+        }
+        let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
+        let mut found = Vec::new();
+        if meta.is_dir() {
+            crate::source::files::walk(Path::new(path), &mut found)?;
+        } else {
+            found.push(PathBuf::from(path));
+        }
+        for file in found {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
+            files.push((name, Some(file), text));
+        }
+    }
+    Ok(files)
+}

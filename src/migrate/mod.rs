@@ -1,0 +1,12 @@
+//! The pure core of `migrate` (product §9, domain §7): converting objects, planning per pool,
+//! the status verdict, offline manifest conversion and the backup format. No IO here.
+
+pub mod backup;
+pub mod convert;
+pub mod manifests;
+pub mod plan;
+pub mod status;
+
+pub use convert::{Change, Converted, to_v2};
+pub use plan::{Plan, PoolPlan, State, plan};
+pub use status::{AlphaWriter, Verdict, alpha_writers, verdict};

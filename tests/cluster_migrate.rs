@@ -1,0 +1,450 @@
+//! `migrate` against a real kube-apiserver (issue 4): 40 pools created through v2alpha1 before
+//! the CRD moved to v2 storage, in the upstream and the CFP dialect.
+
+mod support;
+
+use ciliumpool::model::pool::MIGRATED_ANNOTATION;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use support::{Dialect, TestCluster};
+
+const POOLS: usize = 40;
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Pool `i` of the test set: IPv4 always, IPv6 on every 4th, selectors, allowFirstIP, labels and
+/// annotations on some, and a non-canonical CIDR spelling on every 6th (written back verbatim).
+fn test_pool(i: usize) -> Value {
+    let v4 = if i.is_multiple_of(6) { format!("10.{i}.0.5/16") } else { format!("10.{i}.0.0/16") };
+    let mut pool = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool",
+        "metadata": {"name": format!("pool-{i:02}")},
+        "spec": {"ipv4": {"cidrs": [v4, format!("10.{}.0.0/16", 100 + i)], "maskSize": 24}}});
+    if i.is_multiple_of(4) {
+        pool["spec"]["ipv6"] = json!({"cidrs": [format!("fd00:{i:x}::/104")], "maskSize": 120});
+    }
+    if i.is_multiple_of(5) {
+        pool["spec"]["podSelector"] = json!({"matchLabels": {"app": format!("app-{i}")}});
+        pool["spec"]["namespaceSelector"] = json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]});
+    }
+    if i.is_multiple_of(7) {
+        pool["spec"]["allowFirstIP"] = json!(true);
+        pool["spec"]["allowLastIP"] = json!(false);
+    }
+    if i.is_multiple_of(2) {
+        pool["metadata"]["labels"] = json!({"team": format!("t{}", i % 3), "tier": "prod"});
+    }
+    if i.is_multiple_of(3) {
+        pool["metadata"]["annotations"] = json!({"example.com/owner": format!("owner-{i}")});
+    }
+    pool
+}
+
+/// A cluster of `dialect` whose 40 pools were created through v2alpha1 before the CRD moved to
+/// v2 storage (storedVersions [v2alpha1, v2]).
+fn migrated_cluster_setup(dialect: Dialect) -> TestCluster {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects((0..POOLS).map(test_pool).collect());
+    cluster.move_pools_to_v2_storage(dialect);
+    cluster
+}
+
+/// Every pool through one version, by name (the raw objects the apiserver returns).
+fn pools(cluster: &TestCluster, version: &str) -> BTreeMap<String, Value> {
+    let text = cluster.kubectl(&["get", "--raw", &format!("/apis/cilium.io/{version}/ciliumpodippools")]);
+    let list: Value = serde_json::from_str(&text).expect("list JSON");
+    list["items"].as_array().expect("items").iter().map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), p.clone())).collect()
+}
+
+fn resource_versions(cluster: &TestCluster) -> BTreeMap<String, String> {
+    pools(cluster, "v2").into_iter().map(|(name, p)| (name, p["metadata"]["resourceVersion"].as_str().unwrap().to_string())).collect()
+}
+
+fn stored_versions(cluster: &TestCluster) -> String {
+    cluster.kubectl(&["get", "crd", "ciliumpodippools.cilium.io", "-o", "jsonpath={.status.storedVersions}"])
+}
+
+/// Annotations without the ones migration and `kubectl apply` add.
+fn user_annotations(pool: &Value) -> Value {
+    let mut annotations = pool["metadata"]["annotations"].clone();
+    if let Some(map) = annotations.as_object_mut() {
+        map.remove(MIGRATED_ANNOTATION);
+        map.remove(LAST_APPLIED);
+        if map.is_empty() {
+            return Value::Null;
+        }
+    }
+    annotations
+}
+
+/// Runs the plugin in `dir` and returns (exit code, stdout, stderr).
+fn plugin(cluster: &TestCluster, dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = cluster.plugin().current_dir(dir).args(args).output().expect("run the plugin");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (output.status.code().expect("exit code"), text(&output.stdout), text(&output.stderr))
+}
+
+/// The objects in one marked section of a backup file.
+fn backup_section(text: &str, api_version: &str) -> String {
+    let begin = format!("# BEGIN view {api_version} (");
+    let start = text.find(&begin).unwrap_or_else(|| panic!("no {begin} in the backup"));
+    let end = text[start..].find(&format!("# END view {api_version}\n")).expect("end marker") + start;
+    text[start..end].to_string()
+}
+
+fn documents(text: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(text).expect("backup YAML").into_iter().filter(|d| !d.is_null()).collect()
+}
+
+#[test]
+fn upstream_plan_apply_rerun_status_finalize() {
+    let cluster = migrated_cluster_setup(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before_alpha = pools(&cluster, "v2alpha1");
+    let before_rv = resource_versions(&cluster);
+    assert_eq!(before_rv.len(), POOLS);
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "status before migration: {out}{err}");
+    assert!(out.contains("safe to remove v2alpha1: no"), "{out}");
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("40 pools: 0 migrated, 40 rewrite, 0 convert, 0 conflict, 0 blocked"), "{out}");
+    // Pages of 7 objects (pagination through both versions); --exit-code: 1 = something to write.
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code", "--chunk-size", "7"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("40 pools: 0 migrated, 40 rewrite"), "{out}");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run=server", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(plan["counts"]["rewrite"], 40);
+    assert!(plan["serverDryRun"].as_object().unwrap().values().all(|v| v == "accepted"), "{out}");
+    // Without --yes and without a terminal: refused, nothing written.
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    assert_eq!(resource_versions(&cluster), before_rv, "dry runs and a refused run change no resourceVersion");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no backup written before confirmation");
+
+    let backup = dir.path().join("backup.yaml");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", backup.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Summary: 40 written (0 converted)"), "{out}");
+    assert!(err.contains(&format!("backup written to {}", backup.display())), "{err}");
+    assert_eq!(std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777, 0o600);
+    let text = std::fs::read_to_string(&backup).unwrap();
+    for version in ["cilium.io/v2alpha1", "cilium.io/v2"] {
+        let docs = documents(&backup_section(&text, version));
+        assert_eq!(docs.len(), POOLS, "{version} view in the backup");
+        assert!(docs.iter().all(|d| d["apiVersion"] == version && d["metadata"].get("resourceVersion").is_none()));
+    }
+
+    let after_alpha = pools(&cluster, "v2alpha1");
+    for (name, before) in &before_alpha {
+        let after = &after_alpha[name];
+        assert_eq!(after["spec"], before["spec"], "{name}: spec through v2alpha1 unchanged");
+        assert_eq!(after["metadata"]["labels"], before["metadata"]["labels"], "{name}: labels");
+        assert_eq!(user_annotations(after), user_annotations(before), "{name}: annotations");
+        assert_eq!(after["metadata"]["annotations"][MIGRATED_ANNOTATION], "true", "{name}: marked");
+    }
+
+    let migrated_rv = resource_versions(&cluster);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Nothing to do: 40 pools: 40 migrated"), "{out}");
+    assert_eq!(resource_versions(&cluster), migrated_rv, "a rerun writes nothing");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a rerun with nothing to do writes no backup");
+
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code"]);
+    assert_eq!(code, 0, "nothing left to write: {err}");
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "finalize is still pending: {out}");
+    assert!(out.contains("status.storedVersions is [v2alpha1, v2]"), "{out}");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("downgrade"), "the downgrade consequence is explained: {err}");
+    assert_eq!(stored_versions(&cluster), r#"["v2"]"#);
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-o", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["verdict"]["safeToRemoveV2alpha1"], true);
+    assert_eq!(status["counts"]["migrated"], 40);
+    assert_eq!(status["crd"]["storedVersions"], json!(["v2"]));
+
+    // A client still writing v2alpha1 after migration (managedFields are per second) is reported.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    cluster.kubectl(&["label", "ciliumpodippools.v2alpha1.cilium.io", "pool-03", "cost-center=42"]);
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("because kubectl-label (Update) still write(s) cilium.io/v2alpha1 after migration"), "{out}");
+}
+
+#[test]
+fn cfp_converts_cidrs_and_the_backup_restores_the_previous_state() {
+    let cluster = migrated_cluster_setup(Dialect::CfpV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before_alpha = pools(&cluster, "v2alpha1");
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("40 pools: 0 migrated, 0 rewrite, 40 convert"), "{out}");
+    let backup = dir.path().join("backup.yaml");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", backup.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Summary: 40 written (40 converted)"), "{out}");
+
+    let after_v2 = pools(&cluster, "v2");
+    for (name, before) in &before_alpha {
+        let after = &after_v2[name];
+        for family in ["ipv4", "ipv6"] {
+            let Some(strings) = before["spec"][family]["cidrs"].as_array() else { continue };
+            let objects: Vec<Value> = strings.iter().map(|s| json!({"cidr": s})).collect();
+            assert_eq!(after["spec"][family]["cidrs"], json!(objects), "{name}: {family} cidrs keep the original strings");
+        }
+        assert_eq!(after["spec"]["podSelector"], before["spec"]["podSelector"], "{name}");
+        assert_eq!(after["metadata"]["annotations"][MIGRATED_ANNOTATION], "true", "{name}");
+    }
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("40 pools: 40 migrated"), "{out}");
+
+    // Restore as docs/migration.md says: apply the v2alpha1 view, drop the migration mark.
+    let text = std::fs::read_to_string(&backup).unwrap();
+    cluster.kubectl_with_input(&["apply", "-f", "-"], &backup_section(&text, "cilium.io/v2alpha1"));
+    cluster.kubectl(&["annotate", "ciliumpodippools.v2alpha1.cilium.io", "--all", &format!("{MIGRATED_ANNOTATION}-")]);
+    let restored = pools(&cluster, "v2alpha1");
+    assert_eq!(restored.len(), POOLS);
+    for (name, before) in &before_alpha {
+        let after = &restored[name];
+        assert_eq!(after["spec"], before["spec"], "{name}: spec restored");
+        assert_eq!(after["metadata"]["labels"], before["metadata"]["labels"], "{name}: labels restored");
+        assert_eq!(user_annotations(after), user_annotations(before), "{name}: annotations restored");
+        assert!(after["metadata"]["annotations"].get(MIGRATED_ANNOTATION).is_none(), "{name}: no longer marked");
+    }
+    let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert!(out.contains("40 pools: 0 migrated, 0 rewrite, 40 convert"), "back to the pre-migration plan: {out}");
+}
+
+#[test]
+fn concurrent_label_writer_keeps_every_change_and_every_pool_is_migrated() {
+    let cluster = migrated_cluster_setup(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let kubeconfig = cluster.kubeconfig.clone();
+    let writer_done = done.clone();
+    // Relabels the pools round-robin through v2 until the plugin is finished; returns the last
+    // value written per pool.
+    let writer = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let file = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+            let config = kube::Config::from_custom_kubeconfig(file, &Default::default()).await.unwrap();
+            let api = ciliumpool::source::client::pools_api(&kube::Client::try_from(config).unwrap(), "v2");
+            let mut last = BTreeMap::new();
+            let mut n = 0usize;
+            while !writer_done.load(Ordering::SeqCst) || n < 2 * POOLS {
+                let name = format!("pool-{:02}", n % POOLS);
+                let patch = json!({"metadata": {"labels": {"writer": format!("w{n}")}}});
+                api.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+                last.insert(name, format!("w{n}"));
+                n += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            (last, n)
+        })
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
+    done.store(true, Ordering::SeqCst);
+    let (last, writes) = writer.join().expect("writer thread");
+    assert_eq!(code, 0, "{out}{err}");
+    let conflicts = out.lines().filter(|l| l.contains("conflict(s)") && !l.starts_with("Summary")).count();
+    eprintln!("[measure] concurrent writer: {writes} label patches; {conflicts} pools needed a retry after 409");
+    let after = pools(&cluster, "v2");
+    for (name, value) in &last {
+        assert_eq!(after[name]["metadata"]["labels"]["writer"], value.as_str(), "{name}: the writer's last label survives");
+    }
+    assert!(after.values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"), "every pool migrated");
+    // Labels the pools had before are kept too.
+    assert_eq!(after["pool-00"]["metadata"]["labels"]["tier"], "prod");
+}
+
+#[test]
+fn read_only_user_is_refused_before_any_write() {
+    let cluster = migrated_cluster_setup(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    cluster.grant_read("alice", &[("cilium.io", "ciliumpodippools"), ("apiextensions.k8s.io", "customresourcedefinitions")]);
+    let before = resource_versions(&cluster);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["--as", "alice", "migrate", "--yes"]);
+    assert_eq!(code, 3, "{out}{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("missing permission") && first.contains("alice") && first.contains("update ciliumpodippools.cilium.io"), "{err}");
+    assert_eq!(resource_versions(&cluster), before, "nothing written");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "not even a backup");
+    // The plan is still readable, with the blocked pools and the reason.
+    let (code, out, _) = plugin(&cluster, dir.path(), &["--as", "alice", "migrate", "--dry-run"]);
+    assert_eq!(code, 3);
+    assert!(out.contains("40 blocked"), "{out}");
+
+    // Finalize needs customresourcedefinitions/status, which alice lacks either.
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = plugin(&cluster, dir.path(), &["--as", "alice", "migrate", "--finalize", "--yes"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("update customresourcedefinitions/status.apiextensions.k8s.io"), "{err}");
+    assert_eq!(stored_versions(&cluster), r#"["v2alpha1","v2"]"#);
+}
+
+#[test]
+fn v2alpha1_only_cluster_is_reported_and_nothing_is_written() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects((0..3).map(test_pool).collect());
+    let dir = tempfile::tempdir().unwrap();
+    let rv = || cluster.kubectl(&["get", "ciliumpodippools.v2alpha1.cilium.io", "-o", "jsonpath={.items[*].metadata.resourceVersion}"]);
+    let before = rv();
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--yes"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cilium.io/v2 is not served") && err.contains("cilium/cilium#44383"), "{err}");
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("safe to remove v2alpha1: no — because cilium.io/v2 is not served"), "{out}");
+    assert_eq!(rv(), before);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Kills a spawned process when dropped, so a failing test leaves no process behind.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn interrupted_run_is_completed_by_rerunning() {
+    let cluster = migrated_cluster_setup(Dialect::CfpV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = pools(&cluster, "v2");
+    // SIGKILL (no cleanup) once the plugin reports its 10th pool written.
+    let mut child = KillOnDrop(
+        cluster
+            .plugin_process()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", "b.yaml"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = support::LineReader::new(child.0.stdout.take().unwrap());
+    let written = std::cell::Cell::new(0);
+    stdout.read_until(std::time::Duration::from_secs(60), "10 written pools", |l| {
+        written.set(written.get() + usize::from(l.ends_with(" converted")));
+        written.get() == 10
+    });
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+
+    // Every pool is either fully migrated or untouched: never half-written.
+    let after_kill = pools(&cluster, "v2");
+    let mut done = 0;
+    for (name, old) in &before {
+        let now = &after_kill[name];
+        if now["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true" {
+            assert!(now["spec"]["ipv4"]["cidrs"].as_array().unwrap().iter().all(Value::is_object), "{name}: converted with the mark");
+            done += 1;
+        } else {
+            assert_eq!(now["metadata"]["resourceVersion"], old["metadata"]["resourceVersion"], "{name}: untouched");
+        }
+    }
+    eprintln!("[measure] interrupted run: {done} of {POOLS} pools migrated before SIGKILL");
+    assert!((10..POOLS).contains(&done), "the run was interrupted midway: {done}");
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b2.yaml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let rest = POOLS - done;
+    assert!(out.contains(&format!("Summary: {rest} written ({rest} converted)")), "only the rest is written: {out}");
+    let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert!(out.contains("40 pools: 40 migrated"), "{out}");
+}
+
+/// Runs the plugin in a pseudo-terminal (util-linux `script`) and types `key` at the prompt;
+/// returns the exit code and what the terminal showed.
+fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &str, key: &str) -> (i32, String) {
+    use std::io::{Read, Write};
+    let command = format!("{} --kubeconfig {} {args}", support::PLUGIN, cluster.kubeconfig.display());
+    let mut child = KillOnDrop(
+        std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs the plugin in a pseudo-terminal"),
+    );
+    let screen = Arc::new(std::sync::Mutex::new(String::new()));
+    let mut stdout = child.0.stdout.take().unwrap();
+    let sink = screen.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !screen.lock().unwrap().contains("[y/N]") {
+        assert!(std::time::Instant::now() < deadline, "no prompt; the terminal shows:\n{}", screen.lock().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.0.stdin.take().unwrap().write_all(key.as_bytes()).unwrap();
+    let status = child.0.wait().unwrap();
+    reader.join().unwrap();
+    let shown = screen.lock().unwrap().clone();
+    (status.code().unwrap_or(-1), shown)
+}
+#[test]
+fn confirmation_on_a_terminal() {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects((0..3).map(test_pool).collect());
+    cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = resource_versions(&cluster);
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "n");
+    assert_eq!(code, 2, "declined: {prompt}");
+    assert!(prompt.contains("Migrate 3 CiliumPodIPPool(s)"), "{prompt}");
+    assert_eq!(resource_versions(&cluster), before, "declining writes nothing");
+    assert!(!dir.path().join("b.yaml").exists(), "not even the backup");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "y");
+    assert_eq!(code, 0, "{prompt}");
+    assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
+}
+
+#[test]
+fn invalid_pool_is_blocked_named_and_left_alone() {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    // The apiserver accepts an IPv4 CIDR under ipv6 (format: cidr); the operator would not.
+    let mut odd = test_pool(1);
+    odd["metadata"]["name"] = json!("odd");
+    odd["spec"]["ipv6"] = json!({"cidrs": ["10.99.0.0/16"], "maskSize": 120});
+    cluster.create_objects(vec![test_pool(0), odd]);
+    cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = resource_versions(&cluster);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(r#"ciliumpodippool.cilium.io/odd not migrated: invalid object: spec.ipv6.cidrs[0] "10.99.0.0/16" is not an ipv6 CIDR"#), "{err}");
+    let after = resource_versions(&cluster);
+    assert_eq!(after["odd"], before["odd"], "the invalid pool is not written");
+    assert_ne!(after["pool-00"], before["pool-00"], "the valid pool is migrated");
+    let (code, _, _) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
+    assert_eq!(code, 1, "no finalize while a pool is blocked");
+}
