@@ -1,7 +1,7 @@
 //! Command-line definitions (clap). kubectl does not pass its own flags to plugins, so the
 //! kubectl connection flags are defined here, with kubectl's names and meanings.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub kubeconfig: Option<String>,
     /// The kubeconfig context to use
     #[arg(long, global = true, value_name = "NAME")]
@@ -49,7 +49,7 @@ pub struct GlobalArgs {
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
-    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH")]
+    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub filename: Vec<String>,
     /// Output format
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
@@ -248,3 +248,17 @@ pub struct MigrateArgs {
     #[arg(long, conflicts_with = "in_place")]
     pub check: bool,
 }
+
+/// The hidden `__complete` subcommand (Cobra's protocol, for `kubectl_complete-ciliumpool`). It is
+/// added to `Cli::command()` only for parsing, so that the `completion` scripts, generated from
+/// `Cli::command()`, never offer it. The words come after `--`, so that none is taken for a flag.
+pub fn complete_command() -> clap::Command {
+    clap::Command::new(COMPLETE).hide(true).about("Completion candidates in Cobra's __complete protocol").arg(
+        clap::Arg::new("words")
+            .raw(true)
+            .help("The words after `kubectl ciliumpool`; the last one is the word being completed"),
+    )
+}
+
+/// The name of the hidden completion subcommand.
+pub const COMPLETE: &str = "__complete";

@@ -1,6 +1,7 @@
 //! Command orchestration: read a snapshot, run the allocator, render, choose the exit code.
 
 pub mod check;
+pub mod complete;
 pub mod inspect;
 pub mod migrate;
 pub mod reserve;

@@ -187,6 +187,12 @@ impl Cluster {
         Ok(PoolRead { schema, resource, objects: pools, note })
     }
 
+    /// The names of all pools, through the version `read` would use (for shell completion).
+    pub async fn pool_names(&self) -> Result<Vec<String>> {
+        let pools = self.read_pools().await?;
+        Ok(pools.objects.iter().filter_map(|pool| pool.pointer("/metadata/name")?.as_str().map(str::to_string)).collect())
+    }
+
     /// What the pool CRD says (or discovery, when the CRD is forbidden) and what stays unknown.
     pub async fn pool_crd(&self) -> Result<(CrdInfo, Option<String>)> {
         let (schema, note) = self.pool_schema().await?;

@@ -55,7 +55,19 @@ pub struct TestCluster {
     resources: Mutex<HashMap<GroupVersionKind, ApiResource>>,
 }
 
-fn repo_root() -> &'static Path {
+/// `TESTENV_BIN`: the real kubectl, kubectl-krew and validate-krew-manifest (and kube-apiserver,
+/// etcd) built by `tools/testenv/build.sh`. Panics when it is not set: such tests fail, never skip.
+pub fn testenv_bin() -> PathBuf {
+    match std::env::var_os("TESTENV_BIN") {
+        Some(bin) if !bin.is_empty() => PathBuf::from(bin),
+        _ => panic!(
+            "TESTENV_BIN is not set: this test needs the real control plane and tools. Run it as \
+             `eval \"$(tools/testenv/up.sh)\" && cargo test` (or `tools/test.sh`); see docs testenv.md"
+        ),
+    }
+}
+
+pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -112,12 +124,7 @@ impl TestCluster {
     }
 
     fn start_bare() -> TestCluster {
-        if std::env::var_os("TESTENV_BIN").is_none_or(|v| v.is_empty()) {
-            panic!(
-                "TESTENV_BIN is not set: cluster tests need the real control plane. Run them as \
-                 `eval \"$(tools/testenv/up.sh)\" && cargo test` (or `bash .ci/run`); see docs testenv.md"
-            );
-        }
+        testenv_bin();
         let up = repo_root().join("tools/testenv/up.sh");
         let started = Instant::now();
         let output = Command::new("bash")

@@ -1,0 +1,252 @@
+//! Distribution: the krew manifest, the archive `tools/package.sh` makes, its installation by the
+//! real krew (offline) and the plugin reached through the real kubectl's plugin dispatch, shell
+//! completion through kubectl's plugin completion (`kubectl_complete-ciliumpool`), and the
+//! `completion` scripts. The krew and kubectl tests need `TESTENV_BIN` (tools/testenv/build.sh)
+//! and fail without it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+use support::{Dialect, PLUGIN, TestCluster, repo_root, testenv_bin};
+
+fn stdout_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Requires success; shows both streams otherwise.
+fn succeeded(what: &str, output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstderr:\n{}\nstdout:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        stdout_of(&output)
+    );
+    stdout_of(&output)
+}
+
+/// `validate-krew-manifest -skip-install` on a copy named `ciliumpool.yaml`: it takes the plugin's
+/// name from the file name, as krew-index does.
+fn validate_manifest(manifest: &Path) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("ciliumpool.yaml");
+    std::fs::copy(manifest, &copy).expect("copy manifest");
+    let output = Command::new(testenv_bin().join("validate-krew-manifest"))
+        .arg("-manifest")
+        .arg(&copy)
+        .arg("-skip-install")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run validate-krew-manifest");
+    succeeded(&format!("validate-krew-manifest of {}", manifest.display()), output);
+}
+
+/// The completion candidates (without descriptions) and the directive of a `__complete` answer.
+fn candidates(protocol: &str) -> (Vec<String>, String) {
+    let mut lines: Vec<&str> = protocol.lines().collect();
+    let directive = lines.pop().filter(|line| line.starts_with(':')).unwrap_or_else(|| panic!("no :<directive> line in {protocol:?}"));
+    (lines.iter().map(|line| line.split('\t').next().unwrap_or_default().to_string()).collect(), directive.to_string())
+}
+
+#[test]
+fn checked_in_krew_manifest_validates_and_matches_the_crate_version() {
+    let manifest = repo_root().join("krew-manifest.yaml");
+    validate_manifest(&manifest);
+    let text = std::fs::read_to_string(&manifest).expect("read krew-manifest.yaml");
+    assert!(text.contains(&format!("\n  version: v{}\n", env!("CARGO_PKG_VERSION"))), "spec.version is not v{}", env!("CARGO_PKG_VERSION"));
+    for platform in ["linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"] {
+        let archive = format!("/kubectl-ciliumpool_v{}_{platform}.tar.gz", env!("CARGO_PKG_VERSION"));
+        assert!(text.contains(&archive), "no uri ending in {archive}");
+    }
+}
+
+/// A krew root holding the plugin installed from the archive `tools/package.sh` made, the way a
+/// user installs it (`kubectl krew install --manifest --archive`, no index, no network), with the
+/// completion helper linked into `$KREW_ROOT/bin` as the manifest's caveats say.
+struct Installed {
+    root: tempfile::TempDir,
+}
+
+impl Installed {
+    /// `tools/package.sh --binary` packages the debug binary cargo built for this test run instead
+    /// of running `cargo build --release` (minutes on 2 cores); everything after the build line —
+    /// archive, sha256, rendered manifest — is the release flow itself.
+    fn new() -> Installed {
+        let root = tempfile::tempdir().expect("temp dir");
+        let out = root.path().join("dist");
+        let started = Instant::now();
+        let output = Command::new(repo_root().join("tools/package.sh"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--binary")
+            .arg(PLUGIN)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tools/package.sh");
+        let printed = succeeded("tools/package.sh", output);
+        eprintln!("[packaging] tools/package.sh: {:.1} s", started.elapsed().as_secs_f64());
+        let paths: Vec<PathBuf> = printed.lines().map(PathBuf::from).collect();
+        let [archive, manifest] = paths.as_slice() else { panic!("package.sh printed {printed:?}, not the archive and the manifest") };
+        assert_eq!(manifest, &out.join("krew-manifest.yaml"));
+        let expected_archive = format!("kubectl-ciliumpool_v{}_{}_{}.tar.gz", env!("CARGO_PKG_VERSION"), krew_os(), krew_arch());
+        assert_eq!(archive.file_name().and_then(|n| n.to_str()), Some(expected_archive.as_str()));
+        validate_manifest(manifest);
+
+        let installed = Installed { root };
+        let started = Instant::now();
+        let install = installed
+            .kubectl()
+            .arg("krew")
+            .arg("install")
+            .arg(format!("--manifest={}", manifest.display()))
+            .arg(format!("--archive={}", archive.display()))
+            .output()
+            .expect("run kubectl krew");
+        succeeded("kubectl krew install --manifest --archive", install);
+        eprintln!("[packaging] kubectl krew install: {:.1} s", started.elapsed().as_secs_f64());
+
+        let store = installed.krew_root().join("store/ciliumpool").join(format!("v{}", env!("CARGO_PKG_VERSION")));
+        for file in ["kubectl-ciliumpool", "kubectl_complete-ciliumpool", "LICENSE"] {
+            assert!(store.join(file).is_file(), "krew did not install {file} into {}", store.display());
+        }
+        std::os::unix::fs::symlink(store.join("kubectl_complete-ciliumpool"), installed.krew_root().join("bin/kubectl_complete-ciliumpool"))
+            .expect("link the completion helper");
+        installed
+    }
+
+    fn krew_root(&self) -> PathBuf {
+        self.root.path().join("krew")
+    }
+
+    /// The real kubectl with PATH = `$KREW_ROOT/bin` + `TESTENV_BIN` only (nothing else can
+    /// provide the plugin) and a HOME without any kubeconfig.
+    fn kubectl(&self) -> Command {
+        let path = std::env::join_paths([self.krew_root().join("bin"), testenv_bin()]).expect("PATH");
+        let mut command = Command::new(testenv_bin().join("kubectl"));
+        command
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.root.path())
+            .env("KREW_ROOT", self.krew_root())
+            .env("KREW_NO_UPGRADE_CHECK", "1")
+            .env("NO_COLOR", "1")
+            .current_dir(repo_root())
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// `kubectl __complete ciliumpool WORDS...`: candidates and directive.
+    fn complete(&self, words: &[&str]) -> (Vec<String>, String) {
+        let output = self.kubectl().arg("__complete").arg("ciliumpool").args(words).output().expect("run kubectl __complete");
+        candidates(&succeeded(&format!("kubectl __complete ciliumpool {}", words.join(" ")), output))
+    }
+}
+
+fn krew_os() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        os => os,
+    }
+}
+
+fn krew_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        arch => arch,
+    }
+}
+
+/// The whole distribution path in one test, because packaging and installing happen once:
+/// package.sh → validate-krew-manifest → krew install → `kubectl ciliumpool` → `kubectl __complete`.
+#[test]
+fn packaged_archive_installs_with_krew_and_runs_and_completes_through_kubectl() {
+    let installed = Installed::new();
+
+    let version = succeeded("kubectl ciliumpool version", installed.kubectl().args(["ciliumpool", "version"]).output().expect("run kubectl"));
+    assert!(version.contains(&format!("Plugin version: {}", env!("CARGO_PKG_VERSION"))), "{version}");
+
+    let usage = succeeded(
+        "kubectl ciliumpool usage -f examples/snapshot",
+        installed.kubectl().args(["ciliumpool", "usage", "-f", "examples/snapshot", "--no-headers"]).output().expect("run kubectl"),
+    );
+    let pools: Vec<&str> = usage.lines().filter_map(|line| line.split_whitespace().next()).collect();
+    for pool in ["batch", "blue", "default", "green"] {
+        assert!(pools.contains(&pool), "no row for pool {pool}:\n{usage}");
+    }
+
+    assert_eq!(installed.complete(&["us"]), (vec!["usage".to_string()], ":4".to_string()));
+    let (subcommands, _) = installed.complete(&[""]);
+    for name in ["usage", "inspect", "check", "reserve-range", "migrate", "completion", "version"] {
+        assert!(subcommands.contains(&name.to_string()), "{name} missing from {subcommands:?}");
+    }
+    assert!(!subcommands.iter().any(|c| c.starts_with("__")), "hidden subcommand offered: {subcommands:?}");
+    let (outputs, directive) = installed.complete(&["usage", "-o", ""]);
+    for format in ["json", "yaml", "wide"] {
+        assert!(outputs.contains(&format.to_string()), "{format} missing from {outputs:?}");
+    }
+    assert_eq!(directive, ":4");
+    let (flags, _) = installed.complete(&["usage", "--fail"]);
+    assert_eq!(flags, ["--fail-above"]);
+    assert_eq!(installed.complete(&["inspect", "-f", "examples/snapshot", "b"]).0, ["batch", "blue"]);
+    // -f takes file names: the shell completes them (directive 0), the plugin offers nothing.
+    assert_eq!(installed.complete(&["usage", "-f", "exa"]), (vec![], ":0".to_string()));
+    // No cluster configured: no pool names, and no error either.
+    assert_eq!(installed.complete(&["inspect", ""]), (vec![], ":4".to_string()));
+}
+
+/// Pool names come from the live cluster when no -f is given (through the plugin's own
+/// `__complete`, as the helper calls it), and an unreachable server yields none — never an error.
+#[test]
+fn completion_offers_pool_names_from_the_cluster() {
+    let cluster = TestCluster::start(Dialect::UpstreamV2);
+    cluster.apply_yaml(
+        "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec: {ipv4: {cidrs: [10.40.0.0/16], maskSize: 24}}\n---\n\
+         apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: green}\nspec: {ipv4: {cidrs: [10.60.0.0/16], maskSize: 24}}\n",
+    );
+    // kubectl hands the helper its environment: KUBECONFIG, or kubectl's flags among the words.
+    let complete = |kubeconfig_env: Option<&Path>, words: &[&str]| {
+        let mut command = Command::new(PLUGIN);
+        command.env_remove("KUBECONFIG").arg("__complete").arg("--").args(words).stdin(Stdio::null());
+        if let Some(kubeconfig) = kubeconfig_env {
+            command.env("KUBECONFIG", kubeconfig);
+        }
+        candidates(&succeeded(&format!("kubectl-ciliumpool __complete -- {}", words.join(" ")), command.output().expect("run plugin")))
+    };
+    let kubeconfig = cluster.kubeconfig.to_str().expect("UTF-8 path");
+    assert_eq!(complete(Some(&cluster.kubeconfig), &["usage", ""]), (vec!["blue".to_string(), "green".to_string()], ":4".to_string()));
+    assert_eq!(complete(None, &["reserve-range", "--kubeconfig", kubeconfig, "g"]).0, ["green"]);
+    assert_eq!(complete(None, &["inspect", "--kubeconfig", kubeconfig, "--context", "nope", ""]).0, Vec::<String>::new());
+
+    let unreachable = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = unreachable.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n\
+         contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\n",
+    )
+    .expect("write kubeconfig");
+    let output = Command::new(PLUGIN).args(["__complete", "--", "usage", ""]).env("KUBECONFIG", &kubeconfig).output().expect("run plugin");
+    assert_eq!(candidates(&succeeded("__complete against an unreachable server", output)), (vec![], ":4".to_string()));
+}
+
+#[test]
+fn completion_prints_a_script_for_every_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef kubectl-ciliumpool"),
+        ("fish", "complete -c kubectl-ciliumpool"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let output = Command::new(PLUGIN).args(["completion", shell]).output().expect("run plugin");
+        let script = succeeded(&format!("completion {shell}"), output);
+        assert!(script.contains(marker), "completion {shell} has no {marker:?}:\n{}", &script[..script.len().min(400)]);
+        for subcommand in ["usage", "inspect", "reserve-range"] {
+            assert!(script.contains(subcommand), "completion {shell} does not know {subcommand}");
+        }
+        assert!(!script.contains("__complete"), "completion {shell} offers the hidden __complete");
+    }
+}
