@@ -219,7 +219,7 @@ fn family_report(
                         .cloned()
                         .collect();
                     reserved_spans.push((start.value, end.value));
-                    reserved_texts.push(RangeText { start: r.start.clone(), end: r.end.clone() });
+                    reserved_texts.push(RangeText::from(r));
                     reservations.push(Reservation {
                         start,
                         end,

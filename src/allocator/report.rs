@@ -4,6 +4,7 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use super::problem::Problem;
+use crate::model::pool::ReservedRange;
 use crate::model::{Addr, Dialect, Family, Prefix};
 use serde::Serialize;
 
@@ -98,10 +99,17 @@ impl FamilyReport {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// A reserved range as written in the pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RangeText {
     pub start: String,
     pub end: String,
+}
+
+impl From<&ReservedRange> for RangeText {
+    fn from(r: &ReservedRange) -> Self {
+        RangeText { start: r.start.clone(), end: r.end.clone() }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

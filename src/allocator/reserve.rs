@@ -6,7 +6,7 @@ use super::analyze::analyze;
 use super::blocks;
 use super::count::Count;
 use super::interval::IntervalSet;
-use super::report::{CidrReport, FamilyReport, Report};
+use super::report::{CidrReport, FamilyReport, RangeText, Report};
 use crate::model::edit::{self, RangeEdit};
 use crate::model::pool::{PoolCidr, ReservedRange};
 use crate::model::{Addr, Dialect, Family, Pool, Prefix, Snapshot};
@@ -335,25 +335,14 @@ pub struct Impact {
     pub newly_withheld: Vec<BlockSpan>,
     pub released: Vec<BlockSpan>,
     pub allocated_in_range: Vec<TouchedBlock>,
-    pub replaced: Vec<RangeTextOut>,
-    pub adjacent: Vec<RangeTextOut>,
+    pub replaced: Vec<RangeText>,
+    pub adjacent: Vec<RangeText>,
     pub before: Figures,
     pub after: Figures,
     /// Every CIDR of the family would be reserved end to end.
     pub whole_family_reserved: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RangeTextOut {
-    pub start: String,
-    pub end: String,
-}
-
-impl From<&ReservedRange> for RangeTextOut {
-    fn from(r: &ReservedRange) -> Self {
-        RangeTextOut { start: r.start.clone(), end: r.end.clone() }
-    }
-}
 
 /// A change ready to be written: the edited object, the snapshot after it and the impact.
 #[derive(Clone, Debug)]
@@ -449,8 +438,8 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
         newly_withheld,
         released,
         allocated_in_range,
-        replaced: plan.replaced.iter().map(RangeTextOut::from).collect(),
-        adjacent: plan.adjacent.iter().map(RangeTextOut::from).collect(),
+        replaced: plan.replaced.iter().map(RangeText::from).collect(),
+        adjacent: plan.adjacent.iter().map(RangeText::from).collect(),
         before: Figures::of(&fam_before),
         after: Figures::of(&fam_after),
         whole_family_reserved: !fam_after.cidrs.is_empty() && fam_after.cidrs.iter().all(|c| c.draining),
@@ -537,7 +526,7 @@ mod tests {
         let whole = prepare(&drained.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.40.0.0/16".into()), None, false).unwrap_err();
         assert!(whole.contains("--force"), "{whole}");
         let forced = prepare(&drained.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.40.0.0/16".into()), None, true).unwrap();
-        assert_eq!(forced.impact.replaced, vec![RangeTextOut { start: "10.40.255.240".into(), end: "10.40.255.254".into() }]);
+        assert_eq!(forced.impact.replaced, vec![RangeText { start: "10.40.255.240".into(), end: "10.40.255.254".into() }]);
         assert!(forced.impact.after.free_blocks.is_zero());
     }
 
@@ -546,7 +535,7 @@ mod tests {
         let snap = blue_snapshot();
         let first = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.0.0-10.40.0.9")), None, false).unwrap();
         let next = prepare(&first.after, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.0.10")), None, false).unwrap();
-        assert_eq!(next.impact.adjacent, vec![RangeTextOut { start: "10.40.0.0".into(), end: "10.40.0.9".into() }]);
+        assert_eq!(next.impact.adjacent, vec![RangeText { start: "10.40.0.0".into(), end: "10.40.0.9".into() }]);
         assert_eq!(next.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap().as_array().unwrap().len(), 2);
         assert!(next.impact.newly_withheld.is_empty(), "the block was already withheld");
     }
