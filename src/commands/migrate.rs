@@ -14,7 +14,8 @@ use crate::source::{atomic::write_atomic, client};
 use anyhow::{Context as _, Result};
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use crate::terminal::Prompter;
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,22 +69,10 @@ impl ClusterView {
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
 async fn list_pools(conn: &client::Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    let api = client::pools_api(&conn.client, version);
-    let mut params = ListParams::default().limit(page_size);
-    let mut out = Vec::new();
-    loop {
-        let page = api.list(&params).await.map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))?;
-        for item in page.items {
-            let mut obj = serde_json::to_value(&item)?;
-            obj["apiVersion"] = Value::from(format!("cilium.io/{version}"));
-            obj["kind"] = Value::from("CiliumPodIPPool");
-            out.push(obj);
-        }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(out),
-        }
-    }
+    let resource = client::pools_resource(version);
+    crate::source::cluster::list_all(&client::pools_api(&conn.client, version), &resource, page_size)
+        .await
+        .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))
 }
 
 /// One permission the command needs, checked with a SelfSubjectAccessReview.
@@ -145,7 +134,7 @@ fn confirm(args: &MigrateArgs, ctx: &Context, question: &str) -> Result<bool> {
     if !ctx.interactive {
         return Err(input(format!("{question} — refusing to write without --yes when not on a terminal")));
     }
-    Ok(dialoguer::Confirm::new().with_prompt(question).default(false).interact()?)
+    crate::terminal::Dialoguer.confirm(question, false)
 }
 
 fn yaml_or_json<T: serde::Serialize>(value: &T, ctx: &Context) -> Option<String> {

@@ -154,17 +154,7 @@ impl Cluster {
 
     /// Every object of a resource, page by page.
     async fn list(&self, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
-        let api = self.api(resource);
-        let mut items = Vec::new();
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        loop {
-            let page = api.list(&params).await?;
-            items.extend(page.items.into_iter().map(|object| typed_value(object, resource)));
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => return Ok(items),
-            }
-        }
+        list_all(&self.api(resource), resource, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
@@ -306,6 +296,20 @@ fn unreadable_text(why: Unreadable) -> &'static str {
 }
 
 /// An object as JSON with `apiVersion` and `kind` (list items of built-in kinds omit them).
+/// Every object `api` lists, in pages of `page_size`, as JSON with apiVersion and kind set.
+pub async fn list_all(api: &Api<DynamicObject>, resource: &ApiResource, page_size: u32) -> Result<Vec<Value>, kube::Error> {
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(page_size);
+    loop {
+        let page = api.list(&params).await?;
+        items.extend(page.items.into_iter().map(|object| typed_value(object, resource)));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(items),
+        }
+    }
+}
+
 pub fn typed_value(mut object: DynamicObject, resource: &ApiResource) -> Value {
     if object.types.is_none() {
         object.types = Some(TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });
