@@ -16,7 +16,7 @@ KREW_MOD="$HERE/krew"
 K8S_VERSION="v1.36.3"
 KREW_VERSION="v0.4.3"
 # Bump when the build commands/ldflags below change in a way that changes the binaries.
-RECIPE=1
+RECIPE=2
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
@@ -54,7 +54,30 @@ complete() { # complete <dir>: every binary present and executable
   for b in "${BINARIES[@]}"; do [[ -x $1/$b ]] || return 1; done
 }
 
+# Runs every binary once. Each output is captured whole before it is inspected: a reader that
+# closes the pipe early (`| head`, `| grep -q`) under `set -o pipefail` would kill the writer with
+# SIGPIPE (exit 141) on a loaded machine and throw a finished build away. Cheap (< 1 s), so it runs
+# on every call, cache hit included, and CI exercises it on warm caches too.
+smoke() { # smoke <dir>
+  local d=$1 out krew_root
+  out="$("$d/kube-apiserver" --version 2>&1)" || { log "kube-apiserver --version failed: $out"; return 1; }
+  [[ $out == *"$K8S_VERSION"* ]] || { log "kube-apiserver reports '$out', expected $K8S_VERSION"; return 1; }
+  out="$("$d/kubectl" version --client 2>&1)" || { log "kubectl version --client failed: $out"; return 1; }
+  [[ $out == *"$K8S_VERSION"* ]] || { log "kubectl reports '$out', expected $K8S_VERSION"; return 1; }
+  out="$("$d/etcd" --version 2>&1)" || { log "etcd --version failed: $out"; return 1; }
+  [[ $out == *"${ETCD_VERSION#v}"* ]] || { log "etcd reports '$out', expected $ETCD_VERSION"; return 1; }
+  krew_root="$(mktemp -d)"
+  out="$(KREW_ROOT="$krew_root" KREW_NO_UPGRADE_CHECK=1 "$d/kubectl-krew" version 2>&1)" \
+    || { rm -rf "$krew_root"; log "kubectl-krew version failed: $out"; return 1; }
+  rm -rf "$krew_root"
+  [[ $out == *"$KREW_VERSION"* ]] || { log "kubectl-krew reports '$out', expected $KREW_VERSION"; return 1; }
+  # validate-krew-manifest -h exits 2 (flag package convention); only its text matters.
+  out="$("$d/validate-krew-manifest" -h 2>&1)" || true
+  [[ $out == *-manifest* ]] || { log "validate-krew-manifest -h printed '$out'"; return 1; }
+}
+
 if [[ ${TESTENV_REBUILD:-} != 1 ]] && complete "$OUT"; then
+  smoke "$OUT" || die "cached binaries in $OUT fail the smoke check; rerun with TESTENV_REBUILD=1"
   log "cached: $OUT"
   echo "$OUT" >&3
   exit 0
@@ -66,6 +89,7 @@ if command -v flock >/dev/null; then
   exec 9>"$CACHE_ROOT/.$KEY.lock"
   flock 9
   if [[ ${TESTENV_REBUILD:-} != 1 ]] && complete "$OUT"; then
+    smoke "$OUT" || die "cached binaries in $OUT fail the smoke check; rerun with TESTENV_REBUILD=1"
     log "cached (built concurrently): $OUT"
     echo "$OUT" >&3
     exit 0
@@ -111,7 +135,9 @@ log "  done after $((SECONDS - start)) s"
 log "go mod download (krew wrapper)"
 run go -C "$KREW_MOD" mod download
 log "building kubectl-krew + validate-krew-manifest"
-run go -C "$KREW_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/kubectl-krew" sigs.k8s.io/krew/cmd/krew
+# Stamped like krew's own release build, so `kubectl krew version` names the version it is.
+KREW_LDFLAGS="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$KREW_VERSION"
+run go -C "$KREW_MOD" build -trimpath -ldflags "$KREW_LDFLAGS" -o "$TMP/kubectl-krew" sigs.k8s.io/krew/cmd/krew
 run go -C "$KREW_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/validate-krew-manifest" \
   sigs.k8s.io/krew/cmd/validate-krew-manifest
 log "  done after $((SECONDS - start)) s"
@@ -119,12 +145,7 @@ log "  done after $((SECONDS - start)) s"
 complete "$TMP" || die "build finished but binaries are missing in $TMP"
 
 # Smoke-check before publishing the cache entry.
-"$TMP/kube-apiserver" --version
-"$TMP/kubectl" version --client
-"$TMP/etcd" --version
-KREW_ROOT="$TMP/.krew-smoke" KREW_NO_UPGRADE_CHECK=1 "$TMP/kubectl-krew" version | head -n 3
-rm -rf "$TMP/.krew-smoke"
-"$TMP/validate-krew-manifest" -h 2>&1 | grep -q -- -manifest || die "validate-krew-manifest does not run"
+smoke "$TMP" || die "smoke check failed for the fresh build in $TMP"
 
 cat >"$TMP/VERSIONS" <<EOF
 kubernetes $K8S_VERSION

@@ -29,7 +29,9 @@ alive() { # running and not a zombie
 D="${D%/}"
 TAG="$(basename -- "$D")"   # unique mktemp name; robust to relative/symlinked spellings of $D
 ours() { # the process still is the one up.sh started in $D
-  tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "/$TAG"
+  local cmdline # read whole first: `| grep -q` under pipefail can SIGPIPE the writer
+  cmdline="$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null)" || return 1
+  [[ $cmdline == *"/$TAG"* ]]
 }
 
 stop() { # stop <name>: SIGTERM, wait <= 20 s, SIGKILL
