@@ -9,6 +9,7 @@ pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod manifest;
 pub mod migrate;
 pub mod render;
 pub mod source;

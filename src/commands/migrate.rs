@@ -10,18 +10,14 @@ use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::{self, migrate as view};
-use crate::source::{atomic::write_atomic, client};
-use anyhow::{Context as _, Result};
-use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target};
+use crate::source::{atomic::write_atomic, client, files};
 use crate::terminal::Prompter;
-use kube::api::{Api, DynamicObject, PostParams};
-use serde_json::Value;
+use anyhow::{Context as _, Result};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The field manager our writes appear under in `managedFields`.
-const FIELD_MANAGER: &str = "kubectl-ciliumpool";
 /// Attempts per object when the apiserver answers 409 Conflict (kube does not retry those).
 const MAX_ATTEMPTS: usize = 5;
 
@@ -53,77 +49,10 @@ struct ClusterView {
 
 impl ClusterView {
     async fn read(conn: &client::Connection, page_size: u32) -> Result<ClusterView> {
-        let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
-        let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
-        let crd = CrdInfo::decode(&serde_json::to_value(&crd)?);
-        let mut via = BTreeMap::new();
-        for version in ["v2alpha1", "v2"] {
-            let objects = if crd.serves(version) { list_pools(conn, version, page_size).await? } else { Vec::new() };
-            via.insert(version, objects);
-        }
-        let (via_alpha, via_v2) = (via.remove("v2alpha1").unwrap_or_default(), via.remove("v2").unwrap_or_default());
+        let PoolViews { crd, via_alpha, via_v2 } = PoolViews::read(conn, page_size).await?;
         let plan = core::plan(&crd, &via_alpha, &via_v2);
         Ok(ClusterView { crd, via_alpha, via_v2, plan })
     }
-}
-
-/// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
-async fn list_pools(conn: &client::Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    let resource = client::pools_resource(version);
-    crate::source::cluster::list_all(&client::pools_api(&conn.client, version), &resource, page_size)
-        .await
-        .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))
-}
-
-/// One permission the command needs, checked with a SelfSubjectAccessReview.
-struct Permission {
-    verb: &'static str,
-    group: &'static str,
-    resource: &'static str,
-    subresource: Option<&'static str>,
-}
-
-impl Permission {
-    fn pools(verb: &'static str) -> Permission {
-        Permission { verb, group: "cilium.io", resource: "ciliumpodippools", subresource: None }
-    }
-
-    fn describe(&self) -> String {
-        let sub = self.subresource.map(|s| format!("/{s}")).unwrap_or_default();
-        format!("{} {}{sub}.{}", self.verb, self.resource, self.group)
-    }
-}
-
-/// Fails with exit 3 naming the first permission the user lacks; nothing has been written.
-async fn require(conn: &client::Connection, needed: &[Permission]) -> Result<()> {
-    let api: Api<SelfSubjectAccessReview> = Api::all(conn.client.clone());
-    for permission in needed {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(permission.verb.into()),
-                    group: Some(permission.group.into()),
-                    resource: Some(permission.resource.into()),
-                    subresource: permission.subresource.map(str::to_string),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let answer = api
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|e| conn.request_failed(e, "create", "selfsubjectaccessreviews.authorization.k8s.io"))?;
-        if !answer.status.is_some_and(|s| s.allowed) {
-            return Err(cluster(format!(
-                "missing permission: {} may not {} (cluster-scoped); nothing was written — ask for a ClusterRole granting it",
-                conn.user,
-                permission.describe()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Asks before writing: `--yes`, or a confirmation on a terminal; refuses otherwise (exit 2).
@@ -155,7 +84,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if writes > 0 {
         needed.push(Permission::pools("update"));
     }
-    if let Err(missing) = require(conn, &needed).await {
+    if let Err(missing) = pools::require(conn, &needed).await {
         if args.dry_run != DryRun::None {
             live.plan.block_writes(&missing.to_string());
             print_plan(&live.plan, &BTreeMap::new(), ctx)?;
@@ -166,8 +95,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         let mut server = BTreeMap::new();
         if mode == DryRun::Server {
             for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
-                let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
-                let outcome = match write_pool(conn, &pool.name, first, dialect, true).await {
+                let outcome = match write_pool(conn, &pool.name, dialect, true).await {
                     WriteOutcome::Written(..) => "accepted".to_string(),
                     other => other.describe(),
                 };
@@ -203,8 +131,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     let mut outcomes: Vec<(String, WriteOutcome)> = Vec::new();
     for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
         progress.set_message(pool.name.clone());
-        let first = live.via_v2.iter().find(|o| name_of(o) == pool.name).cloned();
-        let outcome = write_pool(conn, &pool.name, first, dialect, false).await;
+        let outcome = write_pool(conn, &pool.name, dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
         progress.suspend(|| emit(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
         outcomes.push((pool.name.clone(), outcome));
@@ -251,10 +178,6 @@ fn print_plan(plan: &Plan, server: &BTreeMap<String, String>, ctx: &Context) -> 
     emit(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::plan_table(plan, server, &ctx.style)))
 }
 
-fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
-}
-
 fn default_backup_path() -> PathBuf {
     let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     PathBuf::from(format!("ciliumpool-backup-{now}.yaml"))
@@ -299,39 +222,26 @@ impl WriteOutcome {
     }
 }
 
-/// Reads (or starts from `first`), converts, annotates and replaces one pool through v2 with
-/// the read resourceVersion; re-reads and retries on 409. One replace per object, so an
-/// interruption never leaves an object half-migrated.
-async fn write_pool(conn: &client::Connection, name: &str, first: Option<Value>, dialect: Dialect, dry_run: bool) -> WriteOutcome {
-    let api = client::pools_api(&conn.client, "v2");
-    let params = PostParams { dry_run, field_manager: Some(FIELD_MANAGER.into()) };
-    let mut current = first;
-    for attempt in 1..=MAX_ATTEMPTS {
-        let obj = match current.take() {
-            Some(obj) => obj,
-            None => match api.get_opt(name).await {
-                Ok(Some(obj)) => serde_json::to_value(&obj).expect("an object serializes"),
-                Ok(None) => return WriteOutcome::Gone,
-                Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "get", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
-            },
-        };
-        let converted = match core::to_v2(&obj, dialect) {
-            Ok(c) if c.change == Change::None => return WriteOutcome::AlreadyMigrated,
-            Ok(c) => c,
-            Err(reason) => return WriteOutcome::Failed(reason),
-        };
-        let body: DynamicObject = match serde_json::from_value(converted.object) {
-            Ok(body) => body,
-            Err(e) => return WriteOutcome::Failed(format!("cannot encode the object: {e}")),
-        };
-        match api.replace(name, &params, &body).await {
-            Ok(_) => return WriteOutcome::Written(converted.change, attempt),
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(kube::Error::Api(status)) if status.code == 404 => return WriteOutcome::Gone,
-            Err(e) => return WriteOutcome::Failed(conn.request_failed(e, "update", &format!("ciliumpodippools.cilium.io {name}")).to_string()),
-        }
+/// Converts, annotates and replaces one pool through v2 (re-read and converted again after a
+/// conflict). One replace per object, so an interruption never leaves an object half-migrated.
+async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry_run: bool) -> WriteOutcome {
+    let mut change = Change::None;
+    let written = pools::replace_retrying(&Target::pools(&conn.client, dry_run), name, MAX_ATTEMPTS, |current| {
+        let converted = core::to_v2(&current, dialect).map_err(anyhow::Error::msg)?;
+        change = converted.change;
+        Ok((converted.change != Change::None).then_some(converted.object))
+    })
+    .await;
+    let what = format!("ciliumpodippools.cilium.io {name}");
+    match written {
+        Ok(Replaced::Written { attempts, .. }) => WriteOutcome::Written(change, attempts),
+        Ok(Replaced::Unchanged) => WriteOutcome::AlreadyMigrated,
+        Err(RetryError::Read(kube::Error::Api(status)) | RetryError::Write(kube::Error::Api(status))) if status.code == 404 => WriteOutcome::Gone,
+        Err(RetryError::Read(e)) => WriteOutcome::Failed(conn.request_failed(e, "get", &what).to_string()),
+        Err(RetryError::Edit(e)) => WriteOutcome::Failed(e.to_string()),
+        Err(RetryError::Write(e)) => WriteOutcome::Failed(conn.request_failed(e, "update", &what).to_string()),
+        Err(RetryError::Conflicts(attempts)) => WriteOutcome::Failed(format!("still conflicting after {attempts} attempts (someone keeps writing it); rerun")),
     }
-    WriteOutcome::Failed(format!("still conflicting after {MAX_ATTEMPTS} attempts (someone keeps writing it); rerun"))
 }
 
 // --- status and finalize --------------------------------------------------------------------
@@ -370,31 +280,31 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         eprintln!("error: {unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written");
         return Ok(1);
     }
-    require(conn, &[Permission { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", subresource: Some("status") }]).await?;
+    pools::require(conn, &[Permission::crd_status_update()]).await?;
     eprintln!("{DOWNGRADE_WARNING}");
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
         eprintln!("aborted; nothing was written");
         return Ok(2);
     }
-    let crds: Api<CustomResourceDefinition> = Api::all(conn.client.clone());
-    let params = PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) };
-    for _ in 0..MAX_ATTEMPTS {
-        let mut crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
-        if crd.spec.versions.iter().any(|v| v.storage && v.name != "v2") {
+    let written = pools::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
+        if CrdInfo::decode(&crd).versions.iter().any(|v| v.storage && v.name != "v2") {
             return Err(cluster("the CRD's storage version changed away from v2 meanwhile; nothing was written"));
         }
-        crd.status.get_or_insert_with(Default::default).stored_versions = Some(vec!["v2".to_string()]);
-        match crds.replace_status(POOL_CRD_NAME, &params, &crd).await {
-            Ok(_) => {
-                emit(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
-                eprintln!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
-                return Ok(0);
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(e) => return Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
+        crd["status"]["storedVersions"] = json!(["v2"]);
+        Ok(Some(crd))
+    })
+    .await;
+    match written {
+        Ok(_) => {
+            emit(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
+            eprintln!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
+            Ok(0)
         }
+        Err(RetryError::Read(e)) => Err(conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}"))),
+        Err(RetryError::Edit(e)) => Err(e),
+        Err(RetryError::Write(e)) => Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
+        Err(RetryError::Conflicts(attempts)) => Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {attempts} attempts; rerun --finalize"))),
     }
-    Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {MAX_ATTEMPTS} attempts; rerun --finalize")))
 }
 
 // --- offline ----------------------------------------------------------------------------------
@@ -409,9 +319,9 @@ fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
     let mut results = Vec::new();
-    for (name, path, text) in read_manifests(&ctx.global.filename)? {
-        let outcome = manifests::convert_text(&text, &name, target).map_err(input)?;
-        results.push((name, path, text, outcome));
+    for file in files::read(&ctx.global.filename)? {
+        let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
+        results.push((file.name, file.path, file.text, outcome));
     }
     let pending: Vec<_> = results.iter().filter(|r| r.3.converted > 0).collect();
     if args.check {
@@ -453,30 +363,4 @@ fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
     }
     emit(&out)?;
     Ok(0)
-}
-
-/// (name, path unless stdin, text) of every manifest file the paths name.
-fn read_manifests(paths: &[String]) -> Result<Vec<(String, Option<PathBuf>, String)>> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| input(format!("cannot read standard input: {e}")))?;
-            files.push(("-".to_string(), None, text));
-            continue;
-        }
-        let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
-        let mut found = Vec::new();
-        if meta.is_dir() {
-            crate::source::files::walk(Path::new(path), &mut found)?;
-        } else {
-            found.push(PathBuf::from(path));
-        }
-        for file in found {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
-            files.push((name, Some(file), text));
-        }
-    }
-    Ok(files)
 }

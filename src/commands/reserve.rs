@@ -11,12 +11,13 @@ use crate::cli::{DryRun, Output, ReserveArgs};
 use crate::error::{self, input};
 use crate::model::{CrdInfo, Dialect, Pool, Snapshot};
 use crate::render::{self, Style, reserve as view};
-use crate::source::client::{self, Connection};
+use crate::source::client::Connection;
 use crate::source::cluster::Cluster;
-use crate::source::{self, atomic, files, manifest};
+use crate::source::pools::{self, Replaced, RetryError};
+use crate::manifest;
+use crate::source::{self, atomic, files};
 use crate::terminal::{Dialoguer, Prompter};
 use anyhow::{Context as _, Result};
-use kube::api::{DynamicObject, PostParams};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -268,15 +269,16 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
         return Err(input(V2_NOT_SERVED));
     }
     let v2_shape = snapshot.crd.as_ref().and_then(|c| c.v2_dialect);
-    let api = client::pools_api(&connection.client, "v2");
     let object_name = format!("ciliumpodippools.cilium.io/{}", request.pool);
-    let params = PostParams { dry_run: args.dry_run == DryRun::Server, field_manager: Some("kubectl-ciliumpool".into()) };
+    let target = pools::Target::pools(&connection.client, args.dry_run == DryRun::Server);
+    // What the last attempt read and prepared; `conflicts` counts the attempts before it.
+    let mut last: Option<(Prepared, String)> = None;
     let mut conflicts = 0;
-    loop {
-        let current = match api.get(&request.pool).await {
-            Ok(obj) => serde_json::to_value(&obj)?,
-            Err(e) => return Err(connection.request_failed(e, "get", &object_name)),
-        };
+    let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| {
+        if let Some((_, read_version)) = &last {
+            conflicts += 1;
+            eprintln!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
+        }
         let pool = Pool::decode(&current, v2_shape);
         let dialect = v2_shape.unwrap_or(pool.dialect);
         let read_version = current.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -285,7 +287,11 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             None => snapshot.pools.push(pool),
         }
         let prepared = prepare(&snapshot, request, dialect, args.force)?;
-        if conflicts == 0 {
+        let edited = prepared.edited.clone();
+        let first = last.is_none();
+        last = Some((prepared, read_version));
+        if first {
+            let (prepared, read_version) = last.as_ref().expect("set above");
             let preview = view::preview(&prepared.impact, &ctx.style);
             let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
             match ctx.global.output {
@@ -295,39 +301,40 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 _ => emit(&preview)?,
             }
             if args.dry_run == DryRun::Client {
-                let outcome = Outcome { written: false, resource_version: Some(read_version), conflicts, file: None };
-                emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
-                return Ok(0);
+                let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None };
+                emit(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+                return Ok(None);
             }
             if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
                 eprintln!("aborted; nothing was written");
-                return Ok(0);
+                return Ok(None);
             }
         }
         run_test_hook()?;
-        let object: DynamicObject = serde_json::from_value(prepared.edited.clone()).context("the edited pool is not a Kubernetes object")?;
-        match api.replace(&request.pool, &params, &object).await {
-            Ok(written) => {
-                let written = serde_json::to_value(&written)?;
-                verify_written(&written, &prepared, v2_shape)?;
-                let outcome = Outcome {
-                    written: args.dry_run == DryRun::None,
-                    resource_version: written.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string),
-                    conflicts,
-                    file: None,
-                };
-                emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
-                return Ok(0);
-            }
-            Err(kube::Error::Api(s)) if s.is_conflict() && conflicts < MAX_CONFLICTS => {
-                conflicts += 1;
-                eprintln!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
-            }
-            Err(kube::Error::Api(s)) if s.is_conflict() => {
-                return Err(error::cluster(format!("ciliumpodippool {} kept changing: {} conflicting writes; nothing was written — retry later", request.pool, conflicts + 1)));
-            }
-            Err(e) => return Err(write_failure(connection, e, &request.pool)),
+        Ok(Some(edited))
+    })
+    .await;
+    match written {
+        Ok(Replaced::Unchanged) => Ok(0),
+        Ok(Replaced::Written { object, .. }) => {
+            let (prepared, _) = last.as_ref().expect("an edit was prepared before the write");
+            verify_written(&object, prepared, v2_shape)?;
+            let outcome = Outcome {
+                written: args.dry_run == DryRun::None,
+                resource_version: object.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string),
+                conflicts,
+                file: None,
+            };
+            emit(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+            Ok(0)
         }
+        Err(RetryError::Read(e)) => Err(connection.request_failed(e, "get", &object_name)),
+        Err(RetryError::Edit(e)) => Err(e),
+        Err(RetryError::Write(e)) => Err(write_failure(connection, e, &request.pool)),
+        Err(RetryError::Conflicts(attempts)) => Err(error::cluster(format!(
+            "ciliumpodippool {} kept changing: {attempts} conflicting writes; nothing was written — retry later",
+            request.pool
+        ))),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The backup written before the first write: every pool as read through v2alpha1 and through
 //! v2, as a YAML stream `kubectl apply -f` accepts once one view is cut out (docs/migration.md).
 
+use crate::manifest;
 use serde_json::Value;
 
 /// Server-set fields that would make `kubectl apply`/`replace` of the backup fail or conflict.
@@ -33,8 +34,7 @@ pub fn render(header: &str, views: &[(&str, &[Value])]) -> String {
         out.push_str(&format!(" ({} objects)\n", objects.len()));
         for obj in *objects {
             out.push_str("---\n");
-            let yaml = serde_saphyr::to_string(&restorable(obj)).expect("a JSON value serializes to YAML");
-            out.push_str(yaml.strip_prefix("---\n").unwrap_or(&yaml));
+            out.push_str(&manifest::to_yaml(&restorable(obj)));
         }
         out.push_str(&end_marker(api_version));
         out.push('\n');

@@ -1,10 +1,10 @@
 //! Offline conversion of manifests (GitOps repositories): only CiliumPodIPPool documents are
 //! re-serialized; every other document of a YAML stream is copied byte for byte, in order
-//! (`crate::source::manifest` splits and rewrites the stream).
+//! (`crate::manifest` splits and rewrites the stream).
 
 use super::convert::{V2ALPHA1_API_VERSION, is_pool, to_v2};
 use crate::model::{Dialect, Family};
-use crate::source::manifest;
+use crate::manifest;
 use serde_json::Value;
 
 /// The result of converting one file's text.
@@ -63,7 +63,7 @@ pub fn convert_text(text: &str, name: &str, target: Dialect) -> Result<Outcome, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::manifest::documents;
+    use crate::manifest::documents;
 
     fn split_documents(text: &str) -> Vec<&str> {
         documents(text).into_iter().map(|d| d.text).collect()

@@ -33,7 +33,7 @@ fn endpoints_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
 }
 
-fn crd_resource() -> ApiResource {
+pub(super) fn crd_resource() -> ApiResource {
     resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
 }
 

@@ -4,7 +4,7 @@ pub mod atomic;
 pub mod client;
 pub mod cluster;
 pub mod files;
-pub mod manifest;
+pub mod pools;
 pub mod watch;
 
 use crate::cli::GlobalArgs;

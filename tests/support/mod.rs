@@ -458,7 +458,7 @@ pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str])
 pub fn read_manifests(relative: &str) -> Vec<Value> {
     let path = repo_root().join(relative);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    ciliumpool::source::files::parse(&text, relative).unwrap_or_else(|e| panic!("{e:#}"))
+    ciliumpool::manifest::parse(&text, relative).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Reads lines from a spawned process's stdout on a thread, so tests can wait with a deadline.

@@ -1,13 +1,68 @@
-//! Rewriting some documents of a manifest file (a YAML stream or JSON) while leaving every other
-//! document byte-for-byte as it was (GitOps repositories diff these files). Pure text in, text
-//! out. The stream is split on document markers here rather than by a YAML library, because
-//! libraries re-serialize (and drop comments of) everything they touch. Used by
-//! `reserve-range --in-place` and `migrate -f`.
+//! Manifest text, the bottom layer: parsing a file's text (JSON, or a YAML stream) into
+//! objects, serialising an object as a YAML document, and rewriting some documents of a file
+//! while leaving every other document byte-for-byte as it was (GitOps repositories diff these
+//! files). Pure text in, values or text out; reading files is `source::files`' job.
+//!
+//! The stream is split on document markers here rather than by a YAML library, because
+//! libraries re-serialize (and drop comments of) everything they touch. Used by `-f` reading,
+//! `reserve-range --in-place`, `migrate -f` and the migration backup.
 
-use super::files::yaml_options;
 use crate::error::input;
 use anyhow::Result;
 use serde_json::Value;
+
+/// Whether a file's text is JSON (one value, or an array of objects) rather than YAML.
+fn is_json(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    trimmed.starts_with('{') || trimmed.starts_with('[')
+}
+
+/// The text as JSON, errors naming the file and line.
+fn parse_json(text: &str, name: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| input(format!("{name}:{}: invalid JSON: {e}", e.line())))
+}
+
+/// Parses JSON (one value, or an array of objects) or a YAML stream of documents; empty
+/// documents are dropped. Errors name the file (`name`) and line.
+pub fn parse(text: &str, name: &str) -> Result<Vec<Value>> {
+    let documents = if is_json(text) {
+        match parse_json(text, name)? {
+            Value::Array(items) => items,
+            other => vec![other],
+        }
+    } else {
+        parse_yaml(text, name, None)?
+    };
+    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// A YAML stream of the file `name`; `document_line` is the line it starts on when it is one
+/// document of the file (errors without a location then name that line).
+fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Vec<Value>> {
+    serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options()).map_err(|e| {
+        let first_line = document_line.unwrap_or(1);
+        let line = e.location().map(|l| first_line + l.line() as usize - 1).or(document_line);
+        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        let detail = e.to_string();
+        input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error")))
+    })
+}
+
+/// The parser's default budget guards against alias bombs but is sized for config files; a
+/// `kubectl get pods -A -o yaml` of a large cluster has millions of nodes. Raise the size
+/// limits, keep the alias limits.
+fn yaml_options() -> serde_saphyr::Options {
+    const BIG: usize = 1 << 40;
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = None;
+    budget.max_events = BIG;
+    budget.max_documents = BIG;
+    budget.max_nodes = BIG;
+    budget.max_total_scalar_bytes = BIG;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
 
 /// A manifest text after [`rewrite`].
 #[derive(Debug, PartialEq, Eq)]
@@ -23,9 +78,8 @@ pub struct Rewritten {
 /// is copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
 /// reported as `name:line: error`, the line being the document's first.
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: Value = serde_json::from_str(text).map_err(|e| input(format!("{name}:{}: invalid JSON: {e}", e.line())))?;
+    if is_json(text) {
+        let value = parse_json(text, name)?;
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
             Some(new) => Rewritten { text: serde_json::to_string_pretty(&new).expect("JSON values serialize") + "\n", changed: 1 },
             None => Rewritten { text: text.to_string(), changed: 0 },
@@ -34,10 +88,7 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
     let mut out = String::with_capacity(text.len());
     let mut changed = 0;
     for document in documents(text) {
-        let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(document.text, yaml_options()).map_err(|e| {
-            let at = e.location().map_or(document.line, |l| document.line + l.line() as usize - 1);
-            input(format!("{name}:{at}: invalid YAML: {}", e.to_string().lines().next().unwrap_or("parse error")))
-        })?;
+        let docs = parse_yaml(document.text, name, Some(document.line))?;
         let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
         let replacement = match docs.as_slice() {
             [doc] => edit(doc).map_err(|e| input(format!("{name}:{}: {e}", document.first_line())))?,
@@ -175,8 +226,18 @@ pub(crate) fn documents(text: &str) -> Vec<Document<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::files::parse;
     use serde_json::json;
+
+    #[test]
+    fn yaml_streams_json_and_errors() {
+        let docs = parse("a: 1\n---\n---\nb: [x, y]\n", "t").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(parse("[{\"a\": 1}, {\"b\": 2}]", "t").unwrap().len(), 2);
+        let err = parse("a: 1\nb: [unclosed\n", "f.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("f.yaml:"), "{err}");
+        let err = parse("{\"a\": }", "f.json").unwrap_err().to_string();
+        assert!(err.starts_with("f.json:1: invalid JSON"), "{err}");
+    }
 
     fn is_blue(v: &Value) -> bool {
         v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool") && v.pointer("/metadata/name").and_then(Value::as_str) == Some("blue")
