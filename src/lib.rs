@@ -4,6 +4,12 @@
 //! `model` and `allocator` are pure; `source` reads snapshots (files or a cluster); `render`
 //! turns reports into text; `commands` orchestrates.
 
+/// `eprintln!` for every message on stderr: the text often quotes files or cluster data, so
+/// control characters are escaped (`render::escape`) and credentials redacted (`source::secrets`).
+macro_rules! warn_line {
+    ($($arg:tt)*) => { eprintln!("{}", $crate::render::escape::escape(&$crate::source::secrets::redact(&format!($($arg)*)))) };
+}
+
 pub mod allocator;
 pub mod model;
 pub mod cli;

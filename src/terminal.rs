@@ -13,20 +13,26 @@ pub trait Prompter {
     fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String>;
 }
 
-/// The real terminal, via dialoguer.
+/// The real terminal, via dialoguer. Prompts, items and refusals quote pool names and CIDRs
+/// from the data: they are escaped (`render::escape`).
 pub struct Dialoguer;
+
+fn safe(text: &str) -> String {
+    crate::render::escape::escape_line(text).into_owned()
+}
 
 impl Prompter for Dialoguer {
     fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>> {
-        Ok(dialoguer::Select::new().with_prompt(prompt).items(items).default(0).interact_opt()?)
+        let items: Vec<String> = items.iter().map(|i| safe(i)).collect();
+        Ok(dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt()?)
     }
 
     fn confirm(&self, prompt: &str, default: bool) -> Result<bool> {
-        Ok(dialoguer::Confirm::new().with_prompt(prompt).default(default).interact()?)
+        Ok(dialoguer::Confirm::new().with_prompt(safe(prompt)).default(default).interact()?)
     }
 
     fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String> {
-        Ok(dialoguer::Input::<String>::new().with_prompt(prompt).validate_with(|text: &String| validate(text)).interact_text()?)
+        Ok(dialoguer::Input::<String>::new().with_prompt(safe(prompt)).validate_with(|text: &String| validate(text).map_err(|e| safe(&e))).interact_text()?)
     }
 }
 

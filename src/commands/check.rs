@@ -1,6 +1,6 @@
 //! `check`: the cluster-wide consistency report; exit 1 when it finds problems.
 
-use super::{Context, analyze, emit};
+use super::{Context, analyze};
 use crate::allocator::Severity;
 use crate::cli::{CheckArgs, MinSeverity, Output};
 use crate::render::{self, check};
@@ -38,6 +38,6 @@ pub async fn run(args: CheckArgs, ctx: &Context) -> Result<i32> {
             out
         }
     };
-    emit(&text)?;
+    ctx.print(&text)?;
     Ok(if problems.is_empty() { 0 } else { 1 })
 }

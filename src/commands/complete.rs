@@ -36,7 +36,8 @@ pub async fn run(words: &[String]) -> anyhow::Result<i32> {
         let names = tokio::time::timeout(POOL_LOOKUP_DEADLINE, pool_names(completed)).await.unwrap_or_default();
         completion.candidates.extend(names.into_iter().filter(|name| name.starts_with(&prefix)).map(|name| (name, String::new())));
     }
-    emit(&protocol(&completion))?;
+    // Pool names are data: no control sequence reaches the shell's terminal.
+    emit(&crate::render::escape::escape(&protocol(&completion)))?;
     Ok(0)
 }
 

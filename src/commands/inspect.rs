@@ -1,6 +1,6 @@
 //! `inspect`: one pool in depth; all pools when no pool is named and nobody is at a terminal.
 
-use super::{Context, analyze, emit, require_pools};
+use super::{Context, analyze, require_pools};
 use crate::cli::{InspectArgs, Output};
 use crate::render::{self, inspect};
 use crate::allocator::Report;
@@ -72,7 +72,7 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
             out
         }
     };
-    emit(&text)?;
+    ctx.print(&text)?;
     Ok(0)
 }
 

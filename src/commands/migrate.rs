@@ -11,7 +11,7 @@ use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::{self, migrate as view};
 use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target};
-use crate::source::{atomic::write_atomic, client, files};
+use crate::source::{atomic, client, files};
 use crate::terminal::Prompter;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     let dialect = live.plan.dialect;
     if let Some(reason) = &live.plan.blocked {
         print_plan(&live.plan, &BTreeMap::new(), ctx)?;
-        eprintln!("error: {reason}; nothing was written");
+        warn_line!("error: {reason}; nothing was written");
         return Ok(1);
     }
     let writes = live.plan.writes();
@@ -106,21 +106,21 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         return Ok(if args.exit_code && writes > 0 { 1 } else { 0 });
     }
     if writes == 0 {
-        emit(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
+        ctx.human(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
         return Ok(if warn_blocked(&live.plan) { 1 } else { 0 });
     }
     let backup_path = args.backup.clone().unwrap_or_else(default_backup_path);
-    if backup_path.exists() {
+    if backup_path.symlink_metadata().is_ok() {
         return Err(input(format!("backup file {} already exists; choose another --backup path", backup_path.display())));
     }
-    eprintln!("{}", view::counts_line(&live.plan));
+    warn_line!("{}", view::counts_line(&live.plan));
     let question = format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
     if !confirm(args, ctx, &question)? {
-        eprintln!("aborted; nothing was written");
+        warn_line!("aborted; nothing was written");
         return Ok(2);
     }
     write_backup(&backup_path, conn, &live)?;
-    eprintln!("backup written to {} (mode 0600)", backup_path.display());
+    warn_line!("backup written to {} (mode 0600)", backup_path.display());
 
     let progress = if ctx.interactive {
         let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}").expect("valid template").progress_chars("=> ");
@@ -133,7 +133,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         progress.set_message(pool.name.clone());
         let outcome = write_pool(conn, &pool.name, dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
-        progress.suspend(|| emit(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
+        progress.suspend(|| ctx.human(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
         outcomes.push((pool.name.clone(), outcome));
         progress.inc(1);
     }
@@ -150,14 +150,14 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         live.plan.count(State::Conflict),
         backup_path.display()
     ));
-    emit(&out)?;
+    ctx.human(&out)?;
     if failed > 0 {
         return Err(cluster(format!("{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration")));
     }
     if warn_blocked(&live.plan) {
         return Ok(1);
     }
-    eprintln!("next: `kubectl ciliumpool migrate --status`, then `kubectl ciliumpool migrate --finalize`");
+    warn_line!("next: `kubectl ciliumpool migrate --status`, then `kubectl ciliumpool migrate --finalize`");
     Ok(0)
 }
 
@@ -165,17 +165,17 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
 fn warn_blocked(plan: &Plan) -> bool {
     let blocked: Vec<_> = plan.pools.iter().filter(|p| p.state == State::Blocked).collect();
     for pool in &blocked {
-        eprintln!("warning: ciliumpodippool.cilium.io/{} not migrated: {}", pool.name, pool.detail);
+        warn_line!("warning: ciliumpodippool.cilium.io/{} not migrated: {}", pool.name, pool.detail);
     }
     if !blocked.is_empty() {
-        eprintln!("{} pool(s) blocked: fix them through cilium.io/v2 and rerun `kubectl ciliumpool migrate`", blocked.len());
+        warn_line!("{} pool(s) blocked: fix them through cilium.io/v2 and rerun `kubectl ciliumpool migrate`", blocked.len());
     }
     !blocked.is_empty()
 }
 
 fn print_plan(plan: &Plan, server: &BTreeMap<String, String>, ctx: &Context) -> Result<()> {
     let doc = view::PlanDocument { schema_version: view::SCHEMA_VERSION, counts: plan.counts(), plan, server_dry_run: server };
-    emit(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::plan_table(plan, server, &ctx.style)))
+    ctx.print(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::plan_table(plan, server, &ctx.style)))
 }
 
 fn default_backup_path() -> PathBuf {
@@ -196,7 +196,7 @@ fn write_backup(path: &Path, conn: &client::Connection, live: &ClusterView) -> R
         live.crd.stored_versions.clone().unwrap_or_default(),
     );
     let text = backup::render(&header, &[(V2ALPHA1_API_VERSION, &live.via_alpha), (V2_API_VERSION, &live.via_v2)]);
-    write_atomic(path, text.as_bytes(), 0o600).with_context(|| format!("cannot write the backup {}; nothing was migrated", path.display()))
+    atomic::write_new_private(path, text.as_bytes()).with_context(|| format!("cannot write the backup {}; nothing was migrated", path.display()))
 }
 
 /// What happened to one pool.
@@ -257,7 +257,7 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
         v2alpha1_writers: &writers,
         verdict: &verdict,
     };
-    emit(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::status_text(&doc, &live.plan, &ctx.style)))?;
+    ctx.print(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::status_text(&doc, &live.plan, &ctx.style)))?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 
@@ -267,23 +267,23 @@ written by `migrate`. With the CFP dialect, readers of v2alpha1 (an older operat
 
 async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterView, ctx: &Context) -> Result<i32> {
     if let Some(reason) = &live.plan.blocked {
-        eprintln!("error: {reason}; nothing was written");
+        warn_line!("error: {reason}; nothing was written");
         return Ok(1);
     }
     let stored = live.crd.stored_versions.clone().unwrap_or_default();
     if stored == ["v2"] {
-        emit("status.storedVersions is already [v2]; nothing to do.\n")?;
+        ctx.human("status.storedVersions is already [v2]; nothing to do.\n")?;
         return Ok(0);
     }
     let unmigrated = live.plan.pools.len() - live.plan.count(State::Migrated);
     if unmigrated > 0 {
-        eprintln!("error: {unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written");
+        warn_line!("error: {unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written");
         return Ok(1);
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    eprintln!("{DOWNGRADE_WARNING}");
+    warn_line!("{DOWNGRADE_WARNING}");
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
-        eprintln!("aborted; nothing was written");
+        warn_line!("aborted; nothing was written");
         return Ok(2);
     }
     let written = pools::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
@@ -296,8 +296,8 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     .await;
     match written {
         Ok(_) => {
-            emit(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
-            eprintln!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
+            ctx.human(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
+            warn_line!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
             Ok(0)
         }
         Err(RetryError::Read(e)) => Err(conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}"))),
@@ -318,8 +318,15 @@ fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
         Schema::Cfp => Dialect::CfpV2,
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
+    let texts = files::read(&ctx.global.filename)?;
+    let parsed = texts.iter().map(|f| Ok(files::LoadedFile { name: f.name.clone(), documents: crate::manifest::parse(&f.text, &f.name)? })).collect::<Result<Vec<_>>>()?;
+    if args.in_place {
+        files::refuse_duplicates(&parsed)?;
+    } else {
+        files::warn_duplicates(&parsed);
+    }
     let mut results = Vec::new();
-    for file in files::read(&ctx.global.filename)? {
+    for file in texts {
         let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
         results.push((file.name, file.path, file.text, outcome));
     }
@@ -332,20 +339,26 @@ fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
         if pending.is_empty() && ctx.style.headers {
             out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
         }
-        emit(&out)?;
+        ctx.human(&out)?;
         return Ok(if pending.is_empty() { 0 } else { 1 });
     }
     if args.in_place {
         if results.iter().any(|r| r.1.is_none()) {
             return Err(input("--in-place cannot rewrite standard input"));
         }
+        // Every file is staged before the first is replaced: an unwritable one stops the run
+        // with nothing written.
+        let mut staged = Vec::new();
         for (name, path, _, outcome) in &pending {
             let path = path.as_ref().expect("checked above");
-            write_atomic(path, outcome.text.as_bytes(), 0o644).with_context(|| format!("cannot rewrite {name}"))?;
-            eprintln!("{name}: converted {} CiliumPodIPPool(s)", outcome.converted);
+            staged.push(atomic::stage(path, outcome.text.as_bytes(), 0o644).with_context(|| format!("cannot rewrite {name}; nothing was written"))?);
+        }
+        let converted: Vec<usize> = pending.iter().map(|r| r.3.converted).collect();
+        for (written, n) in atomic::commit(staged)?.iter().zip(converted) {
+            warn_line!("{written}: converted {n} CiliumPodIPPool(s)");
         }
         if pending.is_empty() {
-            eprintln!("nothing to convert");
+            warn_line!("nothing to convert");
         }
         return Ok(0);
     }

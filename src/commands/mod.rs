@@ -43,7 +43,23 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
     }
 }
 
-/// Writes results to stdout. A closed pipe (`| head`) ends the program quietly in `main`.
+impl Context {
+    /// Writes a result to stdout: escaped for a terminal unless it is a JSON/YAML document
+    /// (those escape control characters themselves). Use [`emit`] for manifests.
+    pub fn print(&self, text: &str) -> Result<()> {
+        match self.global.output {
+            crate::cli::Output::Json | crate::cli::Output::Yaml => emit(text),
+            _ => self.human(text),
+        }
+    }
+
+    /// Writes a human line or block to stdout, escaped, whatever `-o` says.
+    pub fn human(&self, text: &str) -> Result<()> {
+        emit(&crate::render::escape::terminal_safe(text, self.style.color))
+    }
+}
+
+/// Writes results (documents, manifests) to stdout as they are. A closed pipe (`| head`) ends the program quietly in `main`.
 pub fn emit(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -64,7 +80,7 @@ pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
 pub fn warn_unread(snapshot: &Snapshot) {
     if snapshot.origin.kind == "cluster" {
         for note in &snapshot.notes {
-            eprintln!("warning: {note}");
+            warn_line!("warning: {note}");
         }
     }
 }

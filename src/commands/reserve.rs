@@ -138,7 +138,7 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
             out
         }
     };
-    emit(&text)?;
+    ctx.print(&text)?;
     Ok(0)
 }
 
@@ -169,7 +169,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: 
     let stderr_style = Style { color: false, ..ctx.style };
     if !args.in_place {
         // stdout carries the edited manifest; the preview goes to stderr.
-        eprint!("{}", view::preview(&prepared.impact, &stderr_style));
+        eprint!("{}", crate::render::escape::escape(&view::preview(&prepared.impact, &stderr_style)));
         let text = match ctx.global.output {
             Output::Json => serde_json::to_string_pretty(&prepared.edited)? + "\n",
             _ => manifest::to_yaml(&prepared.edited),
@@ -182,18 +182,22 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: 
     let edited = manifest::splice(&original, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
     let write = args.dry_run == DryRun::None;
+    let mut file = path.clone();
     if write {
-        atomic::write_atomic(std::path::Path::new(&path), edited.as_bytes(), 0o644)?;
+        // A symlinked manifest is edited at its target; the message names both.
+        file = atomic::commit(vec![atomic::stage(std::path::Path::new(&path), edited.as_bytes(), 0o644)?])?.remove(0);
     }
-    let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(path.clone()) };
-    emit(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
+    let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file) };
+    ctx.print(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
     Ok(0)
 }
 
 /// The file (not stdin) holding the pool document.
 fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
     let holds = |v: &Value| is_pool(v) || v.get("items").and_then(Value::as_array).is_some_and(|items| items.iter().any(is_pool));
-    let file = files::load(paths)?.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
+    let loaded = files::load(paths)?;
+    files::refuse_duplicates(&loaded)?;
+    let file = loaded.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
     match file {
         Some(name) if name == "-" => Err(input("--in-place cannot rewrite standard input; pass the manifest's path with -f")),
         Some(name) => Ok(name),
@@ -277,7 +281,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| {
         if let Some((_, read_version)) = &last {
             conflicts += 1;
-            eprintln!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
+            warn_line!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
         }
         let pool = Pool::decode(&current, v2_shape);
         let dialect = v2_shape.unwrap_or(pool.dialect);
@@ -296,17 +300,17 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
             match ctx.global.output {
                 // stdout is for the document; whoever answers the question still sees the cost.
-                Output::Json | Output::Yaml if will_ask => eprint!("{preview}"),
+                Output::Json | Output::Yaml if will_ask => eprint!("{}", crate::render::escape::terminal_safe(&preview, ctx.style.color)),
                 Output::Json | Output::Yaml => {}
-                _ => emit(&preview)?,
+                _ => ctx.print(&preview)?,
             }
             if args.dry_run == DryRun::Client {
                 let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None };
-                emit(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+                ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
                 return Ok(None);
             }
             if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
-                eprintln!("aborted; nothing was written");
+                warn_line!("aborted; nothing was written");
                 return Ok(None);
             }
         }
@@ -325,7 +329,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 conflicts,
                 file: None,
             };
-            emit(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+            ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
             Ok(0)
         }
         Err(RetryError::Read(e)) => Err(connection.request_failed(e, "get", &object_name)),

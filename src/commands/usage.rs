@@ -1,6 +1,7 @@
 //! `usage`: figures per pool, node or block, with thresholds for scripts.
 
 use super::{Context, analyze, emit, require_pools, warn_unread};
+use crate::render::escape::terminal_safe;
 use crate::allocator::{Count, PoolReport, Report};
 use crate::cli::{ByKind, Output, UsageArgs};
 use crate::error::input;
@@ -26,7 +27,7 @@ pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
     }
     let (snapshot, report) = analyze(ctx).await?;
     require_pools(&snapshot, &args.pools)?;
-    emit(&render_usage(&args, ctx, &snapshot, &report))?;
+    ctx.print(&render_usage(&args, ctx, &snapshot, &report))?;
     Ok(if breaches(&args, &selected(&report, &args.pools)) { 1 } else { 0 })
 }
 
@@ -39,7 +40,7 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, layout) = cluster.read().await?;
     warn_unread(&snapshot);
     require_pools(&snapshot, &args.pools)?;
-    let mut screen = Screen { terminal: std::io::stdout().is_terminal(), shown: None };
+    let mut screen = Screen { terminal: std::io::stdout().is_terminal(), colour: ctx.style.color, machine: matches!(ctx.global.output, Output::Json | Output::Yaml), shown: None };
     screen.show(render_snapshot(&args, ctx, &snapshot))?;
     let mut watch = Watch::start(&cluster, &layout);
     let interrupted = tokio::signal::ctrl_c();
@@ -64,6 +65,9 @@ fn render_snapshot(args: &UsageArgs, ctx: &Context, snapshot: &Snapshot) -> Stri
 /// Where `--watch` output goes: redrawn in place on a terminal, one block per change in a pipe.
 struct Screen {
     terminal: bool,
+    colour: bool,
+    /// JSON/YAML frames are documents, already escaped.
+    machine: bool,
     shown: Option<String>,
 }
 
@@ -73,7 +77,8 @@ impl Screen {
         if self.shown.as_ref() == Some(&text) {
             return Ok(());
         }
-        emit(&frame(&text, self.shown.is_none(), self.terminal))?;
+        let safe = if self.machine { text.as_str().into() } else { terminal_safe(&text, self.colour) };
+        emit(&frame(&safe, self.shown.is_none(), self.terminal))?;
         self.shown = Some(text);
         Ok(())
     }

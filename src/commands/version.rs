@@ -2,7 +2,7 @@
 //! the CiliumPodIPPool CRD's versions. An unreachable cluster is reported, not an error: the
 //! plugin version alone is still an answer.
 
-use super::{Context, emit};
+use super::Context;
 use crate::cli::Output;
 use crate::model::CrdInfo;
 use crate::render;
@@ -41,7 +41,7 @@ pub async fn run(ctx: &Context) -> anyhow::Result<i32> {
         Output::Json | Output::Yaml => render::serialize(&doc, ctx.global.output == Output::Yaml),
         _ => human(&doc),
     };
-    emit(&text)?;
+    ctx.print(&text)?;
     Ok(0)
 }
 

@@ -1,6 +1,7 @@
 //! Rendering: reports in, text out. Pure; colour is decided once in `main` and passed in.
 
 pub mod check;
+pub mod escape;
 pub mod inspect;
 pub mod migrate;
 pub mod reserve;
@@ -23,9 +24,11 @@ impl Style {
         Style { color: false, headers: true }
     }
 
+    /// `text` (escaped: it is often data) in the tone's colour when colour is on.
     pub fn paint(&self, text: &str, tone: Tone) -> String {
+        let text = escape::escape(text);
         if !self.color {
-            return text.to_string();
+            return text.into_owned();
         }
         match tone {
             Tone::Good => text.green().to_string(),
@@ -54,7 +57,8 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
         t.set_header(header.to_vec());
     }
     for row in rows {
-        t.add_row(row);
+        // Cells hold names and CIDRs from the data: one line each, no control sequence.
+        t.add_row(row.iter().map(|c| escape::cell(c, style.color).into_owned()).collect::<Vec<_>>());
     }
     let columns = t.column_count();
     for (i, col) in t.column_iter_mut().enumerate() {
@@ -119,6 +123,16 @@ mod tests {
         assert_eq!(bar(Some(0.18), &s), "##........ 18%");
         assert_eq!(bar(Some(0.999), &s), "##########>99%".replace("#>", "# >"));
         assert_eq!(bar(None, &s), "-");
+    }
+
+    #[test]
+    fn painted_text_is_escaped_and_its_colours_pass_the_output_filter() {
+        let style = Style { color: true, headers: true };
+        for tone in [Tone::Good, Tone::Warn, Tone::Bad, Tone::Dim, Tone::Bold] {
+            let painted = style.paint("a\x1b]52;c;eA==\x07", tone);
+            assert_eq!(escape::terminal_safe(&painted, true), painted, "{painted:?}");
+            assert!(painted.contains("a\\e]52;c;eA==\\x07"), "{painted:?}");
+        }
     }
 
     #[test]

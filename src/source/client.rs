@@ -3,6 +3,7 @@
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 
 use crate::cli::GlobalArgs;
+use super::secrets;
 use crate::error::{cluster, input};
 use anyhow::Result;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
@@ -17,6 +18,8 @@ pub struct Connection {
     pub user: String,
     /// `--request-timeout`, for messages.
     pub timeout: Option<Duration>,
+    /// The exec credential plugin of the kubeconfig user, for messages.
+    pub exec_command: Option<String>,
 }
 
 /// `--request-timeout`: `0` means no timeout; a bare number is seconds; else `30s`, `1m`, `1h2m`.
@@ -33,27 +36,26 @@ pub fn parse_timeout(text: &str) -> Result<Option<Duration>> {
 pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
     let timeout = parse_timeout(&global.request_timeout)?;
     let options = KubeConfigOptions { context: global.context.clone(), cluster: global.cluster.clone(), user: global.user.clone() };
-    let (mut config, context, kube_user) = match &global.kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path).map_err(|e| input(format!("cannot read kubeconfig {path}: {e}")))?;
+    let (mut config, context, kube_user, exec_command) = match load_kubeconfig(global.kubeconfig.as_deref())? {
+        Some(file) => {
+            secrets::remember(&file);
             let (context, user) = kubeconfig_names(&file, &options);
-            let config = Config::from_custom_kubeconfig(file, &options).await.map_err(|e| input(format!("kubeconfig {path}: {e}")))?;
-            (config, context, user)
+            let exec_command = user.as_ref().and_then(|u| file.auth_infos.iter().find(|a| &a.name == u)).and_then(|a| a.auth_info.as_ref()?.exec.as_ref()?.command.clone());
+            let config = Config::from_custom_kubeconfig(file, &options).await.map_err(|e| input(format!("kubeconfig: {}", secrets::redact(&e.to_string()))))?;
+            (config, context, user, exec_command)
         }
-        None => {
-            let explicit = global.context.is_some() || global.cluster.is_some() || global.user.is_some();
-            let file = Kubeconfig::read().ok();
-            let (context, user) = file.as_ref().map(|f| kubeconfig_names(f, &options)).unwrap_or_default();
-            let config = if explicit {
-                Config::from_kubeconfig(&options).await.map_err(|e| input(format!("kubeconfig: {e}")))?
-            } else {
-                // Keeps in-cluster configuration working when there is no kubeconfig.
-                Config::infer().await.map_err(|e| {
-                    cluster(format!("no cluster configured: {e}; set KUBECONFIG or --kubeconfig, or pass -f FILE to work offline"))
-                })?
-            };
-            (config, context, user)
+        None if global.context.is_some() || global.cluster.is_some() || global.user.is_some() => {
+            return Err(input("no kubeconfig found (KUBECONFIG, ~/.kube/config) for --context/--cluster/--user; set KUBECONFIG or --kubeconfig"));
         }
+        // Keeps in-cluster configuration working when there is no kubeconfig.
+        None => (
+            Config::incluster().map_err(|e| {
+                cluster(format!("no cluster configured: no kubeconfig and not in a cluster ({}); set KUBECONFIG or --kubeconfig, or pass -f FILE to work offline", secrets::redact(&e.to_string())))
+            })?,
+            None,
+            None,
+            None,
+        ),
     };
     if let Some(user) = &global.as_user {
         config.auth_info.impersonate = Some(user.clone());
@@ -66,10 +68,49 @@ pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
         config.connect_timeout = timeout;
         config.write_timeout = timeout;
     }
-    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
-    let client = kube::Client::try_from(config).map_err(|e| cluster(format!("cannot build a client for {server}: {e}")))?;
+    let server = secrets::safe_url(&config.cluster_url.to_string());
+    let client = kube::Client::try_from(config).map_err(|e| {
+        let cause = secrets::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
+        cluster(format!("cannot build a client for {server}: {cause}"))
+    })?;
     let user = global.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
-    Ok(Connection { client, server, context, user, timeout })
+    Ok(Connection { client, server, context, user, timeout, exec_command })
+}
+
+/// The kubeconfig kubectl would use: `--kubeconfig`, else the files of `KUBECONFIG` merged (the
+/// first to set a value wins; missing files are skipped, as kubectl skips them), else
+/// `~/.kube/config`. `None` when there is none.
+fn load_kubeconfig(explicit: Option<&str>) -> Result<Option<Kubeconfig>> {
+    if let Some(path) = explicit {
+        return read_kubeconfig(std::path::Path::new(path)).map(Some);
+    }
+    let paths: Vec<std::path::PathBuf> = match std::env::var_os("KUBECONFIG") {
+        Some(list) if !list.is_empty() => std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()).collect(),
+        _ => std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".kube/config")).into_iter().collect(),
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths.iter().filter(|p| p.exists()) {
+        let next = read_kubeconfig(path)?;
+        merged = Some(match merged {
+            None => next,
+            Some(done) => done.merge(next).map_err(|e| input(format!("cannot merge kubeconfig {}: {e}", path.display())))?,
+        });
+    }
+    Ok(merged)
+}
+
+/// One kubeconfig file. A parse error names the line only: the parser's own message quotes the
+/// lines around it, and those hold credentials.
+fn read_kubeconfig(path: &std::path::Path) -> Result<Kubeconfig> {
+    let name = path.display();
+    Kubeconfig::read_from(path).map_err(|e| match e {
+        kube::config::KubeconfigError::ReadConfig(io, _) => input(format!("cannot read kubeconfig {name}: {io}")),
+        kube::config::KubeconfigError::Parse(parse) => {
+            let at = parse.location().map(|l| format!(" at line {}", l.line())).unwrap_or_default();
+            input(format!("kubeconfig {name} is not a valid kubeconfig{at} (the parser's message is not shown: it quotes the file, which holds credentials); check it with kubectl config view --kubeconfig {name}"))
+        }
+        other => input(format!("kubeconfig {name}: {}", secrets::redact(&other.to_string()))),
+    })
 }
 
 impl Connection {
@@ -85,7 +126,7 @@ impl Connection {
             kube::Error::Api(status) if status.code == 401 => cluster(format!(
                 "unauthorized (401): {server} rejected the credentials of user {user}; log in again or choose another --user/--context"
             )),
-            kube::Error::Api(status) => cluster(format!("{verb} {what} on {server} failed ({}): {}", status.code, status.message)),
+            kube::Error::Api(status) => cluster(format!("{verb} {what} on {server} failed ({}): {}", status.code, secrets::redact(&status.message))),
             _ => cluster(format!(
                 "cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network",
                 self.transport_cause(&error)
@@ -99,7 +140,10 @@ impl Connection {
         while let Some(source) = innermost.source() {
             innermost = source;
         }
-        let cause = innermost.to_string();
+        if let Some(auth) = super::secrets::auth_failure(error, self.exec_command.as_deref()) {
+            return auth;
+        }
+        let cause = super::secrets::redact(&innermost.to_string()).into_owned();
         match self.timeout {
             // hyper-timeout reports a timeout as "deadline has elapsed".
             Some(timeout) if cause.contains("deadline has elapsed") || cause.contains("timed out") => {

@@ -12,6 +12,13 @@ use std::path::{Path, PathBuf};
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
+/// The most one input (a file, stdin) may hold. A `kubectl get -o yaml` of every pod of a
+/// large cluster is well below; `-f /dev/zero` or a runaway pipe is refused instead of filling
+/// memory (decoding takes several times the text's size).
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+/// How deep directories are walked.
+const MAX_DEPTH: usize = 32;
+
 /// One input's text: its name (path or `-`) and its path unless it is standard input.
 pub struct TextFile {
     pub name: String,
@@ -50,10 +57,7 @@ pub fn read(paths: &[String]) -> Result<Vec<TextFile>> {
 fn each_text(paths: &[String], visit: &mut dyn FnMut(TextFile) -> Result<()>) -> Result<()> {
     for path in paths {
         if path == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| input(format!("cannot read standard input: {e}")))?;
+            let text = read_text(std::io::stdin().lock(), "standard input")?;
             visit(TextFile { name: "-".into(), path: None, text })?;
             continue;
         }
@@ -71,23 +75,176 @@ fn each_text(paths: &[String], visit: &mut dyn FnMut(TextFile) -> Result<()>) ->
     Ok(())
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
+/// binary data, `/dev/zero`) or past the limit, so that neither takes long.
+fn read_text(mut reader: impl Read, name: &str) -> Result<String> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(input(format!("cannot read {name}: {e}"))),
+        };
+        if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
+            return Err(input(format!("{name}: binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
+        }
+        if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
+            return Err(input(format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(bytes).map_err(|_| input(format!("{name}: not UTF-8 text; pass Kubernetes YAML or JSON")))
+}
+
+/// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory
+/// walked and each file read once (a link to an ancestor is a loop, not an endless walk; a link
+/// to a file already found is not a second copy); FIFOs, devices and
+/// sockets are skipped (reading a FIFO nobody writes to would block).
+pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    walk_from(dir, 0, &mut seen, out)
+}
+
+fn walk_from(dir: &Path, depth: usize, seen: &mut std::collections::HashSet<(u64, u64)>, out: &mut Vec<PathBuf>) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
+    if !seen.insert((meta.dev(), meta.ino())) {
+        return Ok(());
+    }
+    if depth > MAX_DEPTH {
+        return Err(input(format!("{}: directories nested more than {MAX_DEPTH} deep; pass a directory closer to the manifests", dir.display())));
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())) {
+        // Dangling links and unreadable entries are skipped, as non-manifest files are.
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        if meta.is_dir() {
+            walk_from(&path, depth + 1, seen, out)?;
+        } else if meta.is_file() && seen.insert((meta.dev(), meta.ino())) && path.extension().and_then(|e| e.to_str()).is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())) {
             out.push(path);
         }
     }
     Ok(())
 }
 
+/// A CiliumPodIPPool name that more than one document of the input defines. The copies may
+/// differ (a kustomize base and its overlay): the figures use one, an edit would go into
+/// another, so reads warn and `--in-place` refuses.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DuplicatePool {
+    pub name: String,
+    /// Each file holding a copy, with how many copies it holds, in input order.
+    pub files: Vec<(String, usize)>,
+}
+
+impl std::fmt::Display for DuplicatePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let copies: usize = self.files.iter().map(|(_, n)| n).sum();
+        let places: Vec<String> = self.files.iter().map(|(file, n)| if *n > 1 { format!("{file} ({n} documents)") } else { file.clone() }).collect();
+        write!(f, "CiliumPodIPPool {} is defined {copies} times: {}", self.name, places.join(", "))
+    }
+}
+
+/// Reads go on with one warning line per duplicate on stderr.
+pub fn warn_duplicates(files: &[LoadedFile]) {
+    for duplicate in duplicate_pools(files) {
+        warn_line!("warning: {duplicate}; the figures use only one copy — pass the files one at a time to see each");
+    }
+}
+
+/// `--in-place` refuses to write when any pool is defined twice: the copy analysed and the copy
+/// edited could differ, and the wrong document would be rewritten.
+pub fn refuse_duplicates(files: &[LoadedFile]) -> Result<()> {
+    match duplicate_pools(files).first() {
+        None => Ok(()),
+        Some(duplicate) => Err(input(format!(
+            "{duplicate}; --in-place cannot tell which copy to edit — pass the files one at a time (e.g. -f {}); nothing was written",
+            duplicate.files[0].0
+        ))),
+    }
+}
+
+/// Every pool name defined more than once across `files`, pools inside `List`s included. Copies
+/// that share a `metadata.uid` are one cluster object read through two API versions (a dump
+/// may hold both views) and are not counted twice.
+pub fn duplicate_pools(files: &[LoadedFile]) -> Vec<DuplicatePool> {
+    // name -> (file, uid) of every copy, in input order.
+    let mut copies: std::collections::BTreeMap<&str, Vec<(&str, Option<&str>)>> = Default::default();
+    for file in files {
+        for doc in &file.documents {
+            for pool in pool_objects(doc) {
+                let Some(name) = pool.pointer("/metadata/name").and_then(Value::as_str) else { continue };
+                let uid = pool.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty());
+                let seen = copies.entry(name).or_default();
+                if uid.is_none() || !seen.iter().any(|(_, u)| *u == uid) {
+                    seen.push((file.name.as_str(), uid));
+                }
+            }
+        }
+    }
+    copies
+        .into_iter()
+        .filter(|(_, seen)| seen.len() > 1)
+        .map(|(name, seen)| {
+            let mut files: Vec<(String, usize)> = Vec::new();
+            for (file, _) in seen {
+                match files.iter_mut().find(|(f, _)| f == file) {
+                    Some((_, n)) => *n += 1,
+                    None => files.push((file.to_string(), 1)),
+                }
+            }
+            DuplicatePool { name: name.to_string(), files }
+        })
+        .collect()
+}
+
+/// The CiliumPodIPPool objects of a document: itself, or the items of a `List` /
+/// `CiliumPodIPPoolList` (whose items may omit their kind).
+fn pool_objects(doc: &Value) -> Vec<&Value> {
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind == "CiliumPodIPPool" {
+        return vec![doc];
+    }
+    let Some(items) = doc.get("items").and_then(Value::as_array).filter(|_| kind.ends_with("List")) else { return Vec::new() };
+    items
+        .iter()
+        .filter(|item| match item.get("kind").and_then(Value::as_str) {
+            Some(k) => k == "CiliumPodIPPool",
+            None => kind == "CiliumPodIPPoolList",
+        })
+        .collect()
+}
+
 fn read_file(path: PathBuf) -> Result<TextFile> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(&path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|_| input(format!("{name}: not UTF-8 text; pass Kubernetes YAML or JSON")))?;
+    let reader = std::fs::File::open(&path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
+    let text = read_text(reader, &name)?;
     Ok(TextFile { name, path: Some(path), text })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_pools_across_and_within_files_and_lists() {
+        let pool = |name: &str, uid: Option<&str>| serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name, "uid": uid}});
+        let file = |name: &str, documents: Vec<Value>| LoadedFile { name: name.into(), documents };
+        let files = vec![
+            file("base/pool.yaml", vec![pool("blue", None), pool("red", None)]),
+            file("overlay/pool.yaml", vec![pool("blue", None)]),
+            file("one.yaml", vec![pool("green", None), serde_json::json!({"kind": "CiliumPodIPPoolList", "items": [{"metadata": {"name": "green"}}]})]),
+            // One cluster object read through two versions is not a duplicate.
+            file("dump.yaml", vec![pool("gold", Some("u1")), pool("gold", Some("u1"))]),
+        ];
+        let found = duplicate_pools(&files);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].to_string(), "CiliumPodIPPool blue is defined 2 times: base/pool.yaml, overlay/pool.yaml");
+        assert_eq!(found[1].to_string(), "CiliumPodIPPool green is defined 2 times: one.yaml (2 documents)");
+        assert!(duplicate_pools(&files[3..]).is_empty());
+    }
 }

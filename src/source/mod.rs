@@ -5,6 +5,7 @@ pub mod client;
 pub mod cluster;
 pub mod files;
 pub mod pools;
+pub mod secrets;
 pub mod watch;
 
 use crate::cli::GlobalArgs;
@@ -17,7 +18,7 @@ pub async fn snapshot(global: &GlobalArgs) -> Result<Snapshot> {
         let (snapshot, layout) = cluster::Cluster::connect(global).await?.read().await?;
         if global.verbose {
             let count = |n: Option<usize>| n.map_or_else(|| "not readable".to_string(), |n| n.to_string());
-            eprintln!(
+            warn_line!(
                 "read {} pools through {}, {} CiliumNodes, pods: {}, CiliumEndpoints: {}",
                 snapshot.pools.len(),
                 layout.pools.api_version,
@@ -33,6 +34,7 @@ pub async fn snapshot(global: &GlobalArgs) -> Result<Snapshot> {
 
 pub fn from_files(global: &GlobalArgs) -> Result<Snapshot> {
     let loaded = files::load(&global.filename)?;
+    files::warn_duplicates(&loaded);
     let names = loaded.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = Snapshot::from_objects(loaded.into_iter().flat_map(|f| f.documents));
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
@@ -46,9 +48,9 @@ pub fn from_files(global: &GlobalArgs) -> Result<Snapshot> {
     }
     snapshot.origin = Origin { kind: "files", files: global.filename.clone(), ..Default::default() };
     if global.verbose {
-        eprintln!("read {} file(s): {}", names.len(), names.join(", "));
+        warn_line!("read {} file(s): {}", names.len(), names.join(", "));
         for (kind, n) in &snapshot.skipped {
-            eprintln!("skipped {n} object(s) of kind {kind}");
+            warn_line!("skipped {n} object(s) of kind {kind}");
         }
     }
     Ok(snapshot)

@@ -112,7 +112,7 @@ impl Watch {
                 true
             }
             Signal::Failed(error) => {
-                eprintln!("warning: watch failed, retrying: {error}");
+                warn_line!("warning: watch failed, retrying: {error}");
                 false
             }
         }
