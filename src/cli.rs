@@ -2,6 +2,7 @@
 //! kubectl connection flags are defined here, with kubectl's names and meanings.
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,8 +44,8 @@ pub struct GlobalArgs {
     #[arg(long = "as-group", global = true, value_name = "GROUP")]
     pub as_group: Vec<String>,
     /// How long to wait for a single request, e.g. 30s, 1m; 0 waits forever
-    #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
-    pub request_timeout: String,
+    #[arg(long, global = true, value_name = "DURATION", default_value = "0", value_parser = parse_timeout)]
+    pub request_timeout: Duration,
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
@@ -262,3 +263,26 @@ pub fn complete_command() -> clap::Command {
 
 /// The name of the hidden completion subcommand.
 pub const COMPLETE: &str = "__complete";
+
+/// `--request-timeout`: a bare number is seconds; else `30s`, `1m`, `1h2m`; `0` means none.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    match text.parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => humantime::parse_duration(text).map_err(|e| format!("not a duration ({e}); use e.g. 30s, 1m or 0")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_timeout("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_timeout("3s").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_timeout("1m30s").unwrap(), Duration::from_secs(90));
+        assert!(parse_timeout("soon").is_err());
+    }
+}

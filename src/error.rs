@@ -1,10 +1,15 @@
-//! Errors that decide the exit code (product §4). Every message is one line saying what went
-//! wrong, which object or field, and what to do; details may follow in the context chain.
+//! Errors that decide the exit code (docs/design/exit-codes.md). Every message is one line
+//! saying what went wrong, which object or field, and what to do; details may follow in the
+//! context chain. `main` prints it as `error: ...`; commands never write that line themselves.
 
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum Failure {
+    /// A condition the command reports as a failure: what was asked cannot be done as things
+    /// stand (e.g. pools blocked from migrating). Nothing was written. Exit 1.
+    #[error("{0}")]
+    Condition(String),
     /// Invalid input: flags, files, ranges, pool names. Nothing was written. Exit 2.
     #[error("{0}")]
     Input(String),
@@ -16,10 +21,16 @@ pub enum Failure {
 impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
+            Failure::Condition(_) => 1,
             Failure::Input(_) => 2,
             Failure::Cluster(_) => 3,
         }
     }
+}
+
+/// Shorthand for an exit-1 condition.
+pub fn condition(message: impl Into<String>) -> anyhow::Error {
+    Failure::Condition(message.into()).into()
 }
 
 /// Shorthand for an input error.

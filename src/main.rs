@@ -1,8 +1,7 @@
 //! kubectl-ciliumpool: parse, decide colour and interactivity, run, map errors to exit codes.
 
 use ciliumpool::cli::{COMPLETE, Cli, ColorChoice, complete_command};
-use ciliumpool::commands::{self, Context};
-use ciliumpool::render::Style;
+use ciliumpool::commands::{self, Context, Terminal};
 use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 
@@ -14,18 +13,18 @@ fn main() {
         std::process::exit(exit_code(runtime.block_on(commands::complete::run(&words))));
     }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
-    let global = cli.global.clone();
-    let color = match global.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
-    };
-    let ctx = Context {
-        style: Style { color, headers: !global.no_headers },
+    let stdout = std::io::stdout().is_terminal();
+    let terminal = Terminal {
+        color: match cli.global.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && stdout,
+        },
+        stdout,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
-        global,
     };
-    std::process::exit(exit_code(runtime.block_on(commands::run(cli.command, &ctx))));
+    let result = Context::from_cli(&cli, terminal).and_then(|ctx| runtime.block_on(commands::run(cli.command, &ctx)));
+    std::process::exit(exit_code(result));
 }
 
 /// The exit code of a run; its error, if any, on stderr.

@@ -6,7 +6,7 @@
 
 use super::emit;
 use crate::cli::{Cli, GlobalArgs};
-use crate::source::{cluster::Cluster, from_files};
+use crate::source::{Input, cluster::Cluster, from_files};
 use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, ValueHint};
 use std::time::Duration;
 
@@ -195,13 +195,12 @@ async fn pool_names(completed: &[String]) -> Vec<String> {
     if global.filename.iter().any(|name| name == "-") {
         return Vec::new();
     }
-    let names = if global.filename.is_empty() {
-        match Cluster::connect(&global).await {
+    let names = match super::input_of(&global) {
+        Input::Cluster(options) => match Cluster::connect(&options, global.namespace.as_deref()).await {
             Ok(cluster) => cluster.pool_names().await.unwrap_or_default(),
             Err(_) => Vec::new(),
-        }
-    } else {
-        from_files(&global).map(|snapshot| snapshot.pools.into_iter().map(|pool| pool.name).collect()).unwrap_or_default()
+        },
+        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false).map(|snapshot| snapshot.pools.into_iter().map(|pool| pool.name).collect()).unwrap_or_default(),
     };
     let mut names = names;
     names.sort();

@@ -3,16 +3,17 @@
 //! asks, writes and reports.
 
 use super::{Context, emit};
-use crate::cli::{DryRun, MigrateArgs, Output, Schema};
-use crate::error::{cluster, input};
+use crate::cli::{DryRun, MigrateArgs, Schema};
+use crate::error::{cluster, condition, input};
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
 use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
-use crate::render::{self, migrate as view};
+use crate::render::migrate as view;
 use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target};
 use crate::source::{atomic, client, files};
-use crate::terminal::Prompter;
+use crate::source::Input;
+use crate::terminal::Dialoguer;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -22,13 +23,11 @@ use std::path::{Path, PathBuf};
 const MAX_ATTEMPTS: usize = 5;
 
 pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
-    if !ctx.global.filename.is_empty() {
-        return offline(&args, ctx);
-    }
-    if args.in_place || args.check {
-        return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));
-    }
-    let conn = client::connect(&ctx.global).await?;
+    let options = match &ctx.input {
+        Input::Files(paths) => return offline(&args, paths, ctx),
+        Input::Cluster(options) => options,
+    };
+    let conn = client::connect(options).await?;
     let live = ClusterView::read(&conn, args.chunk_size).await?;
     if args.status {
         return status(&live, ctx);
@@ -55,19 +54,10 @@ impl ClusterView {
     }
 }
 
-/// Asks before writing: `--yes`, or a confirmation on a terminal; refuses otherwise (exit 2).
+/// Asks before writing (see [`super::confirm`]).
 fn confirm(args: &MigrateArgs, ctx: &Context, question: &str) -> Result<bool> {
-    if args.yes {
-        return Ok(true);
-    }
-    if !ctx.interactive {
-        return Err(input(format!("{question} — refusing to write without --yes when not on a terminal")));
-    }
-    crate::terminal::Dialoguer.confirm(question, false)
-}
-
-fn yaml_or_json<T: serde::Serialize>(value: &T, ctx: &Context) -> Option<String> {
-    matches!(ctx.global.output, Output::Json | Output::Yaml).then(|| render::serialize(value, ctx.global.output == Output::Yaml))
+    let refusal = format!("{question} — refusing to write without --yes when not on a terminal");
+    super::confirm(ctx, args.yes, &Dialoguer, question, &refusal)
 }
 
 // --- plan and apply -------------------------------------------------------------------------
@@ -76,8 +66,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     let dialect = live.plan.dialect;
     if let Some(reason) = &live.plan.blocked {
         print_plan(&live.plan, &BTreeMap::new(), ctx)?;
-        warn_line!("error: {reason}; nothing was written");
-        return Ok(1);
+        return Err(condition(format!("{reason}; nothing was written")));
     }
     let writes = live.plan.writes();
     let mut needed = vec![Permission::pools("get"), Permission::pools("list")];
@@ -174,8 +163,7 @@ fn warn_blocked(plan: &Plan) -> bool {
 }
 
 fn print_plan(plan: &Plan, server: &BTreeMap<String, String>, ctx: &Context) -> Result<()> {
-    let doc = view::PlanDocument { schema_version: view::SCHEMA_VERSION, counts: plan.counts(), plan, server_dry_run: server };
-    ctx.print(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::plan_table(plan, server, &ctx.style)))
+    ctx.show(&view::PlanView { plan, server })
 }
 
 fn default_backup_path() -> PathBuf {
@@ -249,15 +237,7 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
 fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     let writers = core::alpha_writers(&live.via_v2);
     let verdict = core::verdict(&live.crd, &live.plan, &writers);
-    let doc = view::StatusDocument {
-        schema_version: view::SCHEMA_VERSION,
-        crd: &live.crd,
-        counts: live.plan.counts(),
-        pools: &live.plan.pools,
-        v2alpha1_writers: &writers,
-        verdict: &verdict,
-    };
-    ctx.print(&yaml_or_json(&doc, ctx).unwrap_or_else(|| view::status_text(&doc, &live.plan, &ctx.style)))?;
+    ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, writers: &writers, verdict: &verdict })?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 
@@ -267,8 +247,7 @@ written by `migrate`. With the CFP dialect, readers of v2alpha1 (an older operat
 
 async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterView, ctx: &Context) -> Result<i32> {
     if let Some(reason) = &live.plan.blocked {
-        warn_line!("error: {reason}; nothing was written");
-        return Ok(1);
+        return Err(condition(format!("{reason}; nothing was written")));
     }
     let stored = live.crd.stored_versions.clone().unwrap_or_default();
     if stored == ["v2"] {
@@ -277,8 +256,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     }
     let unmigrated = live.plan.pools.len() - live.plan.count(State::Migrated);
     if unmigrated > 0 {
-        warn_line!("error: {unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written");
-        return Ok(1);
+        return Err(condition(format!("{unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written")));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
     warn_line!("{DOWNGRADE_WARNING}");
@@ -309,16 +287,13 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
 
 // --- offline ----------------------------------------------------------------------------------
 
-fn offline(args: &MigrateArgs, ctx: &Context) -> Result<i32> {
-    if args.status || args.finalize || args.dry_run != DryRun::None || args.backup.is_some() {
-        return Err(input("--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)"));
-    }
+fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     let target = match args.schema {
         Schema::Upstream => Dialect::UpstreamV2,
         Schema::Cfp => Dialect::CfpV2,
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
-    let texts = files::read(&ctx.global.filename)?;
+    let texts = files::read(paths)?;
     let parsed = texts.iter().map(|f| Ok(files::LoadedFile { name: f.name.clone(), documents: crate::manifest::parse(&f.text, &f.name)? })).collect::<Result<Vec<_>>>()?;
     if args.in_place {
         files::refuse_duplicates(&parsed)?;

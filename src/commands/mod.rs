@@ -1,4 +1,5 @@
 //! Command orchestration: read a snapshot, run the allocator, render, choose the exit code.
+//! Commands ask (the source layer reads and writes, the pure layers decide) and report.
 
 pub mod check;
 pub mod complete;
@@ -9,20 +10,134 @@ pub mod usage;
 pub mod version;
 
 use crate::allocator::Report;
-use crate::cli::{Cli, Command, GlobalArgs};
+use crate::cli::{Cli, Command, DryRun, GlobalArgs, Output};
 use crate::error::input;
 use crate::model::Snapshot;
-use crate::render::Style;
+use crate::render::{self, Format, Render, Style};
+use crate::source::{ConnectOptions, Input};
+use crate::terminal::Prompter;
 use anyhow::Result;
 use clap::CommandFactory;
 use std::io::Write;
 
-/// Settings decided once in `main`.
+/// Every setting a command needs, resolved once from the flags and the terminal
+/// ([`Context::from_cli`]). Commands read these, never the flags' raw form.
 pub struct Context {
-    pub global: GlobalArgs,
+    /// Files (`-f`) or the cluster's connection flags.
+    pub input: Input,
+    /// `-n`: the namespace pods (and their CiliumEndpoints) are read from; `None`: all.
+    pub namespace: Option<String>,
+    /// `-v`: diagnostics on stderr.
+    pub verbose: bool,
+    pub format: Format,
+    /// How stdout is styled.
     pub style: Style,
+    /// How text on stderr is styled while stdout carries the result: never coloured.
+    pub stderr_style: Style,
+    /// stdout is a terminal: `--watch` redraws in place.
+    pub stdout_terminal: bool,
     /// stdin and stderr are terminals: prompts and pickers are allowed.
     pub interactive: bool,
+}
+
+/// What `main` found out about the terminal (the only place that looks).
+#[derive(Clone, Copy, Debug)]
+pub struct Terminal {
+    /// Colour is wanted (`--color`, `NO_COLOR`, stdout a terminal).
+    pub color: bool,
+    pub stdout: bool,
+    /// stdin and stderr are terminals.
+    pub interactive: bool,
+}
+
+impl Context {
+    /// The settings for a parsed command line. Flag combinations clap cannot express (they
+    /// depend on whether `-f` was given) are refused here, before anything is read (exit 2).
+    pub fn from_cli(cli: &Cli, terminal: Terminal) -> Result<Context> {
+        let global = &cli.global;
+        check_combinations(&cli.command, !global.filename.is_empty())?;
+        let headers = !global.no_headers;
+        Ok(Context {
+            input: input_of(global),
+            namespace: global.namespace.clone(),
+            verbose: global.verbose,
+            format: match global.output {
+                Output::Table => Format::Table,
+                Output::Wide => Format::Wide,
+                Output::Json => Format::Json,
+                Output::Yaml => Format::Yaml,
+                Output::Name => Format::Name,
+            },
+            style: Style { color: terminal.color, headers },
+            stderr_style: Style { color: false, headers },
+            stdout_terminal: terminal.stdout,
+            interactive: terminal.interactive,
+        })
+    }
+
+    /// The context for tests and `__complete`: plain output, no terminal.
+    pub fn plain(input: Input) -> Context {
+        Context {
+            input,
+            namespace: None,
+            verbose: false,
+            format: Format::Table,
+            style: Style::plain(),
+            stderr_style: Style::plain(),
+            stdout_terminal: false,
+            interactive: false,
+        }
+    }
+}
+
+/// Files when `-f` was given, else the cluster kubectl's flags select.
+pub fn input_of(global: &GlobalArgs) -> Input {
+    if !global.filename.is_empty() {
+        return Input::Files(global.filename.clone());
+    }
+    Input::Cluster(ConnectOptions {
+        kubeconfig: global.kubeconfig.clone(),
+        context: global.context.clone(),
+        cluster: global.cluster.clone(),
+        user: global.user.clone(),
+        as_user: global.as_user.clone(),
+        as_group: global.as_group.clone(),
+        timeout: (!global.request_timeout.is_zero()).then_some(global.request_timeout),
+    })
+}
+
+/// Refuses flags that need (or cannot have) a cluster, and values clap does not check.
+fn check_combinations(command: &Command, offline: bool) -> Result<()> {
+    match command {
+        Command::Usage(args) => {
+            if let Some(pct) = args.fail_above
+                && !(0.0..=100.0).contains(&pct)
+            {
+                return Err(input(format!("--fail-above {pct} is not a percentage between 0 and 100")));
+            }
+            if args.watch && offline {
+                return Err(input("--watch needs a live cluster; it cannot be combined with -f"));
+            }
+        }
+        Command::ReserveRange(args) => {
+            if args.in_place && !offline {
+                return Err(input("--in-place edits files; pass the manifest with -f FILE"));
+            }
+            if args.dry_run == DryRun::Server && offline {
+                return Err(input("--dry-run=server needs a cluster; with -f use --dry-run=client (or no dry run: the edited manifest is printed)"));
+            }
+        }
+        Command::Migrate(args) => {
+            if offline && (args.status || args.finalize || args.dry_run != DryRun::None || args.backup.is_some()) {
+                return Err(input("--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)"));
+            }
+            if !offline && (args.in_place || args.check) {
+                return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Runs a command; returns the exit code for a successful run (0, or 1 for "found it").
@@ -44,13 +159,15 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
 }
 
 impl Context {
-    /// Writes a result to stdout: escaped for a terminal unless it is a JSON/YAML document
-    /// (those escape control characters themselves). Use [`emit`] for manifests.
+    /// Prints a command's result in the format `-o` asked for.
+    pub fn show(&self, result: &impl Render) -> Result<()> {
+        self.print(&render::output(result, self.format, &self.style))
+    }
+
+    /// Writes text in the `-o` format to stdout: escaped for a terminal unless it is a JSON/YAML
+    /// document (those escape control characters themselves). Use [`emit`] for manifests.
     pub fn print(&self, text: &str) -> Result<()> {
-        match self.global.output {
-            crate::cli::Output::Json | crate::cli::Output::Yaml => emit(text),
-            _ => self.human(text),
-        }
+        if self.format.is_document() { emit(text) } else { self.human(text) }
     }
 
     /// Writes a human line or block to stdout, escaped, whatever `-o` says.
@@ -67,9 +184,21 @@ pub fn emit(text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The one rule before a write: `--yes` (`yes`), or a yes to `question` on a terminal; without
+/// a terminal and without `--yes` nothing is written (exit 2, `refusal` says why).
+pub fn confirm(ctx: &Context, yes: bool, prompter: &dyn Prompter, question: &str, refusal: &str) -> Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !ctx.interactive {
+        return Err(input(refusal.to_string()));
+    }
+    prompter.confirm(question, false)
+}
+
 /// Snapshot and report, the start of every read command.
 pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
-    let snapshot = crate::source::snapshot(&ctx.global).await?;
+    let snapshot = crate::source::snapshot(&ctx.input, ctx.namespace.as_deref(), ctx.verbose).await?;
     warn_unread(&snapshot);
     let report = crate::allocator::analyze(&snapshot);
     Ok((snapshot, report))

@@ -6,19 +6,19 @@
 //! analysing the snapshot before and after the edit.
 
 use super::{Context, emit, require_pools};
-use crate::allocator::reserve::{self, Action, Change, Impact, Prepared};
-use crate::cli::{DryRun, Output, ReserveArgs};
+use crate::allocator::reserve::{self, Change, Prepared};
+use crate::cli::{DryRun, ReserveArgs};
 use crate::error::{self, input};
+use crate::manifest;
 use crate::model::{CrdInfo, Dialect, Pool, Snapshot};
-use crate::render::{self, Style, reserve as view};
+use crate::render::reserve::{self as view, Outcome};
+use crate::render::{self, Format};
 use crate::source::client::Connection;
 use crate::source::cluster::Cluster;
 use crate::source::pools::{self, Replaced, RetryError};
-use crate::manifest;
-use crate::source::{self, atomic, files};
+use crate::source::{self, Input, atomic, files};
 use crate::terminal::{Dialoguer, Prompter};
 use anyhow::{Context as _, Result};
-use serde::Serialize;
 use serde_json::Value;
 
 /// Conflicting writes tolerated before giving up (exit 3).
@@ -37,39 +37,7 @@ pub struct Request {
     pub cidr: Option<String>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResultDocument<'a> {
-    schema_version: u32,
-    source: &'a crate::model::Origin,
-    impact: &'a Impact,
-    dry_run: &'static str,
-    /// The change was persisted (false for dry runs).
-    written: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resource_version: Option<String>,
-    /// Conflicting writes that were retried.
-    conflicts: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ListDocument<'a> {
-    schema_version: u32,
-    source: &'a crate::model::Origin,
-    reserved_ranges: Vec<view::ListedRange>,
-}
-
 pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
-    let offline = !ctx.global.filename.is_empty();
-    if args.in_place && !offline {
-        return Err(input("--in-place edits files; pass the manifest with -f FILE"));
-    }
-    if args.dry_run == DryRun::Server && offline {
-        return Err(input("--dry-run=server needs a cluster; with -f use --dry-run=client (or no dry run: the edited manifest is printed)"));
-    }
     if args.list {
         return list(&args, ctx).await;
     }
@@ -78,12 +46,13 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     if from_args.is_none() && !ctx.interactive {
         return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list"));
     }
-    let (snapshot, cluster) = if offline {
-        (source::from_files(&ctx.global)?, None)
-    } else {
-        let cluster = Cluster::connect(&ctx.global).await?;
-        let (snapshot, _) = cluster.read().await?;
-        (snapshot, Some(cluster))
+    let (snapshot, cluster) = match &ctx.input {
+        Input::Files(paths) => (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose)?, None),
+        Input::Cluster(options) => {
+            let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
+            let (snapshot, _) = cluster.read().await?;
+            (snapshot, Some(cluster))
+        }
     };
     let request = match from_args {
         Some(request) => request,
@@ -93,9 +62,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
         },
     };
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
-    match cluster {
-        None => offline_edit(&args, ctx, snapshot, &request),
-        Some(cluster) => live_edit(&args, ctx, &cluster, snapshot, &request).await,
+    match (cluster, &ctx.input) {
+        (Some(cluster), _) => live_edit(&args, ctx, &cluster, snapshot, &request).await,
+        (None, Input::Files(paths)) => offline_edit(&args, ctx, paths, snapshot, &request),
+        (None, Input::Cluster(_)) => unreachable!("a cluster input is connected above"),
     }
 }
 
@@ -118,27 +88,12 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
     let names: Vec<String> = args.pool.iter().cloned().collect();
     require_pools(&snapshot, &names)?;
     let pools: Vec<_> = report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect();
-    let ranges = view::listed_ranges(&pools);
-    let text = match ctx.global.output {
-        Output::Json | Output::Yaml => {
-            let doc = ListDocument { schema_version: render::usage::SCHEMA_VERSION, source: &snapshot.origin, reserved_ranges: ranges };
-            render::serialize(&doc, ctx.global.output == Output::Yaml)
-        }
-        Output::Name => ranges.iter().map(|r| format!("{}/{}-{}\n", r.pool, r.start, r.end)).collect(),
-        Output::Table | Output::Wide => {
-            let mut out = view::list_table(&ranges, &ctx.style);
-            let invalid: Vec<_> = report
-                .problems
-                .iter()
-                .filter(|p| p.kind == crate::allocator::ProblemKind::InvalidReservedRange && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n))))
-                .collect();
-            for p in invalid {
-                out.push_str(&format!("invalid (ignored by the figures): {}: {}\n", p.object, p.message));
-            }
-            out
-        }
-    };
-    ctx.print(&text)?;
+    let invalid = report
+        .problems
+        .iter()
+        .filter(|p| p.kind == crate::allocator::ProblemKind::InvalidReservedRange && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n))))
+        .collect();
+    ctx.show(&view::Reservations { origin: &snapshot.origin, ranges: view::listed_ranges(&pools), invalid })?;
     Ok(0)
 }
 
@@ -156,7 +111,7 @@ fn offline_dialect(pool: &Pool, crd: Option<&CrdInfo>) -> Result<Dialect> {
     Ok(pool.dialect)
 }
 
-fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: &Request) -> Result<i32> {
+fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: Snapshot, request: &Request) -> Result<i32> {
     let pool = snapshot.pool(&request.pool).expect("checked by require_pools");
     let dialect = offline_dialect(pool, snapshot.crd.as_ref())?;
     let api_version = pool.api_version.clone();
@@ -166,18 +121,17 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: 
             && v.pointer("/metadata/name").and_then(Value::as_str) == Some(request.pool.as_str())
             && v.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
     };
-    let stderr_style = Style { color: false, ..ctx.style };
     if !args.in_place {
         // stdout carries the edited manifest; the preview goes to stderr.
-        eprint!("{}", crate::render::escape::escape(&view::preview(&prepared.impact, &stderr_style)));
-        let text = match ctx.global.output {
-            Output::Json => serde_json::to_string_pretty(&prepared.edited)? + "\n",
+        eprint!("{}", crate::render::escape::escape(&view::preview(&prepared.impact, &ctx.stderr_style)));
+        let text = match ctx.format {
+            Format::Json => serde_json::to_string_pretty(&prepared.edited)? + "\n",
             _ => manifest::to_yaml(&prepared.edited),
         };
         emit(&text)?;
         return Ok(0);
     }
-    let path = locate(&ctx.global.filename, &is_pool)?;
+    let path = locate(paths, &is_pool)?;
     let original = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
     let edited = manifest::splice(&original, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
@@ -188,7 +142,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, snapshot: Snapshot, request: 
         file = atomic::commit(vec![atomic::stage(std::path::Path::new(&path), edited.as_bytes(), 0o644)?])?.remove(0);
     }
     let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file) };
-    ctx.print(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, &outcome))?;
+    ctx.print(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, outcome))?;
     Ok(0)
 }
 
@@ -209,53 +163,15 @@ fn prepare(snapshot: &Snapshot, request: &Request, dialect: Dialect, force: bool
     reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force).map_err(|e| input(format!("{e}; nothing was written")))
 }
 
-struct Outcome {
-    written: bool,
-    resource_version: Option<String>,
-    conflicts: u32,
-    file: Option<String>,
-}
-
 /// What stdout gets once the change is done: the JSON/YAML document, or the preview (when not
 /// already shown) and a kubectl-style line.
-fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared, dry_run: DryRun, outcome: &Outcome) -> String {
-    let dry = match dry_run {
+fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared, dry_run: DryRun, outcome: Outcome) -> String {
+    let dry_run = match dry_run {
         DryRun::None => "none",
         DryRun::Client => "client",
         DryRun::Server => "server",
     };
-    match ctx.global.output {
-        Output::Json | Output::Yaml => {
-            let doc = ResultDocument {
-                schema_version: render::usage::SCHEMA_VERSION,
-                source: origin,
-                impact: &prepared.impact,
-                dry_run: dry,
-                written: outcome.written,
-                resource_version: outcome.resource_version.clone(),
-                conflicts: outcome.conflicts,
-                file: outcome.file.clone(),
-            };
-            render::serialize(&doc, ctx.global.output == Output::Yaml)
-        }
-        _ => {
-            let mut out = if outcome.file.is_some() { view::preview(&prepared.impact, &ctx.style) } else { String::new() };
-            let what = match prepared.plan.action {
-                Action::Reserve => format!("reserved {} in {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
-                Action::Remove => format!("removed the reserved range {} of {}", reserve::text(&prepared.plan.entry), prepared.plan.cidr),
-                Action::Drain => format!("draining {} (reserved end to end)", prepared.plan.cidr),
-            };
-            let suffix = match (dry_run, outcome.written) {
-                (DryRun::Client, _) => " (dry run)".to_string(),
-                (DryRun::Server, _) => " (server dry run)".to_string(),
-                (DryRun::None, _) if outcome.conflicts > 0 => format!(" after {} conflicting write(s)", outcome.conflicts),
-                _ => String::new(),
-            };
-            let target = outcome.file.as_ref().map_or(String::new(), |f| format!(" in {f}"));
-            out.push_str(&format!("ciliumpodippool.cilium.io/{} edited{target}: {what}{suffix}\n", prepared.impact.pool));
-            out
-        }
-    }
+    render::output(&view::Edited { origin, prepared, dry_run, outcome }, ctx.format, &ctx.style)
 }
 
 /// A refused write: 422 means the API server rejected the object (input, exit 2); anything
@@ -298,15 +214,15 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             let (prepared, read_version) = last.as_ref().expect("set above");
             let preview = view::preview(&prepared.impact, &ctx.style);
             let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
-            match ctx.global.output {
+            match ctx.format.is_document() {
                 // stdout is for the document; whoever answers the question still sees the cost.
-                Output::Json | Output::Yaml if will_ask => eprint!("{}", crate::render::escape::terminal_safe(&preview, ctx.style.color)),
-                Output::Json | Output::Yaml => {}
-                _ => ctx.print(&preview)?,
+                true if will_ask => eprint!("{}", crate::render::escape::terminal_safe(&preview, ctx.style.color)),
+                true => {}
+                false => ctx.print(&preview)?,
             }
             if args.dry_run == DryRun::Client {
                 let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None };
-                ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+                ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
                 return Ok(None);
             }
             if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
@@ -329,7 +245,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 conflicts,
                 file: None,
             };
-            ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, &outcome))?;
+            ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
             Ok(0)
         }
         Err(RetryError::Read(e)) => Err(connection.request_failed(e, "get", &object_name)),
@@ -342,15 +258,10 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     }
 }
 
-/// `--yes`, or a yes on the terminal; without a terminal and without `--yes` nothing is written.
+/// Asks before writing (see [`super::confirm`]).
 fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
-    if args.yes {
-        return Ok(true);
-    }
-    if !ctx.interactive {
-        return Err(input(format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written")));
-    }
-    prompter.confirm(&format!("Write this change to ciliumpodippool {pool}?"), false)
+    let refusal = format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written");
+    super::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
 }
 
 fn run_test_hook() -> Result<()> {
@@ -485,7 +396,7 @@ mod tests {
 
     #[test]
     fn confirmation_rules() {
-        let not_tty = Context { global: crate::cli::Cli::parse_from(["kubectl-ciliumpool", "version"]).global, style: Style::plain(), interactive: false };
+        let not_tty = Context::plain(crate::source::Input::Files(Vec::new()));
         let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue").unwrap_err();
         assert_eq!(crate::error::exit_code(&err), 2);
         assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue").unwrap());

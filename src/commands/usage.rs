@@ -3,26 +3,17 @@
 use super::{Context, analyze, emit, require_pools, warn_unread};
 use crate::render::escape::terminal_safe;
 use crate::allocator::{Count, PoolReport, Report};
-use crate::cli::{ByKind, Output, UsageArgs};
-use crate::error::input;
+use crate::cli::{ByKind, UsageArgs};
 use crate::model::Snapshot;
-use crate::render::{self, usage};
+use crate::render::{self, usage::{Table, Usage, selected}};
+use crate::source::Input;
 use crate::source::cluster::Cluster;
 use crate::source::watch::Watch;
 use anyhow::Result;
-use std::io::IsTerminal;
 use std::time::Duration;
 
 pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
-    if let Some(pct) = args.fail_above
-        && !(0.0..=100.0).contains(&pct)
-    {
-        return Err(input(format!("--fail-above {pct} is not a percentage between 0 and 100")));
-    }
     if args.watch {
-        if !ctx.global.filename.is_empty() {
-            return Err(input("--watch needs a live cluster; it cannot be combined with -f"));
-        }
         return watch(args, ctx).await;
     }
     let (snapshot, report) = analyze(ctx).await?;
@@ -36,11 +27,12 @@ const DEBOUNCE: Duration = Duration::from_secs(1);
 
 /// `--watch`: render, then re-render whenever the figures change, until Ctrl-C (exit 0).
 async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
-    let cluster = Cluster::connect(&ctx.global).await?;
+    let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses --watch with -f") };
+    let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
     let (snapshot, layout) = cluster.read().await?;
     warn_unread(&snapshot);
     require_pools(&snapshot, &args.pools)?;
-    let mut screen = Screen { terminal: std::io::stdout().is_terminal(), colour: ctx.style.color, machine: matches!(ctx.global.output, Output::Json | Output::Yaml), shown: None };
+    let mut screen = Screen { terminal: ctx.stdout_terminal, colour: ctx.style.color, machine: ctx.format.is_document(), shown: None };
     screen.show(render_snapshot(&args, ctx, &snapshot))?;
     let mut watch = Watch::start(&cluster, &layout);
     let interrupted = tokio::signal::ctrl_c();
@@ -111,36 +103,16 @@ fn frame(text: &str, first: bool, terminal: bool) -> String {
     }
 }
 
-fn selected<'a>(report: &'a Report, names: &[String]) -> Vec<&'a PoolReport> {
-    report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect()
-}
-
 /// The whole output for one snapshot (also what `--watch` re-renders).
-pub fn render_usage(args: &UsageArgs, ctx: &Context, snapshot: &Snapshot, report: &Report) -> String {
-    let pools = selected(report, &args.pools);
-    let style = &ctx.style;
-    match ctx.global.output {
-        Output::Json | Output::Yaml => {
-            let doc = usage::UsageDocument::new(report, &pools, &snapshot.origin, args.pools.is_empty());
-            render::serialize(&doc, ctx.global.output == Output::Yaml)
-        }
-        Output::Name => pools.iter().map(|p| format!("ciliumpodippool/{}\n", p.name)).collect(),
-        Output::Table | Output::Wide => {
-            let wide = ctx.global.output == Output::Wide;
-            let selected_name = |name: &str| args.pools.is_empty() || args.pools.iter().any(|p| p == name);
-            let mut out = if args.show_blocks {
-                usage::blocks_table(&pools, style)
-            } else if args.by == ByKind::Node {
-                usage::nodes_table(report, &selected_name, style)
-            } else {
-                usage::pools_table(&pools, wide, style)
-            };
-            if style.headers {
-                out.push_str(&usage::footer(&report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len(), style));
-            }
-            out
-        }
-    }
+fn render_usage(args: &UsageArgs, ctx: &Context, snapshot: &Snapshot, report: &Report) -> String {
+    let table = if args.show_blocks {
+        Table::Blocks
+    } else if args.by == ByKind::Node {
+        Table::Nodes
+    } else {
+        Table::Pools
+    };
+    render::output(&Usage { snapshot, report, names: &args.pools, table }, ctx.format, &ctx.style)
 }
 
 /// `--fail-above` and `--min-free-blocks`: does any selected pool breach?

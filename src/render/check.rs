@@ -1,7 +1,42 @@
 //! `check` output: one row per problem, and a summary line.
 
-use super::{Style, Tone, table};
+use super::{Render, SCHEMA_VERSION, Style, Tone, table};
 use crate::allocator::{Problem, Severity};
+use crate::model::Origin;
+use serde::Serialize;
+
+/// `check`'s result: the problems at or above the severity asked for.
+pub struct Check<'a> {
+    pub origin: &'a Origin,
+    pub problems: Vec<&'a Problem>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckDocument<'a> {
+    schema_version: u32,
+    source: &'a Origin,
+    problems: &'a [&'a Problem],
+}
+
+impl Render for Check<'_> {
+    fn document(&self) -> impl Serialize {
+        CheckDocument { schema_version: SCHEMA_VERSION, source: self.origin, problems: &self.problems }
+    }
+
+    fn names(&self) -> Option<String> {
+        Some(self.problems.iter().map(|p| format!("{}\n", p.object)).collect())
+    }
+
+    fn text(&self, wide: bool, style: &Style) -> String {
+        let mut out = if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style) };
+        if style.headers {
+            out.push_str(&summary(&self.problems));
+            out.push('\n');
+        }
+        out
+    }
+}
 
 pub fn tone(severity: Severity) -> Tone {
     match severity {

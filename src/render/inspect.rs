@@ -1,8 +1,63 @@
 //! `inspect` output: one pool in depth (product §6).
 
-use super::{Style, Tone, bar, human, table};
-use crate::allocator::{Count, PoolReport, Problem, blocks};
-use crate::model::{CrdInfo, Pool};
+use super::usage::{UsageDocument, pool_names};
+use super::{Render, Style, Tone, bar, human, table};
+use crate::allocator::{Count, PoolReport, Problem, Report, blocks};
+use crate::model::{CrdInfo, Pool, Snapshot};
+use serde::Serialize;
+
+/// `inspect`'s result: the named pools in depth.
+pub struct Inspect<'a> {
+    pub snapshot: &'a Snapshot,
+    pub report: &'a Report,
+    pub names: &'a [String],
+}
+
+impl<'a> Inspect<'a> {
+    fn pools(&self) -> Vec<&'a PoolReport> {
+        self.report.pools.iter().filter(|p| self.names.contains(&p.name)).collect()
+    }
+}
+
+impl Render for Inspect<'_> {
+    fn document(&self) -> impl Serialize {
+        UsageDocument::new(self.report, &self.pools(), &self.snapshot.origin, false)
+    }
+
+    fn names(&self) -> Option<String> {
+        Some(pool_names(&self.pools()))
+    }
+
+    fn text(&self, _wide: bool, style: &Style) -> String {
+        let (snapshot, report) = (self.snapshot, self.report);
+        let mut out = String::new();
+        for (i, pool_report) in self.pools().into_iter().enumerate() {
+            if i > 0 {
+                out.push_str("\n---\n\n");
+            }
+            let pool = snapshot.pool(&pool_report.name).expect("report pools come from the snapshot");
+            let problems: Vec<_> = report.problems.iter().filter(|p| p.pool.as_deref() == Some(pool.name.as_str())).collect();
+            let draining: Vec<DrainingPods> = pool_report
+                .families
+                .iter()
+                .flat_map(|f| f.cidrs.iter())
+                .filter(|c| c.draining)
+                .map(|c| DrainingPods {
+                    cidr: &c.cidr,
+                    pods: snapshot
+                        .pods
+                        .iter()
+                        .flatten()
+                        .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| c.prefix.contains(*ip)))
+                        .map(|p| format!("{}/{}", p.namespace, p.name))
+                        .collect(),
+                })
+                .collect();
+            out.push_str(&pool_details(pool, pool_report, snapshot.crd.as_ref(), &problems, &draining, style));
+        }
+        out
+    }
+}
 
 /// Pods still holding IPs in a draining CIDR, for the decommissioning view.
 pub struct DrainingPods<'a> {

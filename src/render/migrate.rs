@@ -1,12 +1,10 @@
 //! `migrate` output: the plan, the status report. Pure: data in, text out.
 
-use super::{Style, Tone, table};
+use super::{Render, SCHEMA_VERSION, Style, Tone, table};
 use crate::migrate::{AlphaWriter, Plan, State, Verdict};
 use crate::model::CrdInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-pub const SCHEMA_VERSION: u32 = 1;
 
 pub fn tone(state: State) -> Tone {
     match state {
@@ -51,30 +49,72 @@ pub fn plan_table(plan: &Plan, server: &BTreeMap<String, String>, style: &Style)
     out
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDocument<'a> {
-    pub schema_version: u32,
-    pub counts: BTreeMap<&'static str, usize>,
-    #[serde(flatten)]
+/// `migrate`'s plan (`--dry-run`, or a plan that cannot be applied); `server` holds the outcome
+/// of server-side dry runs per pool.
+pub struct PlanView<'a> {
     pub plan: &'a Plan,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub server_dry_run: &'a BTreeMap<String, String>,
+    pub server: &'a BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusDocument<'a> {
-    pub schema_version: u32,
+struct PlanDocument<'a> {
+    schema_version: u32,
+    counts: BTreeMap<&'static str, usize>,
+    #[serde(flatten)]
+    plan: &'a Plan,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    server_dry_run: &'a BTreeMap<String, String>,
+}
+
+impl Render for PlanView<'_> {
+    fn document(&self) -> impl Serialize {
+        PlanDocument { schema_version: SCHEMA_VERSION, counts: self.plan.counts(), plan: self.plan, server_dry_run: self.server }
+    }
+
+    fn text(&self, _wide: bool, style: &Style) -> String {
+        plan_table(self.plan, self.server, style)
+    }
+}
+
+/// `migrate --status`: where the migration stands and whether v2alpha1 can go.
+pub struct Status<'a> {
     pub crd: &'a CrdInfo,
-    pub counts: BTreeMap<&'static str, usize>,
-    pub pools: &'a [crate::migrate::PoolPlan],
-    pub v2alpha1_writers: &'a [AlphaWriter],
+    pub plan: &'a Plan,
+    pub writers: &'a [AlphaWriter],
     pub verdict: &'a Verdict,
 }
 
-pub fn status_text(doc: &StatusDocument, plan: &Plan, style: &Style) -> String {
-    let crd = doc.crd;
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusDocument<'a> {
+    schema_version: u32,
+    crd: &'a CrdInfo,
+    counts: BTreeMap<&'static str, usize>,
+    pools: &'a [crate::migrate::PoolPlan],
+    v2alpha1_writers: &'a [AlphaWriter],
+    verdict: &'a Verdict,
+}
+
+impl Render for Status<'_> {
+    fn document(&self) -> impl Serialize {
+        StatusDocument {
+            schema_version: SCHEMA_VERSION,
+            crd: self.crd,
+            counts: self.plan.counts(),
+            pools: &self.plan.pools,
+            v2alpha1_writers: self.writers,
+            verdict: self.verdict,
+        }
+    }
+
+    fn text(&self, _wide: bool, style: &Style) -> String {
+        status_text(self, style)
+    }
+}
+
+fn status_text(doc: &Status, style: &Style) -> String {
+    let (crd, plan) = (doc.crd, doc.plan);
     let versions: Vec<String> = crd
         .versions
         .iter()
@@ -97,10 +137,10 @@ pub fn status_text(doc: &StatusDocument, plan: &Plan, style: &Style) -> String {
         let rows = pending.iter().map(|p| vec![p.name.clone(), style.paint(p.state.name(), tone(p.state)), p.detail.clone()]).collect();
         out.push_str(&table(&["POOL", "STATE", "DETAIL"], rows, style));
     }
-    if !doc.v2alpha1_writers.is_empty() {
+    if !doc.writers.is_empty() {
         out.push_str("\nManagers that wrote cilium.io/v2alpha1 (metadata.managedFields):\n");
         let rows = doc
-            .v2alpha1_writers
+            .writers
             .iter()
             .map(|w| {
                 let after = if w.after_migration { style.paint("yes", Tone::Bad) } else { "no".to_string() };
@@ -149,7 +189,7 @@ mod tests {
         insta::assert_snapshot!("plan", plan_table(&plan, &server, &Style::plain()));
         let writers = alpha_writers(&pools);
         let verdict = verdict(&crd, &plan, &writers);
-        let doc = StatusDocument { schema_version: SCHEMA_VERSION, crd: &crd, counts: plan.counts(), pools: &plan.pools, v2alpha1_writers: &writers, verdict: &verdict };
-        insta::assert_snapshot!("status", status_text(&doc, &plan, &Style::plain()));
+        let status = Status { crd: &crd, plan: &plan, writers: &writers, verdict: &verdict };
+        insta::assert_snapshot!("status", status_text(&status, &Style::plain()));
     }
 }

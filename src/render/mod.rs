@@ -1,4 +1,6 @@
-//! Rendering: reports in, text out. Pure; colour is decided once in `main` and passed in.
+//! Rendering: results in, text out. Pure; the format and colour are decided once in `main`
+//! and passed in. Every command's result is one value implementing [`Render`], printed by
+//! [`output`] in the format asked for, so that `-o` means the same for every command.
 
 pub mod check;
 pub mod escape;
@@ -6,11 +8,55 @@ pub mod inspect;
 pub mod migrate;
 pub mod reserve;
 pub mod usage;
+pub mod version;
 
 use crate::allocator::Count;
 use comfy_table::{Table, presets::NOTHING};
 use owo_colors::OwoColorize;
 use serde::Serialize;
+
+/// The version of every `-o json|yaml` document (`schemaVersion`); documents change only with
+/// a bump (docs/design/json-contract.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `-o`: how results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+    Name,
+}
+
+impl Format {
+    /// JSON or YAML: stdout carries one machine-readable document and nothing else.
+    pub fn is_document(self) -> bool {
+        matches!(self, Format::Json | Format::Yaml)
+    }
+}
+
+/// A command's result, printable in every format: one model, many renderers.
+pub trait Render {
+    /// The `-o json|yaml` document.
+    fn document(&self) -> impl Serialize;
+    /// `-o name`: one `kind/name` per line; `None` for results without names (their text
+    /// is printed).
+    fn names(&self) -> Option<String> {
+        None
+    }
+    /// `-o table` (and `-o wide` when `wide`).
+    fn text(&self, wide: bool, style: &Style) -> String;
+}
+
+/// `result` as `format` asks.
+pub fn output(result: &impl Render, format: Format, style: &Style) -> String {
+    match format {
+        Format::Json | Format::Yaml => serialize(&result.document(), format == Format::Yaml),
+        Format::Name => result.names().unwrap_or_else(|| result.text(false, style)),
+        Format::Table | Format::Wide => result.text(format == Format::Wide, style),
+    }
+}
 
 /// Presentation settings decided once from flags and the terminal.
 #[derive(Clone, Copy, Debug)]
@@ -98,7 +144,7 @@ pub fn bar(fraction: Option<f64>, style: &Style) -> String {
 }
 
 /// JSON (pretty) or YAML for machine output.
-pub fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
+fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
     if yaml {
         serde_saphyr::to_string(value).expect("report serializes to YAML")
     } else {

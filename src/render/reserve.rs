@@ -1,8 +1,114 @@
 //! `reserve-range` output: the impact preview and the list of reservations (product §8).
 
-use super::{Style, Tone, human, table};
-use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact};
-use crate::allocator::{Count, PoolReport, blocks};
+use super::{Render, SCHEMA_VERSION, Style, Tone, human, table};
+use crate::allocator::reserve::{self, Action, BlockSpan, Figures, Impact, Prepared};
+use crate::allocator::{Count, PoolReport, Problem, blocks};
+use crate::model::Origin;
+use serde::Serialize;
+
+/// How a change ended, besides its impact.
+pub struct Outcome {
+    /// The change was persisted (false for dry runs).
+    pub written: bool,
+    pub resource_version: Option<String>,
+    /// Conflicting writes that were retried.
+    pub conflicts: u32,
+    /// The manifest rewritten (`--in-place`).
+    pub file: Option<String>,
+}
+
+/// `reserve-range`'s result once the change is done (or dry-run).
+pub struct Edited<'a> {
+    pub origin: &'a Origin,
+    pub prepared: &'a Prepared,
+    /// `none`, `client` or `server`, as `--dry-run` is spelled.
+    pub dry_run: &'static str,
+    pub outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EditedDocument<'a> {
+    schema_version: u32,
+    source: &'a Origin,
+    impact: &'a Impact,
+    dry_run: &'static str,
+    written: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource_version: Option<&'a String>,
+    conflicts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a String>,
+}
+
+impl Render for Edited<'_> {
+    fn document(&self) -> impl Serialize {
+        let outcome = &self.outcome;
+        EditedDocument {
+            schema_version: SCHEMA_VERSION,
+            source: self.origin,
+            impact: &self.prepared.impact,
+            dry_run: self.dry_run,
+            written: outcome.written,
+            resource_version: outcome.resource_version.as_ref(),
+            conflicts: outcome.conflicts,
+            file: outcome.file.as_ref(),
+        }
+    }
+
+    /// The preview (unless already shown: it is for a manifest rewrite) and a kubectl-style line.
+    fn text(&self, _wide: bool, style: &Style) -> String {
+        let (plan, outcome) = (&self.prepared.plan, &self.outcome);
+        let mut out = if outcome.file.is_some() { preview(&self.prepared.impact, style) } else { String::new() };
+        let what = match plan.action {
+            Action::Reserve => format!("reserved {} in {}", reserve::text(&plan.entry), plan.cidr),
+            Action::Remove => format!("removed the reserved range {} of {}", reserve::text(&plan.entry), plan.cidr),
+            Action::Drain => format!("draining {} (reserved end to end)", plan.cidr),
+        };
+        let suffix = match self.dry_run {
+            "client" => " (dry run)".to_string(),
+            "server" => " (server dry run)".to_string(),
+            _ if outcome.conflicts > 0 => format!(" after {} conflicting write(s)", outcome.conflicts),
+            _ => String::new(),
+        };
+        let target = outcome.file.as_ref().map_or(String::new(), |f| format!(" in {f}"));
+        out.push_str(&format!("ciliumpodippool.cilium.io/{} edited{target}: {what}{suffix}\n", self.prepared.impact.pool));
+        out
+    }
+}
+
+/// `reserve-range --list`'s result: the valid reservations, and the invalid ones as problems.
+pub struct Reservations<'a> {
+    pub origin: &'a Origin,
+    pub ranges: Vec<ListedRange>,
+    pub invalid: Vec<&'a Problem>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReservationsDocument<'a> {
+    schema_version: u32,
+    source: &'a Origin,
+    reserved_ranges: &'a [ListedRange],
+}
+
+impl Render for Reservations<'_> {
+    fn document(&self) -> impl Serialize {
+        ReservationsDocument { schema_version: SCHEMA_VERSION, source: self.origin, reserved_ranges: &self.ranges }
+    }
+
+    fn names(&self) -> Option<String> {
+        Some(self.ranges.iter().map(|r| format!("{}/{}-{}\n", r.pool, r.start, r.end)).collect())
+    }
+
+    fn text(&self, _wide: bool, style: &Style) -> String {
+        let mut out = list_table(&self.ranges, style);
+        for p in &self.invalid {
+            out.push_str(&format!("invalid (ignored by the figures): {}: {}\n", p.object, p.message));
+        }
+        out
+    }
+}
 
 /// The preview shown before a write: what the range reserves, what it withholds, what stays
 /// allocated inside it, and the pool's figures before → after.

@@ -1,14 +1,74 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (product §5, §11).
 
-use super::{Style, bar, human, table};
+use super::{Render, SCHEMA_VERSION, Style, bar, human, table};
 use crate::allocator::{Count, FamilyReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
-use crate::model::Origin;
+use crate::model::{Origin, Snapshot};
 use serde::Serialize;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// Which table `usage` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// One row per pool and family (the default).
+    Pools,
+    /// `--by node`.
+    Nodes,
+    /// `--show-blocks`.
+    Blocks,
+}
 
-/// The machine-readable document (product §11). Change only with a `schemaVersion` bump.
+/// `usage`'s result: the pools asked for, from one snapshot (also what `--watch` re-renders).
+pub struct Usage<'a> {
+    pub snapshot: &'a Snapshot,
+    pub report: &'a Report,
+    /// The pools asked for; empty means every pool.
+    pub names: &'a [String],
+    pub table: Table,
+}
+
+impl<'a> Usage<'a> {
+    /// The reports of the pools asked for.
+    pub fn pools(&self) -> Vec<&'a PoolReport> {
+        selected(self.report, self.names)
+    }
+}
+
+/// The reports of the pools named (all when `names` is empty).
+pub fn selected<'a>(report: &'a Report, names: &[String]) -> Vec<&'a PoolReport> {
+    report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect()
+}
+
+/// `ciliumpodippool/NAME` lines.
+pub fn pool_names(pools: &[&PoolReport]) -> String {
+    pools.iter().map(|p| format!("ciliumpodippool/{}\n", p.name)).collect()
+}
+
+impl Render for Usage<'_> {
+    fn document(&self) -> impl Serialize {
+        UsageDocument::new(self.report, &self.pools(), &self.snapshot.origin, self.names.is_empty())
+    }
+
+    fn names(&self) -> Option<String> {
+        Some(pool_names(&self.pools()))
+    }
+
+    fn text(&self, wide: bool, style: &Style) -> String {
+        let pools = self.pools();
+        let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
+        let mut out = match self.table {
+            Table::Blocks => blocks_table(&pools, style),
+            Table::Nodes => nodes_table(self.report, &selected_name, style),
+            Table::Pools => pools_table(&pools, wide, style),
+        };
+        if style.headers {
+            let snapshot = self.snapshot;
+            out.push_str(&footer(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len(), style));
+        }
+        out
+    }
+}
+
+/// The machine-readable document of `usage` and `inspect` (docs/design/json-contract.md).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageDocument<'a> {

@@ -2,7 +2,6 @@
 //! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 
-use crate::cli::GlobalArgs;
 use super::secrets;
 use crate::error::{cluster, input};
 use anyhow::Result;
@@ -22,21 +21,23 @@ pub struct Connection {
     pub exec_command: Option<String>,
 }
 
-/// `--request-timeout`: `0` means no timeout; a bare number is seconds; else `30s`, `1m`, `1h2m`.
-pub fn parse_timeout(text: &str) -> Result<Option<Duration>> {
-    let text = text.trim();
-    let duration = match text.parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => humantime::parse_duration(text)
-            .map_err(|e| input(format!("--request-timeout {text:?} is not a duration ({e}); use e.g. 30s, 1m or 0")))?,
-    };
-    Ok((!duration.is_zero()).then_some(duration))
+/// kubectl's connection flags, resolved: which kubeconfig, context, cluster and user, whom to
+/// impersonate, and how long one request may take (`None`: no limit).
+#[derive(Clone, Debug, Default)]
+pub struct ConnectOptions {
+    pub kubeconfig: Option<String>,
+    pub context: Option<String>,
+    pub cluster: Option<String>,
+    pub user: Option<String>,
+    pub as_user: Option<String>,
+    pub as_group: Vec<String>,
+    pub timeout: Option<Duration>,
 }
 
-pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
-    let timeout = parse_timeout(&global.request_timeout)?;
-    let options = KubeConfigOptions { context: global.context.clone(), cluster: global.cluster.clone(), user: global.user.clone() };
-    let (mut config, context, kube_user, exec_command) = match load_kubeconfig(global.kubeconfig.as_deref())? {
+pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
+    let timeout = flags.timeout;
+    let options = KubeConfigOptions { context: flags.context.clone(), cluster: flags.cluster.clone(), user: flags.user.clone() };
+    let (mut config, context, kube_user, exec_command) = match load_kubeconfig(flags.kubeconfig.as_deref())? {
         Some(file) => {
             secrets::remember(&file);
             let (context, user) = kubeconfig_names(&file, &options);
@@ -44,7 +45,7 @@ pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
             let config = Config::from_custom_kubeconfig(file, &options).await.map_err(|e| input(format!("kubeconfig: {}", secrets::redact(&e.to_string()))))?;
             (config, context, user, exec_command)
         }
-        None if global.context.is_some() || global.cluster.is_some() || global.user.is_some() => {
+        None if flags.context.is_some() || flags.cluster.is_some() || flags.user.is_some() => {
             return Err(input("no kubeconfig found (KUBECONFIG, ~/.kube/config) for --context/--cluster/--user; set KUBECONFIG or --kubeconfig"));
         }
         // Keeps in-cluster configuration working when there is no kubeconfig.
@@ -57,11 +58,11 @@ pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
             None,
         ),
     };
-    if let Some(user) = &global.as_user {
+    if let Some(user) = &flags.as_user {
         config.auth_info.impersonate = Some(user.clone());
     }
-    if !global.as_group.is_empty() {
-        config.auth_info.impersonate_groups = Some(global.as_group.clone());
+    if !flags.as_group.is_empty() {
+        config.auth_info.impersonate_groups = Some(flags.as_group.clone());
     }
     if timeout.is_some() {
         config.read_timeout = timeout;
@@ -73,7 +74,7 @@ pub async fn connect(global: &GlobalArgs) -> Result<Connection> {
         let cause = secrets::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
         cluster(format!("cannot build a client for {server}: {cause}"))
     })?;
-    let user = global.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
+    let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
     Ok(Connection { client, server, context, user, timeout, exec_command })
 }
 
@@ -174,18 +175,4 @@ pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::D
 pub fn pools_resource(version: &str) -> kube::api::ApiResource {
     let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
     kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts() {
-        assert_eq!(parse_timeout("0").unwrap(), None);
-        assert_eq!(parse_timeout("30").unwrap(), Some(Duration::from_secs(30)));
-        assert_eq!(parse_timeout("3s").unwrap(), Some(Duration::from_secs(3)));
-        assert_eq!(parse_timeout("1m30s").unwrap(), Some(Duration::from_secs(90)));
-        assert!(parse_timeout("soon").is_err());
-    }
 }

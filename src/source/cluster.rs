@@ -2,8 +2,7 @@
 //! version, CiliumNodes, Pods and CiliumEndpoints — the same objects `-f` reads from files, fed to
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
-use super::client::{Connection, connect, pools_resource};
-use crate::cli::GlobalArgs;
+use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Snapshot};
@@ -106,8 +105,9 @@ pub struct Objects {
 }
 
 impl Cluster {
-    pub async fn connect(global: &GlobalArgs) -> Result<Cluster> {
-        Ok(Cluster { connection: connect(global).await?, namespace: global.namespace.clone() })
+    /// Connects with kubectl's flags; pods are read from `namespace` (all when `None`).
+    pub async fn connect(options: &ConnectOptions, namespace: Option<&str>) -> Result<Cluster> {
+        Ok(Cluster { connection: connect(options).await?, namespace: namespace.map(str::to_string) })
     }
 
     /// Reads everything a snapshot needs; independent lists run concurrently.
