@@ -1,48 +1,94 @@
-//! The allocator at the scale of a large cluster: 5,000 nodes, 200,000 pods, a dual-stack pool
-//! with an IPv6 CIDR of 2^64 addresses. Speed targets live here, not in tests:
-//! `cargo bench --bench analyze`. Target: the analysis well under a second.
+//! The allocator and the decoder at cluster scale. Speed targets live here, never in tests:
+//! `cargo bench --bench analyze` (docs/performance.md has the targets and the last figures).
+//! Under `cargo test` each benchmark runs once on a cluster a hundred times smaller, so the suite
+//! proves they work without spending minutes on them.
+
+#[path = "support/scale.rs"]
+mod scale;
 
 use ciliumpool::allocator::analyze;
 use ciliumpool::model::Snapshot;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use scale::{Kind, Scale};
 use serde_json::{Value, json};
 use std::hint::black_box;
 
-const NODES: u32 = 5_000;
-const PODS_PER_NODE: u32 = 40;
-
-fn objects() -> Vec<Value> {
-    let mut objects = vec![
-        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
-            "spec": {"ipv4": {"cidrs": ["10.0.0.0/8"], "maskSize": 24,
-                              "pool": [{"cidr": "10.0.0.0/8", "reservedRanges": [{"start": "10.255.0.0", "end": "10.255.255.255"}]}]},
-                     "ipv6": {"cidrs": ["fd00::/64"], "maskSize": 112}}}),
-    ];
-    for n in 0..NODES {
-        let (hi, lo) = (n / 256, n % 256);
-        objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": format!("node-{n}")},
-            "spec": {"addresses": [{"type": "CiliumInternalIP", "ip": format!("10.{hi}.{lo}.1")}],
-                     "ipam": {"pools": {"requested": [{"pool": "default", "needed": {"ipv4-addrs": 48, "ipv6-addrs": 48}}],
-                                        "allocated": [{"pool": "default", "cidrs": [format!("10.{hi}.{lo}.0/24"), format!("fd00::{n:x}:0/112")]}]}}}}));
-        for p in 0..PODS_PER_NODE {
-            objects.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p-{n}-{p}"), "namespace": "default"},
-                "spec": {"nodeName": format!("node-{n}")},
-                "status": {"phase": "Running", "podIPs": [{"ip": format!("10.{hi}.{lo}.{}", p + 2)}, {"ip": format!("fd00::{n:x}:{:x}", p + 2)}]}}));
-        }
-    }
-    objects
+/// Full sizes with `cargo bench`; a hundredth under `cargo test` (which passes no `--bench`).
+fn sized(n: u32) -> u32 {
+    if std::env::args().any(|a| a == "--bench") { n } else { (n / 100).max(1) }
 }
 
-fn bench(c: &mut Criterion) {
-    let objects = objects();
-    let snapshot = Snapshot::from_objects(objects.clone());
-    assert_eq!(snapshot.pods.as_ref().map(Vec::len), Some((NODES * PODS_PER_NODE) as usize));
-    let mut group = c.benchmark_group("large-cluster");
+fn cluster(nodes: u32, pods_per_node: u32, pools: u32) -> Snapshot {
+    let scale = Scale { nodes: sized(nodes), pods_per_node, pools, seed: 7, realistic: false, cfp: true };
+    Snapshot::from_objects(scale::objects(&scale))
+}
+
+/// One IPv6 pool `cidr` split into 65,536 blocks of `/mask`, every block held by one of 5,000 nodes.
+fn full_ipv6_pool(cidr: &str, prefix: u32, mask: u32) -> Snapshot {
+    let nodes = sized(5_000);
+    let blocks: u32 = 1 << (mask - prefix);
+    let base: u128 = cidr.split('/').next().unwrap().parse::<std::net::Ipv6Addr>().unwrap().into();
+    let step = 1u128 << (128 - mask);
+    let mut objects: Vec<Value> = vec![json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "v6"},
+        "spec": {"ipv6": {"cidrs": [cidr], "maskSize": mask}}})];
+    let per_node = blocks.div_ceil(nodes);
+    for n in 0..nodes {
+        let first = n * per_node;
+        let cidrs: Vec<String> = (first..(first + per_node).min(blocks))
+            .map(|b| format!("{}/{mask}", std::net::Ipv6Addr::from(base + u128::from(b) * step)))
+            .collect();
+        objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": format!("node-{n}")},
+            "spec": {"ipam": {"pools": {"allocated": [{"pool": "v6", "cidrs": cidrs}]}}}}));
+    }
+    Snapshot::from_objects(objects)
+}
+
+fn allocator(c: &mut Criterion) {
+    let mut group = c.benchmark_group("analyze");
     group.sample_size(10);
-    group.bench_function("snapshot-from-objects", |b| b.iter(|| Snapshot::from_objects(black_box(objects.clone()))));
-    group.bench_function("analyze", |b| b.iter(|| analyze(black_box(&snapshot))));
+    for (nodes, pods_per_node, pools) in [(5_000, 30, 10), (20_000, 25, 10)] {
+        let snapshot = cluster(nodes, pods_per_node, pools);
+        let label = format!("{}-nodes-{}-pods", sized(nodes), sized(nodes) * pods_per_node);
+        group.bench_function(BenchmarkId::new("cluster", label), |b| b.iter(|| analyze(black_box(&snapshot))));
+    }
+    // Same number of blocks, 2^111 versus 2^8 addresses each: the cost must not follow the addresses.
+    for (cidr, prefix, mask) in [("fd00::/104", 104, 120), ("::/1", 1, 17)] {
+        let snapshot = full_ipv6_pool(cidr, prefix, mask);
+        group.bench_function(BenchmarkId::new("ipv6-65536-blocks-full", cidr), |b| b.iter(|| analyze(black_box(&snapshot))));
+    }
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Bytes on disk to a snapshot: the realistic dump (pods with managedFields, containers, volumes).
+fn decoding(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scale = Scale { nodes: sized(3_000), pods_per_node: 30, pools: 10, seed: 7, realistic: true, cfp: true };
+    let mut lists: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
+    scale::generate(&scale, &mut |kind, object| {
+        let file = match kind {
+            Kind::Pool => "pools",
+            Kind::Node => "ciliumnodes",
+            Kind::Pod => "pods",
+            Kind::Endpoint => "ciliumendpoints",
+        };
+        lists.entry(file).or_default().push(object)
+    });
+    let mut paths = Vec::new();
+    for (kind, items) in lists {
+        let path = dir.path().join(format!("{kind}.json"));
+        std::fs::write(&path, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()).unwrap();
+        paths.push(path.display().to_string());
+    }
+    let mut group = c.benchmark_group("decode");
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("realistic-json-dump", format!("{}-pods", scale.nodes * scale.pods_per_node)), |b| {
+        b.iter(|| {
+            let files = ciliumpool::source::files::load(black_box(&paths)).expect("dump loads");
+            Snapshot::from_objects(files.into_iter().flat_map(|f| f.documents))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, allocator, decoding);
 criterion_main!(benches);

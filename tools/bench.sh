@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# End-to-end performance comparisons, side by side in one run (docs/performance.md explains them):
+#   1. offline `usage -f` on generated dumps vs `jq -c .` reading the same files;
+#   2. live `usage -o json` against the real test apiserver vs the raw GETs of the same lists;
+#   3. peak RSS of each (GNU time).
+# Prints a Markdown report on stdout; progress on stderr. Needs: cargo, jq, GNU time (/usr/bin/time),
+# and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
+# 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
+#
+# Usage: tools/bench.sh [--offline-only] [--nodes N] [--pods-per-node N] [--runs N]
+#        [--live-nodes N] [--live-pods-per-node N]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --nodes) NODES=$2; shift 2 ;;
+    --pods-per-node) PODS=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --live-nodes) LIVE_NODES=$2; shift 2 ;;
+    --live-pods-per-node) LIVE_PODS=$2; shift 2 ;;
+    --offline-only) OFFLINE_ONLY=1; shift ;;
+    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+for tool in cargo jq /usr/bin/time; do command -v "$tool" >/dev/null || die "$tool not found"; done
+
+TOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-tools"
+HYPERFINE="$TOOLS/bin/hyperfine"
+if [[ ! -x $HYPERFINE ]]; then
+  log "installing hyperfine into $TOOLS (once)"
+  cargo install --quiet --locked hyperfine@1.20.0 --root "$TOOLS" >&2
+fi
+
+log "release build"
+cargo build --quiet --release --locked --bin kubectl-ciliumpool --example gen_scale >&2
+BIN="$PWD/target/release/kubectl-ciliumpool"
+GEN="$PWD/target/release/examples/gen_scale"
+
+WORK="$(mktemp -d)"
+cleanup() { [[ -n ${TESTENV_DIR:-} ]] && tools/testenv/down.sh >&2 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+size_of() { du -sb "$1" | cut -f1; }
+# peak_rss <command...>: the maximum resident set size in bytes (GNU time reports KiB).
+peak_rss() {
+  /usr/bin/time -v "$@" >/dev/null 2>"$WORK/time.txt" || die "failed: $*"
+  awk -F': ' '/Maximum resident set size/ {print $2 * 1024}' "$WORK/time.txt"
+}
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+# median <hyperfine json> <index>: the median wall time in seconds of command <index>.
+median() { jq -r ".results[$2].median" "$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo "# kubectl-ciliumpool benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo
+echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg) at start."
+echo
+
+offline() { # offline <label> <gen flags...>
+  local label=$1; shift
+  local dir="$WORK/$label"
+  log "generating the $label dump"
+  "$GEN" --nodes "$NODES" --pods-per-node "$PODS" --out "$dir" "$@"
+  local bytes; bytes=$(size_of "$dir")
+  log "timing the $label dump ($(mb "$bytes"))"
+  "$HYPERFINE" --style none --warmup 1 --runs "$RUNS" --export-json "$WORK/$label.json" \
+    -n "usage -f" "$BIN usage -f $dir -o json" \
+    -n "jq -c ." "jq -c . $dir/*.json" >&2
+  local ours jq rss
+  ours=$(median "$WORK/$label.json" 0); jq=$(median "$WORK/$label.json" 1)
+  rss=$(peak_rss "$BIN" usage -f "$dir" -o json)
+  echo "| $label | $NODES × $PODS | $(mb "$bytes") | ${ours}s | ${jq}s | $(ratio "$ours" "$jq") | $(mb "$rss") | $(ratio "$rss" "$bytes") |"
+}
+
+echo "## Offline: \`usage -f DIR -o json\` vs \`jq -c . DIR/*.json\` (medians of $RUNS runs)"
+echo
+echo "| dump | nodes × pods/node | size | usage | jq | usage / jq | usage peak RSS | RSS / size |"
+echo "|---|---|---|---|---|---|---|---|"
+offline realistic
+offline compact --compact
+echo
+
+[[ $OFFLINE_ONLY == 1 ]] && exit 0
+
+log "starting the test control plane"
+tools/testenv/build.sh >/dev/null
+eval "$(tools/testenv/up.sh)"
+kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f tests/fixtures/crds/ciliumnodes.yaml \
+  -f tests/fixtures/crds/ciliumendpoints.yaml >&2
+kubectl wait --for=condition=Established crd --all --timeout=60s >&2
+log "loading $LIVE_NODES nodes with $LIVE_PODS pods each"
+"$GEN" --nodes "$LIVE_NODES" --pods-per-node "$LIVE_PODS" --load
+
+cat >"$WORK/raw.sh" <<'EOF'
+#!/usr/bin/env bash
+# The API floor: one unpaginated GET per list the plugin reads, all four concurrently.
+set -euo pipefail
+for path in /apis/cilium.io/v2/ciliumpodippools /apis/cilium.io/v2/ciliumnodes /api/v1/pods /apis/cilium.io/v2/ciliumendpoints; do
+  kubectl get --raw "$path" >/dev/null &
+done
+wait
+EOF
+chmod +x "$WORK/raw.sh"
+received=0
+for path in /apis/cilium.io/v2/ciliumpodippools /apis/cilium.io/v2/ciliumnodes /api/v1/pods /apis/cilium.io/v2/ciliumendpoints; do
+  received=$((received + $(kubectl get --raw "$path" | wc -c)))
+done
+log "timing live reads"
+"$HYPERFINE" --style none --warmup 1 --runs "$RUNS" --export-json "$WORK/live.json" \
+  -n "usage -o json" "$BIN usage -o json" -n "raw GETs" "$WORK/raw.sh" >&2
+ours=$(median "$WORK/live.json" 0); raw=$(median "$WORK/live.json" 1)
+rss=$(peak_rss "$BIN" usage -o json)
+echo "## Live: \`usage -o json\` vs the raw GETs of the same lists (medians of $RUNS runs)"
+echo
+echo "| cluster | bytes of the lists | usage | raw GETs | usage / raw | usage peak RSS | RSS / bytes |"
+echo "|---|---|---|---|---|---|---|"
+echo "| $LIVE_NODES nodes, $((LIVE_NODES * LIVE_PODS)) pods | $(mb "$received") | ${ours}s | ${raw}s | $(ratio "$ours" "$raw") | $(mb "$rss") | $(ratio "$rss" "$received") |"
