@@ -11,27 +11,29 @@ use crate::error::input;
 use anyhow::Result;
 use serde_json::Value;
 
-/// Whether a file's text is JSON (one value, or an array of objects) rather than YAML.
-fn is_json(text: &str) -> bool {
+/// The text's value when it is one JSON value; `None` for YAML. What looks like JSON but is not
+/// one JSON value is YAML when the YAML parser reads it, as kubectl does: flow-style YAML
+/// (`{kind: List, items: []}`), `---`-separated JSON documents, numbers JSON cannot hold
+/// (`1e400`). Otherwise the JSON error is reported, naming the file and line.
+fn as_json(text: &str, name: &str) -> Result<Option<Value>> {
     let trimmed = text.trim_start();
-    trimmed.starts_with('{') || trimmed.starts_with('[')
-}
-
-/// The text as JSON, errors naming the file and line.
-fn parse_json(text: &str, name: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| input(format!("{name}:{}: invalid JSON: {e}", e.line())))
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return Ok(None);
+    }
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(Some(value)),
+        Err(_) if parse_yaml(text, name, None).is_ok() => Ok(None),
+        Err(e) => Err(input(format!("{name}:{}: invalid JSON: {e}", e.line()))),
+    }
 }
 
 /// Parses JSON (one value, or an array of objects) or a YAML stream of documents; empty
 /// documents are dropped. Errors name the file (`name`) and line.
 pub fn parse(text: &str, name: &str) -> Result<Vec<Value>> {
-    let documents = if is_json(text) {
-        match parse_json(text, name)? {
-            Value::Array(items) => items,
-            other => vec![other],
-        }
-    } else {
-        parse_yaml(text, name, None)?
+    let documents = match as_json(text, name)? {
+        Some(Value::Array(items)) => items,
+        Some(other) => vec![other],
+        None => parse_yaml(text, name, None)?,
     };
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
@@ -61,6 +63,8 @@ fn yaml_options() -> serde_saphyr::Options {
     budget.max_total_scalar_bytes = BIG;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
+    // kubectl reads an unquoted `1e400`; JSON values cannot hold infinity, so it stays text.
+    options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
     options
 }
 
@@ -78,8 +82,7 @@ pub struct Rewritten {
 /// is copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
 /// reported as `name:line: error`, the line being the document's first.
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
-    if is_json(text) {
-        let value = parse_json(text, name)?;
+    if let Some(value) = as_json(text, name)? {
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
             Some(new) => Rewritten { text: serde_json::to_string_pretty(&new).expect("JSON values serialize") + "\n", changed: 1 },
             None => Rewritten { text: text.to_string(), changed: 0 },
@@ -235,8 +238,12 @@ mod tests {
         assert_eq!(parse("[{\"a\": 1}, {\"b\": 2}]", "t").unwrap().len(), 2);
         let err = parse("a: 1\nb: [unclosed\n", "f.yaml").unwrap_err().to_string();
         assert!(err.starts_with("f.yaml:"), "{err}");
-        let err = parse("{\"a\": }", "f.json").unwrap_err().to_string();
+        let err = parse("{\"a\": ]", "f.json").unwrap_err().to_string();
         assert!(err.starts_with("f.json:1: invalid JSON"), "{err}");
+        // What kubectl reads as YAML although it starts like JSON.
+        assert_eq!(parse("{a: 1, b: [x]}", "t").unwrap(), vec![json!({"a": 1, "b": ["x"]})]);
+        assert_eq!(parse("{\"a\": 1}\n---\n{\"b\": 2}\n", "t").unwrap().len(), 2);
+        assert_eq!(parse("{\"a\": 1e400}", "t").unwrap(), vec![json!({"a": ".inf"})]);
     }
 
     fn is_blue(v: &Value) -> bool {

@@ -51,7 +51,12 @@ fn converts_the_example_and_round_trips() {
     let tmp = tempfile::tempdir().unwrap();
     let converted = tmp.path().join("pools.yaml");
     std::fs::write(&converted, &output).unwrap();
-    plugin().args(["migrate", "--check", "-f"]).arg(&converted).assert().code(0);
+    // Nothing left to convert, but the example's CFP-shaped pool (green) is no upstream v2
+    // object: --check does not certify the set (an upstream v2 CRD would reject green).
+    let check = plugin().args(["migrate", "--check", "-f"]).arg(&converted).assert().code(1).get_output().stdout.clone();
+    let check = String::from_utf8(check).unwrap();
+    assert_eq!(check.lines().count(), 1, "{check}");
+    assert!(check.contains("CiliumPodIPPool green is in the cfp-v2 dialect"), "{check}");
     let again = plugin().args(["migrate", "-f"]).arg(&converted).assert().success().get_output().stdout.clone();
     assert_eq!(String::from_utf8(again).unwrap(), output);
     // The converted manifests still make a valid snapshot with the same pools.
@@ -110,7 +115,9 @@ fn in_place_converts_a_repository_and_keeps_other_files() {
     }
     let mixed_text = std::fs::read_to_string(&mixed).unwrap();
     assert!(mixed_text.starts_with(configmap), "the other document keeps its bytes and comments:\n{mixed_text}");
-    plugin().args(["migrate", "--check", "-f"]).arg(tmp.path()).assert().code(0);
+    // Converted, but green (CFP-shaped) is still no upstream v2 object.
+    let check = plugin().args(["migrate", "--check", "-f"]).arg(tmp.path()).assert().code(1).get_output().stdout.clone();
+    assert!(String::from_utf8(check).unwrap().contains("green is in the cfp-v2 dialect"));
 }
 
 #[test]

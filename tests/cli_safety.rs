@@ -91,3 +91,247 @@ fn a_pool_defined_twice_is_reported_and_never_edited_in_place() {
     assert!(stderr.contains("warning: CiliumPodIPPool blue is defined 2 times"), "{stderr}");
     assert_eq!(stdout.matches("apiVersion: cilium.io/v2\n").count(), 2, "{stdout}");
 }
+
+const V2_POOL: &str = "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec:\n  ipv4:\n    cidrs: [10.40.0.0/16]\n    maskSize: 24\n";
+
+// Defect 3: escape sequences from the data reached the terminal raw.
+#[test]
+fn control_sequences_from_the_data_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    // YAML escapes: the parser turns them into the raw control characters.
+    let osc52 = "\\e]52;c;ZWNobyBwd25lZA==\\a";
+    let text = format!(
+        "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata:\n  name: \"blue{osc52}\"\n  annotations: {{note: \"\\e[2J\"}}\nspec:\n  ipv4:\n    cidrs: [10.40.0.0/16]\n    maskSize: 24\n    pool:\n    - cidr: 10.40.0.0/16\n      reservedRanges: [{{start: \"10.40.0.1\\e[31m\", end: 10.40.0.2}}]\n---\napiVersion: cilium.io/v2\nkind: CiliumNode\nmetadata: {{name: \"node\\e[1A\"}}\nspec:\n  ipam:\n    pools:\n      allocated: [{{pool: \"evil\\e]0;title\\a\", cidrs: [10.40.1.0/24]}}]\n"
+    );
+    write(&dir.path().join("pools.yaml"), &text);
+    let path = dir.path().join("pools.yaml");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["usage"], vec!["usage", "-o", "wide"], vec!["usage", "--by", "node"], vec!["usage", "--show-blocks"], vec!["usage", "-o", "name"],
+        vec!["check"], vec!["inspect"], vec!["reserve-range", "--list"], vec!["migrate", "--check"],
+    ];
+    for args in runs {
+        for colour in ["never", "always"] {
+            let (stdout, stderr, code) = run(plugin().args(&args).args(["--color", colour, "-f"]).arg(&path));
+            assert!(code <= 2, "{args:?}: {stderr}");
+            for (stream, out) in [("stdout", &stdout), ("stderr", &stderr)] {
+                // With colour on, the only ESC bytes are the plugin's own SGR colours.
+                let stripped = out.replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[31m", "").replace("\x1b[2m", "").replace("\x1b[1m", "").replace("\x1b[39m", "").replace("\x1b[22m", "").replace("\x1b[0m", "");
+                let stripped = if colour == "never" { out.clone() } else { stripped };
+                assert!(!stripped.contains('\x1b') && !stripped.contains('\x07'), "{args:?} --color {colour}: raw control character on {stream}: {out:?}");
+            }
+        }
+    }
+    // Visible instead: the escaped name is shown.
+    let (stdout, _, _) = run(plugin().args(["usage", "-f"]).arg(&path));
+    assert!(stdout.contains("blue\\e]52;c;ZWNobyBwd25lZA==\\x07"), "{stdout}");
+    // JSON keeps the value, escaped as JSON.
+    let (stdout, _, _) = run(plugin().args(["usage", "-o", "json", "-f"]).arg(&path));
+    assert!(!stdout.contains('\x1b') && stdout.contains("\\u001b]52"), "{stdout}");
+}
+
+// Defect 5: a symlinked manifest was replaced by a plain file; hard links were split.
+#[test]
+fn in_place_writes_through_symlinks_and_refuses_hard_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real/pools.yaml");
+    write(&real, V2_POOL);
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let link = repo.join("pools.yaml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (stdout, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&link));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert!(std::fs::read_to_string(&real).unwrap().contains("10.40.0.1"), "the target is edited");
+    assert!(stdout.contains("(symlink to "), "{stdout}");
+    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
+
+    let hard = dir.path().join("hard.yaml");
+    std::fs::hard_link(&real, &hard).unwrap();
+    let before = std::fs::read_to_string(&real).unwrap();
+    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.9", "--in-place", "-f"]).arg(&hard));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("hard links"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), before);
+    assert_eq!(std::fs::metadata(&hard).unwrap().ino(), std::fs::metadata(&real).unwrap().ino(), "links not split");
+}
+
+// Defect 6: a killed run left `.ciliumpool-XXXXXX` files beside the manifest.
+#[test]
+fn stale_temporary_files_are_removed_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pools.yaml");
+    write(&path, V2_POOL);
+    write(&dir.path().join(".ciliumpool-AbC123"), "apiVersion: cilium.io/v2\nkind: CiliumPo");
+    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path));
+    assert_eq!(code, 0, "{stderr}");
+    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, vec!["pools.yaml".to_string()]);
+}
+
+// Defect 7: `migrate -f DIR --in-place` converted some files, then failed on another.
+#[test]
+fn multi_file_in_place_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let alpha = |name: &str| format!("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [10.0.0.0/16], maskSize: 24}}}}\n");
+    write(&dir.path().join("a/pool.yaml"), &alpha("a"));
+    write(&dir.path().join("z/pool.yaml"), &alpha("z"));
+    // The second file cannot be replaced safely (a hard link elsewhere; as root, permission
+    // bits would not stop a write).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::hard_link(dir.path().join("z/pool.yaml"), outside.path().join("link.yaml")).unwrap();
+    let before = tree(dir.path());
+    let (_, stderr, code) = run(plugin().args(["migrate", "--in-place", "-f"]).arg(dir.path()));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("z/pool.yaml") && stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(tree(dir.path()), before, "the first file was not converted either");
+    assert_eq!(std::fs::read_dir(dir.path().join("a")).unwrap().count(), 1, "no staged file left");
+}
+
+// Defect 8: symlink loops hung the walk, FIFOs blocked it, /dev/zero was read for gigabytes.
+#[test]
+fn walks_and_reads_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("pools.yaml"), V2_POOL);
+    std::os::unix::fs::symlink(".", dir.path().join("loop1")).unwrap();
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("sub/loop2")).unwrap();
+    std::os::unix::fs::symlink("pools.yaml", dir.path().join("same.yaml")).unwrap();
+    let fifo = dir.path().join("pipe.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Finishes (a loop or a FIFO would block forever; the harness's timeout is the failure).
+    let (stdout, stderr, code) = run(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "ciliumpodippool/blue\n");
+    assert!(!stderr.contains("defined"), "the symlinked copy is the same file, not a duplicate: {stderr}");
+
+    let (_, stderr, code) = run(plugin().args(["usage", "-f", "/dev/zero"]).timeout(std::time::Duration::from_secs(60)));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/dev/zero: binary data"), "{stderr}");
+}
+
+// Defect 9: inputs kubectl accepts were rejected.
+#[test]
+fn inputs_kubectl_accepts_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("flow.yaml");
+    write(&flow, "{apiVersion: cilium.io/v2, kind: CiliumPodIPPool, metadata: {name: blue}, spec: {ipv4: {cidrs: [10.40.0.0/16], maskSize: 24}}}\n");
+    let docs = dir.path().join("docs.json");
+    write(&docs, "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"red\"}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.50.0.0/16\"], \"maskSize\": 24}}}\n---\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"x\"}}\n");
+    let big = dir.path().join("big.json");
+    write(&big, "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"green\", \"annotations\": {\"x\": 1e400}}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.60.0.0/16\"], \"maskSize\": 24}}}\n");
+    for (path, pool) in [(&flow, "blue"), (&docs, "red"), (&big, "green")] {
+        let (stdout, stderr, code) = run(plugin().args(["usage", "-o", "name", "-f"]).arg(path));
+        assert_eq!((code, stdout.as_str()), (0, format!("ciliumpodippool/{pool}\n").as_str()), "{}: {stderr}", path.display());
+    }
+    // The flow-style file is edited in place too.
+    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&flow));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::read_to_string(&flow).unwrap().contains("10.40.0.1"));
+}
+
+// Defect 10: an empty directory, a text file or a mistyped CIDR passed `check`.
+#[test]
+fn check_refuses_foreign_input_and_reports_cidrs_the_operator_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let text = dir.path().join("notes.txt");
+    write(&text, "just some notes\n");
+    for input in [&empty, &text] {
+        let (stdout, stderr, code) = run(plugin().args(["check", "-f"]).arg(input));
+        assert_eq!(code, 2, "{}: {stdout}{stderr}", input.display());
+        assert!(stderr.contains("no Cilium object in the input"), "{stderr}");
+    }
+    let pools = dir.path().join("pools.yaml");
+    write(&pools, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec:\n  ipv4:\n    cidrs: [\" 10.1.0.0/16\", 10.2.0.0/16]\n    maskSize: 24\n---\napiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: red}\nspec:\n  ipv4:\n    cidrs: [010.0.0.0/16]\n    maskSize: 24\n");
+    let (stdout, stderr, code) = run(plugin().args(["check", "-f"]).arg(&pools));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("\" 10.1.0.0/16\"") || stdout.contains("' 10.1.0.0/16'") || stdout.contains(" 10.1.0.0/16"), "{stdout}");
+    assert!(stdout.contains("010.0.0.0/16"), "{stdout}");
+    let (stdout, _, _) = run(plugin().args(["usage", "-o", "json", "-f"]).arg(&pools));
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["pools"][0]["families"][0]["totalAddresses"], 65536, "only 10.2.0.0/16 counts: {stdout}");
+}
+
+// Defect 11: `migrate --check` certified a CFP-shaped pool as upstream v2; `--in-place` wrote a
+// directory holding an invalid pool.
+#[test]
+fn gitops_checks_validate_every_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfp = dir.path().join("cfp.yaml");
+    write(&cfp, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: cfp}\nspec:\n  ipv4:\n    cidrs:\n    - cidr: 10.20.0.0/16\n      reservedRange: 10.20.0.1-10.20.0.9\n    maskSize: 24\n");
+    let (stdout, stderr, code) = run(plugin().args(["migrate", "--check", "-f"]).arg(&cfp));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("cfp-v2") && !stdout.contains("All CiliumPodIPPool manifests"), "{stdout}");
+    let (_, _, code) = run(plugin().args(["migrate", "--check", "--schema", "cfp", "-f"]).arg(&cfp));
+    assert_eq!(code, 0);
+
+    let repo = dir.path().join("repo");
+    write(&repo.join("a.yaml"), "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n");
+    write(&repo.join("b.yaml"), "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: nospec}\n");
+    let before = tree(&repo);
+    let (_, stderr, code) = run(plugin().args(["migrate", "--in-place", "-f"]).arg(&repo));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("b.yaml") && stderr.contains("nospec") && stderr.contains("spec is missing"), "{stderr}");
+    assert_eq!(tree(&repo), before);
+}
+
+/// A kubeconfig for a server nobody listens on, with `user` as its credentials.
+fn kubeconfig(dir: &Path, server: &str, user: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    write(&path, &format!("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\nusers:\n- name: u\n  user:\n{user}"));
+    path
+}
+
+fn assert_no_secret(out: &str, secrets: &[&str]) {
+    for secret in secrets {
+        assert!(!out.contains(secret), "secret {secret:?} in output: {out}");
+    }
+}
+
+// Defect 2: kube-rs error text quoted credentials.
+#[test]
+fn no_credential_in_error_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    // A YAML error next to a token: the parser's message quotes the lines around it.
+    let broken = dir.path().join("broken");
+    write(&broken, "apiVersion: v1\nusers:\n- name: u\n  user:\n    token: tok-SECRET-yaml\n    password: [unclosed\n");
+    let (stdout, stderr, code) = run(plugin().args(["usage", "--kubeconfig"]).arg(&broken));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line"), "{stderr}");
+    assert_no_secret(&(stdout + &stderr), &["tok-SECRET-yaml", "unclosed"]);
+
+    // A failing exec plugin: its arguments, environment and output.
+    let plugin_path = dir.path().join("get-token");
+    write(&plugin_path, "#!/bin/sh\necho \"stdout-SECRET-out $1 $PLUGIN_KEY\"\necho \"stderr-SECRET-err\" >&2\nexit 1\n");
+    std::fs::set_permissions(&plugin_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let exec = format!("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [arg-SECRET-arg]\n      env: [{{name: PLUGIN_KEY, value: env-SECRET-env}}]\n      interactiveMode: Never\n", plugin_path.display());
+    let config = kubeconfig(dir.path(), "https://127.0.0.1:1", &exec);
+    for verbosity in [&[][..], &["-v"][..]] {
+        let (stdout, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s"]).args(verbosity).arg("--kubeconfig").arg(&config));
+        assert_eq!(code, 3, "{stderr}");
+        assert!(stderr.contains("exec credential plugin"), "{stderr}");
+        assert_no_secret(&(stdout + &stderr), &["SECRET"]);
+    }
+
+    // Userinfo and access_token in the server URL; a token.
+    let config = kubeconfig(dir.path(), "https://admin:pw-SECRET-url@127.0.0.1:1/?access_token=qs-SECRET-qs", "    token: tok-SECRET-tok\n");
+    let (stdout, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s", "--kubeconfig"]).arg(&config));
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("https://127.0.0.1:1"), "{stderr}");
+    assert_no_secret(&(stdout + &stderr), &["SECRET", "admin:"]);
+}
+
+// Defect 9: KUBECONFIG=good:/missing failed every live command; kubectl skips the missing entry.
+#[test]
+fn missing_kubeconfig_entries_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = kubeconfig(dir.path(), "https://127.0.0.1:1", "    token: t0ken-value\n");
+    let list = format!("{}:{}", good.display(), dir.path().join("missing").display());
+    let (_, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s"]).env("KUBECONFIG", &list));
+    assert_eq!(code, 3, "the good entry is used: the request reaches for its server: {stderr}");
+    assert!(stderr.contains("cannot reach the API server https://127.0.0.1:1"), "{stderr}");
+}

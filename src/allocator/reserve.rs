@@ -60,7 +60,7 @@ impl fmt::Display for AddrRange {
 /// Parses `A-B`, `A..B`, a single address or a CIDR.
 pub fn parse_range(text: &str) -> Result<AddrRange, String> {
     let text = text.trim();
-    let addr = |part: &str| Addr::parse(part).ok_or_else(|| format!("{:?} is not an IP address", part.trim()));
+    let addr = |part: &str| Addr::parse(part.trim()).ok_or_else(|| format!("{:?} is not an IP address", part.trim()));
     let range = if text.contains('/') {
         let prefix = Prefix::parse(text).ok_or_else(|| format!("{text:?} is not a CIDR"))?;
         AddrRange::of_prefix(&prefix)
@@ -151,7 +151,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
         Change::Reserve(r) => (Action::Reserve, *r),
         Change::Remove(given) => return plan_removal(pool, given, cidr_flag),
         Change::Drain(text) => {
-            let prefix = Prefix::parse(text).ok_or_else(|| format!("--drain {text:?} is not a CIDR"))?;
+            let prefix = Prefix::parse(text.trim()).ok_or_else(|| format!("--drain {text:?} is not a CIDR"))?;
             (Action::Drain, AddrRange::of_prefix(&prefix))
         }
     };
@@ -159,7 +159,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
     let fam = pool.family(family).filter(|f| !f.cidrs.is_empty()).ok_or_else(|| format!("pool {} has no {family} CIDRs", pool.name))?;
     let candidates: Vec<&PoolCidr> = match cidr_flag {
         Some(flag) => {
-            let wanted = Prefix::parse(flag);
+            let wanted = Prefix::parse(flag.trim());
             let chosen = fam.cidrs.iter().find(|c| c.original == flag).or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
             vec![chosen.ok_or_else(|| format!("--cidr {flag} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?]
         }
@@ -223,7 +223,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
 
 /// Finds the reservation to take out among every CIDR of the pool (or the `--cidr` one).
 fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> Result<Plan, String> {
-    let wanted = cidr_flag.map(|flag| (flag, Prefix::parse(flag)));
+    let wanted = cidr_flag.map(|flag| (flag, Prefix::parse(flag.trim())));
     let chosen = |c: &PoolCidr| wanted.is_none_or(|(flag, prefix)| c.original == flag || (c.prefix.is_some() && c.prefix == prefix));
     let cidrs: Vec<(Family, &PoolCidr)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c))).filter(|(_, c)| chosen(c)).collect();
     let matches: Vec<(Family, &PoolCidr, &ReservedRange)> =

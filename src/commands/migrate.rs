@@ -305,17 +305,32 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
         let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
         results.push((file.name, file.path, file.text, outcome));
     }
+    // Every pool document is checked, not only those that needed converting: a directory
+    // holding an invalid pool is neither rewritten nor certified. A pool of the other v2 dialect
+    // is left as it is, and `--check` does not pass it.
+    let (invalid, wrong_shape) = check_pools(&parsed, target);
+    if let Some(problem) = invalid.first() {
+        return Err(input(format!("{problem}; nothing was written{}", if invalid.len() > 1 { format!(" ({} invalid pools in all)", invalid.len()) } else { String::new() })));
+    }
+    if !args.check {
+        for problem in &wrong_shape {
+            warn_line!("warning: {problem}");
+        }
+    }
     let pending: Vec<_> = results.iter().filter(|r| r.3.converted > 0).collect();
     if args.check {
         let mut out = String::new();
         for (name, _, _, outcome) in &pending {
             out.push_str(&format!("{name}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n", outcome.converted, target.name()));
         }
-        if pending.is_empty() && ctx.style.headers {
+        for problem in &wrong_shape {
+            out.push_str(&format!("{problem}\n"));
+        }
+        if pending.is_empty() && wrong_shape.is_empty() && ctx.style.headers {
             out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
         }
         ctx.human(&out)?;
-        return Ok(if pending.is_empty() { 0 } else { 1 });
+        return Ok(if pending.is_empty() && wrong_shape.is_empty() { 0 } else { 1 });
     }
     if args.in_place {
         if results.iter().any(|r| r.1.is_none()) {
@@ -351,4 +366,25 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     }
     emit(&out)?;
     Ok(0)
+}
+
+/// (invalid pools, pools of the other v2 dialect than `target`) among every pool document, as
+/// one line each naming the file and the pool.
+fn check_pools(files: &[files::LoadedFile], target: Dialect) -> (Vec<String>, Vec<String>) {
+    let (mut invalid, mut wrong_shape) = (Vec::new(), Vec::new());
+    for file in files {
+        for pool in file.documents.iter().flat_map(files::pool_objects) {
+            let decoded = crate::model::Pool::decode(pool, Some(target));
+            let name = if decoded.name.is_empty() { "(no name)" } else { decoded.name.as_str() };
+            if let Some(issue) = decoded.issues.first() {
+                invalid.push(format!("{}: CiliumPodIPPool {name} is invalid: {issue}", file.name));
+            } else if target == Dialect::UpstreamV2 && decoded.dialect == Dialect::CfpV2 {
+                wrong_shape.push(format!(
+                    "{}: CiliumPodIPPool {name} is in the cfp-v2 dialect (object cidrs), which an upstream cilium.io/v2 CRD rejects; pass --schema cfp if the cluster runs the CFP's CRD",
+                    file.name
+                ));
+            }
+        }
+    }
+    (invalid, wrong_shape)
 }

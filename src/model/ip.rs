@@ -60,10 +60,23 @@ impl Addr {
         }
     }
 
-    /// Parses an address, tolerating surrounding whitespace.
+    /// Parses an address as Cilium's operator does (Go's `netip.ParseAddr`): no surrounding
+    /// whitespace, no leading zeros. Flags given by a user are trimmed by the caller.
     pub fn parse(text: &str) -> Option<Addr> {
-        IpAddr::from_str(text.trim()).ok().map(Addr::from_ip)
+        if has_leading_zero(text) {
+            return None;
+        }
+        IpAddr::from_str(text).ok().map(Addr::from_ip)
     }
+}
+
+/// A dotted-decimal part or a prefix length written with a leading zero (`010.0.0.0`, `/016`),
+/// which Go's `netip` rejects (it could be read as octal).
+fn has_leading_zero(text: &str) -> bool {
+    let (addr, bits) = text.split_once('/').unwrap_or((text, ""));
+    let zero_led = |part: &str| part.len() > 1 && part.starts_with('0') && part.bytes().all(|b| b.is_ascii_digit());
+    let dotted = addr.rsplit(':').next().unwrap_or(addr);
+    (dotted.contains('.') && dotted.split('.').any(zero_led)) || zero_led(bits)
 }
 
 impl fmt::Display for Addr {
@@ -82,8 +95,13 @@ pub struct Prefix {
 }
 
 impl Prefix {
+    /// Parses a CIDR as strictly as [`Addr::parse`]; ` 10.1.0.0/16` and `010.0.0.0/16` are not
+    /// CIDRs to the operator, so they are reported, never counted.
     pub fn parse(text: &str) -> Option<Prefix> {
-        let net = IpNet::from_str(text.trim()).ok()?;
+        if has_leading_zero(text) {
+            return None;
+        }
+        let net = IpNet::from_str(text).ok()?;
         let addr = Addr::from_ip(net.network());
         Some(Prefix { family: addr.family, network: addr.value, len: net.prefix_len() })
     }
@@ -142,6 +160,11 @@ mod tests {
         assert_eq!(p.last(), u32::from(Ipv4Addr::new(10, 0, 255, 255)) as u128);
         assert!(Prefix::parse("10.0.0.0").is_none());
         assert!(Prefix::parse("10.0.0.0/33").is_none());
+        for rejected in [" 10.1.0.0/16", "10.1.0.0/16 ", "010.0.0.0/16", "10.01.0.0/16", "10.0.0.0/016", "::ffff:010.0.0.1/128"] {
+            assert!(Prefix::parse(rejected).is_none(), "{rejected:?}");
+        }
+        assert!(Addr::parse(" 10.0.0.1").is_none() && Addr::parse("10.0.0.01").is_none());
+        assert!(Prefix::parse("10.0.0.0/0").is_some() && Prefix::parse("10.0.0.0/8").is_some() && Addr::parse("0.0.0.0").is_some());
         let all = Prefix::parse("::/0").unwrap();
         assert_eq!((all.first(), all.last(), all.host_bits()), (0, u128::MAX, 128));
         assert!(all.contains(Addr::parse("fd00::1").unwrap()));

@@ -204,7 +204,7 @@ pub fn duplicate_pools(files: &[LoadedFile]) -> Vec<DuplicatePool> {
 
 /// The CiliumPodIPPool objects of a document: itself, or the items of a `List` /
 /// `CiliumPodIPPoolList` (whose items may omit their kind).
-fn pool_objects(doc: &Value) -> Vec<&Value> {
+pub fn pool_objects(doc: &Value) -> Vec<&Value> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     if kind == "CiliumPodIPPool" {
         return vec![doc];

@@ -58,6 +58,13 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
         }
     }
     snapshot.origin = Origin { kind: "files", files: paths.to_vec(), ..Default::default() };
+    // A mistyped path, a text file or an empty directory must not pass as "No problems found".
+    if snapshot.pools.is_empty() && snapshot.nodes.is_empty() && snapshot.crd.is_none() {
+        let read = if names.is_empty() { "no manifest file found".to_string() } else { format!("read {}", names.join(", ")) };
+        return Err(crate::error::input(format!(
+            "no Cilium object in the input ({read}): expected CiliumPodIPPools, CiliumNodes or the CiliumPodIPPool CRD, e.g. `kubectl get ciliumpodippools,ciliumnodes -o yaml` output or an extracted cilium sysdump"
+        )));
+    }
     if verbose {
         warn_line!("read {} file(s): {}", names.len(), names.join(", "));
         for (kind, n) in &snapshot.skipped {
