@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod blocks;
+pub mod checks;
 pub mod count;
 pub mod interval;
 pub mod problem;

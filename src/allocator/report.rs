@@ -99,19 +99,6 @@ impl FamilyReport {
     }
 }
 
-/// A reserved range as written in the pool.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RangeText {
-    pub start: String,
-    pub end: String,
-}
-
-impl From<&ReservedRange> for RangeText {
-    fn from(r: &ReservedRange) -> Self {
-        RangeText { start: r.start.clone(), end: r.end.clone() }
-    }
-}
-
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CidrReport {
@@ -122,7 +109,7 @@ pub struct CidrReport {
     pub withheld_blocks: Count,
     pub free_blocks: Count,
     /// Valid reserved ranges (invalid ones are problems).
-    pub reserved_ranges: Vec<RangeText>,
+    pub reserved_ranges: Vec<ReservedRange>,
     #[serde(skip)]
     pub prefix: Prefix,
     #[serde(skip)]

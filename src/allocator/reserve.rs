@@ -6,56 +6,11 @@ use super::analyze::analyze;
 use super::blocks;
 use super::count::Count;
 use super::interval::IntervalSet;
-use super::report::{CidrReport, FamilyReport, RangeText, Report};
+use super::report::{CidrReport, FamilyReport, Report};
 use crate::model::edit::{self, RangeEdit};
 use crate::model::pool::{PoolCidr, ReservedRange};
-use crate::model::{Addr, Dialect, Family, Pool, Prefix, Snapshot};
+use crate::model::{Addr, AddrRange, Dialect, Family, Pool, Prefix, Snapshot};
 use serde::Serialize;
-use std::fmt;
-
-/// An inclusive address range of one family, `start <= end`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AddrRange {
-    pub start: Addr,
-    pub end: Addr,
-}
-
-impl AddrRange {
-    pub fn family(&self) -> Family {
-        self.start.family
-    }
-
-    pub fn of_prefix(prefix: &Prefix) -> AddrRange {
-        let at = |value| Addr { family: prefix.family, value };
-        AddrRange { start: at(prefix.first()), end: at(prefix.last()) }
-    }
-
-    /// How the range is written into a pool.
-    pub fn to_reserved(self) -> ReservedRange {
-        ReservedRange { start: self.start.to_string(), end: self.end.to_string() }
-    }
-
-    pub fn overlaps(&self, other: &AddrRange) -> bool {
-        self.family() == other.family() && self.start.value <= other.end.value && other.start.value <= self.end.value
-    }
-
-    /// Touching without overlapping (`A-B` and `B+1-C`).
-    pub fn adjacent(&self, other: &AddrRange) -> bool {
-        self.family() == other.family()
-            && (self.end.value.checked_add(1) == Some(other.start.value) || other.end.value.checked_add(1) == Some(self.start.value))
-    }
-
-    fn inside(&self, prefix: &Prefix) -> bool {
-        prefix.contains(self.start) && prefix.contains(self.end)
-    }
-}
-
-/// `A-B`, or `A` for a single address.
-impl fmt::Display for AddrRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.start == self.end { write!(f, "{}", self.start) } else { write!(f, "{}-{}", self.start, self.end) }
-    }
-}
 
 /// Parses `A-B`, `A..B`, a single address or a CIDR.
 pub fn parse_range(text: &str) -> Result<AddrRange, String> {
@@ -84,9 +39,9 @@ pub fn parse_range(text: &str) -> Result<AddrRange, String> {
 /// A RANGE as typed, split into its ends without validating them, so that `--remove` can also
 /// take out a reservation that is not valid (as `check` suggests). Valid ranges are spelled
 /// canonically; they are matched by address anyway.
-pub fn range_text(text: &str) -> ReservedRange {
+pub fn written_range(text: &str) -> ReservedRange {
     if let Ok(range) = parse_range(text) {
-        return range.to_reserved();
+        return ReservedRange::of(range);
     }
     let text = text.trim();
     match text.split_once("..").or_else(|| text.split_once('-')) {
@@ -102,16 +57,14 @@ fn same_reservation(a: &ReservedRange, b: &ReservedRange) -> bool {
 
 /// A reservation's addresses when it is valid inside `cidr` (what the allocator counts).
 fn valid_in(r: &ReservedRange, cidr: &PoolCidr) -> Option<AddrRange> {
-    let (start, end) = r.addrs()?;
-    let range = AddrRange { start, end };
-    (start.family == end.family && start.value <= end.value && cidr.prefix.is_some_and(|p| range.inside(&p))).then_some(range)
+    r.within(&cidr.prefix?).ok()
 }
 
 /// What the user asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     Reserve(AddrRange),
-    /// Take out a reservation as written (see [`range_text`]), valid or not.
+    /// Take out a reservation as written (see [`written_range`]), valid or not.
     Remove(ReservedRange),
     /// Reserve the whole CIDR (as given by the user; matched against the pool's CIDRs).
     Drain(String),
@@ -190,7 +143,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
         action,
         family,
         range: Some(range),
-        entry: range.to_reserved(),
+        entry: ReservedRange::of(range),
         cidr: cidr.original.clone(),
         edit: RangeEdit { family, cidr: cidr.original.clone(), remove: Vec::new(), add: None },
         replaced: Vec::new(),
@@ -200,14 +153,14 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
         Action::Remove => unreachable!("removals are planned by plan_removal"),
         Action::Reserve => {
             if let Some((dup, _)) = existing.iter().find(|(_, p)| *p == Some(range)) {
-                return Err(format!("{range} is already reserved in {} of pool {} (as {})", cidr.original, pool.name, text(dup)));
+                return Err(format!("{range} is already reserved in {} of pool {} (as {dup})", cidr.original, pool.name));
             }
-            let overlapping: Vec<String> = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.overlaps(&range))).map(|(r, _)| text(r)).collect();
+            let overlapping: Vec<String> = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.overlaps(&range))).map(|(r, _)| r.to_string()).collect();
             if !overlapping.is_empty() {
                 return Err(format!("{range} overlaps the reserved range(s) {} of pool {}; ranges are not merged — remove or adjust the existing one first", overlapping.join(", "), pool.name));
             }
             plan.adjacent = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.adjacent(&range))).map(|(r, _)| (*r).clone()).collect();
-            plan.edit.add = Some(range.to_reserved());
+            plan.edit.add = Some(ReservedRange::of(range));
         }
         Action::Drain => {
             if existing.iter().any(|(_, p)| *p == Some(range)) {
@@ -215,7 +168,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
             }
             plan.replaced = existing.iter().map(|(r, _)| (*r).clone()).collect();
             plan.edit.remove = plan.replaced.clone();
-            plan.edit.add = Some(range.to_reserved());
+            plan.edit.add = Some(ReservedRange::of(range));
         }
     }
     Ok(plan)
@@ -244,21 +197,16 @@ fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> 
             let overlapping: Vec<String> = cidrs
                 .iter()
                 .flat_map(|(_, c)| c.reserved.iter().filter(|r| valid_in(r, c).zip(given_range).is_some_and(|(r, g)| r.overlaps(&g))))
-                .map(text)
+                .map(ReservedRange::to_string)
                 .collect();
             if overlapping.is_empty() {
-                Err(format!("pool {} has no reserved range {}", pool.name, text(given)))
+                Err(format!("pool {} has no reserved range {given}", pool.name))
             } else {
-                Err(format!("{} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)", text(given), pool.name, overlapping.join(", ")))
+                Err(format!("{given} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)", pool.name, overlapping.join(", ")))
             }
         }
-        _ => Err(format!("{} is reserved in more than one CIDR of pool {}; choose one with --cidr", text(given), pool.name)),
+        _ => Err(format!("{given} is reserved in more than one CIDR of pool {}; choose one with --cidr", pool.name)),
     }
-}
-
-/// `A-B`, or `A` for a single address, as written.
-pub fn text(r: &ReservedRange) -> String {
-    if r.start == r.end { r.start.clone() } else { format!("{}-{}", r.start, r.end) }
 }
 
 fn cidr_list<'a>(cidrs: impl Iterator<Item = &'a PoolCidr>) -> String {
@@ -335,8 +283,8 @@ pub struct Impact {
     pub newly_withheld: Vec<BlockSpan>,
     pub released: Vec<BlockSpan>,
     pub allocated_in_range: Vec<TouchedBlock>,
-    pub replaced: Vec<RangeText>,
-    pub adjacent: Vec<RangeText>,
+    pub replaced: Vec<ReservedRange>,
+    pub adjacent: Vec<ReservedRange>,
     pub before: Figures,
     pub after: Figures,
     /// Every CIDR of the family would be reserved end to end.
@@ -371,8 +319,7 @@ pub fn prepare(snapshot: &Snapshot, pool_name: &str, dialect: Dialect, change: &
     if impact.whole_family_reserved && plan.action != Action::Remove && !force {
         return Err(format!(
             "{} would reserve every {} block of pool {pool_name}: no node could get a new block; pass --force if that is intended",
-            text(&plan.entry),
-            plan.family
+            plan.entry, plan.family
         ));
     }
     Ok(Prepared { plan, edited, after, impact })
@@ -438,8 +385,8 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
         newly_withheld,
         released,
         allocated_in_range,
-        replaced: plan.replaced.iter().map(RangeText::from).collect(),
-        adjacent: plan.adjacent.iter().map(RangeText::from).collect(),
+        replaced: plan.replaced.clone(),
+        adjacent: plan.adjacent.clone(),
         before: Figures::of(&fam_before),
         after: Figures::of(&fam_after),
         whole_family_reserved: !fam_after.cidrs.is_empty() && fam_after.cidrs.iter().all(|c| c.draining),
@@ -473,7 +420,7 @@ mod tests {
     fn parses_every_spelling() {
         assert_eq!(r("10.40.255.240-10.40.255.254"), r("10.40.255.240..10.40.255.254"));
         assert_eq!(r(" 10.0.0.1 ").to_string(), "10.0.0.1");
-        assert_eq!(r("10.0.0.1").to_reserved(), ReservedRange { start: "10.0.0.1".into(), end: "10.0.0.1".into() });
+        assert_eq!(ReservedRange::of(r("10.0.0.1")), ReservedRange { start: "10.0.0.1".into(), end: "10.0.0.1".into() });
         assert_eq!(r("10.41.0.0/16").to_string(), "10.41.0.0-10.41.255.255");
         assert_eq!(r("fd00::1-fd00::9").to_string(), "fd00::1-fd00::9");
         assert_eq!(r("fd00::/120").to_string(), "fd00::-fd00::ff");
@@ -502,7 +449,7 @@ mod tests {
             {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
             {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
         // Removing it again restores the figures.
-        let undo = prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.41.0.0/16")), None, false).unwrap();
+        let undo = prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.41.0.0/16")), None, false).unwrap();
         assert_eq!(undo.impact.after, first.impact.after);
     }
 
@@ -519,14 +466,14 @@ mod tests {
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.41.0.0/16")).contains("not inside the chosen CIDR"));
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16")).contains("--cidr 10.9.0.0/16 is not a CIDR"));
         assert!(err(Change::Drain("10.41.0.0/17".into()), None).contains("is not a CIDR of pool blue"));
-        assert!(err(Change::Remove(range_text("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
-        assert!(err(Change::Remove(range_text("10.40.0.1")), None).contains("has no reserved range"));
+        assert!(err(Change::Remove(written_range("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
+        assert!(err(Change::Remove(written_range("10.40.0.1")), None).contains("has no reserved range"));
         // Both CIDRs reserved end to end: the whole pool, only with force.
         let drained = prepare(&first.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.41.0.0/16".into()), None, false).unwrap();
         let whole = prepare(&drained.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.40.0.0/16".into()), None, false).unwrap_err();
         assert!(whole.contains("--force"), "{whole}");
         let forced = prepare(&drained.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.40.0.0/16".into()), None, true).unwrap();
-        assert_eq!(forced.impact.replaced, vec![RangeText { start: "10.40.255.240".into(), end: "10.40.255.254".into() }]);
+        assert_eq!(forced.impact.replaced, vec![ReservedRange { start: "10.40.255.240".into(), end: "10.40.255.254".into() }]);
         assert!(forced.impact.after.free_blocks.is_zero());
     }
 
@@ -535,7 +482,7 @@ mod tests {
         let snap = blue_snapshot();
         let first = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.0.0-10.40.0.9")), None, false).unwrap();
         let next = prepare(&first.after, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.0.10")), None, false).unwrap();
-        assert_eq!(next.impact.adjacent, vec![RangeText { start: "10.40.0.0".into(), end: "10.40.0.9".into() }]);
+        assert_eq!(next.impact.adjacent, vec![ReservedRange { start: "10.40.0.0".into(), end: "10.40.0.9".into() }]);
         assert_eq!(next.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap().as_array().unwrap().len(), 2);
         assert!(next.impact.newly_withheld.is_empty(), "the block was already withheld");
     }
@@ -557,12 +504,12 @@ mod tests {
         let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
             "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24, "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [
                 {"start": "10.40.0.9", "end": "10.40.0.1"}, {"start": "10.50.0.1", "end": "10.50.0.1"}, {"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}})]);
-        let backwards = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.40.0.9-10.40.0.1")), None, false).unwrap();
+        let backwards = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.9-10.40.0.1")), None, false).unwrap();
         assert_eq!((backwards.plan.range, backwards.impact.touched_blocks), (None, Count::ZERO));
         assert_eq!(backwards.impact.before, backwards.impact.after, "invalid ranges count for nothing");
-        let outside = prepare(&backwards.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.50.0.1")), None, false).unwrap();
+        let outside = prepare(&backwards.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.50.0.1")), None, false).unwrap();
         assert_eq!(outside.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(), &json!([{"start": "10.40.0.1", "end": "10.40.0.1"}]));
-        let valid = prepare(&outside.after, "blue", Dialect::UpstreamV2, &Change::Remove(range_text("10.40.0.1..10.40.0.1")), None, false).unwrap();
+        let valid = prepare(&outside.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.1..10.40.0.1")), None, false).unwrap();
         assert_eq!(valid.impact.released.len(), 1);
         assert!(valid.edited.pointer("/spec/ipv4/pool").is_none());
     }

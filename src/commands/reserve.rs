@@ -75,7 +75,7 @@ fn request_from_args(args: &ReserveArgs) -> Result<Option<Request>> {
     let parse = |text: &str| reserve::parse_range(text).map_err(|e| input(format!("invalid range: {e}")));
     let change = match (&args.range, &args.remove, &args.drain) {
         (Some(range), None, None) => Change::Reserve(parse(range)?),
-        (None, Some(range), None) => Change::Remove(reserve::range_text(range)),
+        (None, Some(range), None) => Change::Remove(reserve::written_range(range)),
         (None, None, Some(cidr)) => Change::Drain(cidr.clone()),
         (None, None, None) => return Ok(None),
         _ => return Err(input("give one of RANGE, --remove RANGE or --drain CIDR")),

@@ -102,10 +102,10 @@ fn apply_cfp(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditE
     let remaining = current.filter(|c| !edit.remove.contains(c));
     match (&edit.add, remaining) {
         (Some(_), Some(existing)) => {
-            return Err(EditError::CfpSecondRange { cidr: edit.cidr.clone(), existing: format!("{}-{}", existing.start, existing.end) });
+            return Err(EditError::CfpSecondRange { cidr: edit.cidr.clone(), existing: existing.to_dash() });
         }
         (Some(add), None) => {
-            entry.insert("reservedRange".into(), Value::String(format!("{}-{}", add.start, add.end)));
+            entry.insert("reservedRange".into(), Value::String(add.to_dash()));
         }
         (None, None) => {
             entry.remove("reservedRange");

@@ -149,6 +149,51 @@ impl fmt::Display for Prefix {
     }
 }
 
+/// An inclusive address range of one family, `start <= end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddrRange {
+    pub start: Addr,
+    pub end: Addr,
+}
+
+impl AddrRange {
+    pub fn family(&self) -> Family {
+        self.start.family
+    }
+
+    pub fn of_prefix(prefix: &Prefix) -> AddrRange {
+        let at = |value| Addr { family: prefix.family, value };
+        AddrRange { start: at(prefix.first()), end: at(prefix.last()) }
+    }
+
+    pub fn overlaps(&self, other: &AddrRange) -> bool {
+        self.family() == other.family() && self.start.value <= other.end.value && other.start.value <= self.end.value
+    }
+
+    /// Touching without overlapping (`A-B` and `B+1-C`).
+    pub fn adjacent(&self, other: &AddrRange) -> bool {
+        self.family() == other.family()
+            && (self.end.value.checked_add(1) == Some(other.start.value) || other.end.value.checked_add(1) == Some(self.start.value))
+    }
+
+    pub fn inside(&self, prefix: &Prefix) -> bool {
+        prefix.contains(self.start) && prefix.contains(self.end)
+    }
+}
+
+/// `A-B`, or `A` for a single address.
+impl fmt::Display for AddrRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&range_text(&self.start.to_string(), &self.end.to_string()))
+    }
+}
+
+/// A range as the plugin prints it: `A-B`, or `A` for a single address.
+pub fn range_text(start: &str, end: &str) -> String {
+    if start == end { start.to_string() } else { format!("{start}-{end}") }
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;

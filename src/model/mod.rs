@@ -10,7 +10,7 @@ pub mod snapshot;
 pub mod workload;
 
 pub use crd::CrdInfo;
-pub use ip::{Addr, Family, Prefix};
+pub use ip::{Addr, AddrRange, Family, Prefix};
 pub use node::Node;
 pub use pool::{Dialect, Pool};
 pub use snapshot::{Origin, Snapshot};

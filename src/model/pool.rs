@@ -4,7 +4,7 @@
 //! can report it and the figures can ignore it. The original object is kept untouched in
 //! `raw`, because writes must preserve every field this model does not know.
 
-use super::ip::{Addr, Family, Prefix};
+use super::ip::{Addr, AddrRange, Family, Prefix, range_text};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -32,14 +32,43 @@ impl Dialect {
     }
 }
 
-/// A reserved range exactly as written; validated by the allocator against its CIDR.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A reserved range exactly as written (`{start, end}` in JSON); [`ReservedRange::within`]
+/// says whether it is valid in its CIDR.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReservedRange {
     pub start: String,
     pub end: String,
 }
 
 impl ReservedRange {
+    /// A range of addresses as it is written into a pool.
+    pub fn of(range: AddrRange) -> ReservedRange {
+        ReservedRange { start: range.start.to_string(), end: range.end.to_string() }
+    }
+
+    /// The addresses of a valid reservation in `cidr`: both ends addresses of the CIDR's
+    /// family, in order, inside the CIDR. Otherwise why not (the operator ignores it).
+    pub fn within(&self, cidr: &Prefix) -> Result<AddrRange, String> {
+        let start = Addr::parse(&self.start).ok_or_else(|| format!("start {:?} is not an IP address", self.start))?;
+        let end = Addr::parse(&self.end).ok_or_else(|| format!("end {:?} is not an IP address", self.end))?;
+        if start.family != cidr.family || end.family != cidr.family {
+            return Err(format!("not an {} range", cidr.family));
+        }
+        if start.value > end.value {
+            return Err("start is after end".to_string());
+        }
+        let range = AddrRange { start, end };
+        if !range.inside(cidr) {
+            return Err("not inside the CIDR".to_string());
+        }
+        Ok(range)
+    }
+
+    /// CFP's `"A-B"` spelling (always both ends).
+    pub fn to_dash(&self) -> String {
+        format!("{}-{}", self.start, self.end)
+    }
+
     /// Parses CFP's `"A-B"` form (a single address is accepted as `A-A`).
     pub fn from_dash(text: &str) -> ReservedRange {
         match text.split_once('-') {
@@ -51,6 +80,13 @@ impl ReservedRange {
     /// Both ends as addresses, if they parse.
     pub fn addrs(&self) -> Option<(Addr, Addr)> {
         Some((Addr::parse(&self.start)?, Addr::parse(&self.end)?))
+    }
+}
+
+/// `A-B`, or `A` for a single address, as written.
+impl std::fmt::Display for ReservedRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&range_text(&self.start, &self.end))
     }
 }
 

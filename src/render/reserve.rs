@@ -1,9 +1,10 @@
 //! `reserve-range` output: the impact preview and the list of reservations (product §8).
 
 use super::{Render, SCHEMA_VERSION, Style, Tone, human, table};
-use crate::allocator::reserve::{self, Action, BlockSpan, Figures, Impact, Prepared};
+use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};
 use crate::allocator::{Count, PoolReport, Problem, blocks};
 use crate::model::Origin;
+use crate::model::ip::range_text;
 use serde::Serialize;
 
 /// How a change ended, besides its impact.
@@ -61,8 +62,8 @@ impl Render for Edited<'_> {
         let (plan, outcome) = (&self.prepared.plan, &self.outcome);
         let mut out = if outcome.file.is_some() { preview(&self.prepared.impact, style) } else { String::new() };
         let what = match plan.action {
-            Action::Reserve => format!("reserved {} in {}", reserve::text(&plan.entry), plan.cidr),
-            Action::Remove => format!("removed the reserved range {} of {}", reserve::text(&plan.entry), plan.cidr),
+            Action::Reserve => format!("reserved {} in {}", plan.entry, plan.cidr),
+            Action::Remove => format!("removed the reserved range {} of {}", plan.entry, plan.cidr),
             Action::Drain => format!("draining {} (reserved end to end)", plan.cidr),
         };
         let suffix = match self.dry_run {
@@ -119,7 +120,7 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         Action::Remove => "Remove the reservation",
         Action::Drain => "Drain (reserve end to end)",
     };
-    let range = if impact.start == impact.end { impact.start.clone() } else { format!("{}-{}", impact.start, impact.end) };
+    let range = range_text(&impact.start, &impact.end);
     out.push_str(&format!("{} {} in pool {}, CIDR {} ({})\n", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family));
     if impact.range_addresses.is_zero() {
         out.push_str("  Range: not a valid range of this CIDR (see check); the figures ignore it\n");
@@ -233,7 +234,7 @@ pub fn list_table(ranges: &[ListedRange], style: &Style) -> String {
     let rows = ranges
         .iter()
         .map(|r| {
-            let range = if r.start == r.end { r.start.clone() } else { format!("{}-{}", r.start, r.end) };
+            let range = range_text(&r.start, &r.end);
             let span = if r.blocks == Count::from(1u64) { r.first_block.clone() } else { format!("{} .. {}", r.first_block, r.last_block) };
             let note = match (r.draining, r.allocated_blocks.is_empty()) {
                 (true, true) => "drained: safe to remove the CIDR".to_string(),

@@ -1,0 +1,368 @@
+//! The problem catalog's checks: one function per check, each adding what it finds to one
+//! [`Problems`] collector. The checks of a pool's own spec are called by the analysis while it
+//! works out which CIDRs and ranges count (so figures and problems follow one rule); the
+//! cluster-wide checks run on the finished pool and node reports ([`cluster`]).
+//! docs/design/problems.md describes each kind.
+
+use super::blocks::{self, ListedBlocks};
+use super::count::Count;
+use super::problem::{Problem, ProblemKind, Severity, node_object, pool_object};
+use super::report::{CidrReport, FamilyReport, NodeReport, PoolReport};
+use crate::model::crd::POOL_CRD_NAME;
+use crate::model::pool::{PoolFamily, ReservedRange};
+use crate::model::{Prefix, Snapshot};
+use std::collections::BTreeSet;
+
+/// Utilization at or above which a pool counts as nearly exhausted.
+pub const NEARLY_EXHAUSTED: f64 = 0.9;
+
+/// Every problem found, in the order found; [`Problems::finish`] sorts and de-duplicates.
+#[derive(Default)]
+pub struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn push(&mut self, severity: Severity, kind: ProblemKind, object: String, message: String, action: &str, pool: Option<&str>) {
+        self.0.push(Problem { severity, kind, object, message, action: action.to_string(), pool: pool.map(str::to_string) });
+    }
+
+    /// A problem of the pool `pool` itself.
+    fn of_pool(&mut self, pool: &str, severity: Severity, kind: ProblemKind, message: String, action: &str) {
+        self.push(severity, kind, pool_object(pool), message, action, Some(pool));
+    }
+
+    /// The problems, most severe first, then by kind, object and message; exact repeats once.
+    pub fn finish(mut self) -> Vec<Problem> {
+        self.0.sort_by(|a, b| (a.severity, a.kind, &a.object, &a.message).cmp(&(b.severity, b.kind, &b.object, &b.message)));
+        self.0.dedup();
+        self.0
+    }
+}
+
+// --- a pool's own spec ----------------------------------------------------------------------
+
+/// What the decoder could not understand.
+pub fn pool_issues(problems: &mut Problems, pool: &str, issues: &[String]) {
+    for issue in issues {
+        problems.of_pool(pool, Severity::Error, ProblemKind::InvalidPool, issue.clone(), "fix the pool spec; the operator ignores what it cannot parse");
+    }
+}
+
+/// Upstream `pool[]` entries keyed by a string that is no entry of `cidrs`.
+pub fn unmatched_pool_entries(problems: &mut Problems, pool: &str, fam: &PoolFamily) {
+    let field = fam.family.name();
+    for (cidr, ranges) in &fam.unmatched_pool_entries {
+        for r in ranges {
+            problems.of_pool(
+                pool,
+                Severity::Error,
+                ProblemKind::InvalidReservedRange,
+                format!("spec.{field}.pool[cidr={cidr}] reserves {}-{} but {cidr:?} is not an entry of spec.{field}.cidrs", r.start, r.end),
+                "spell pool[].cidr exactly as the entry of cidrs it belongs to",
+            );
+        }
+    }
+}
+
+/// A CIDR smaller than one block (it is left out of the figures).
+pub fn cidr_smaller_than_block(problems: &mut Problems, pool: &str, fam: &PoolFamily, cidr: &str, mask: u8) {
+    problems.of_pool(
+        pool,
+        Severity::Error,
+        ProblemKind::InvalidPool,
+        format!("spec.{}.cidrs entry {cidr} is smaller than a /{mask} block", fam.family.name()),
+        "use a CIDR at least as large as maskSize, or a larger maskSize in a new pool",
+    );
+}
+
+/// Two CIDRs of one pool overlap (the later one is left out of the figures).
+pub fn cidrs_overlap(problems: &mut Problems, pool: &str, fam: &PoolFamily, earlier: &str, later: &str) {
+    problems.of_pool(
+        pool,
+        Severity::Error,
+        ProblemKind::InvalidPool,
+        format!("spec.{}.cidrs entries {earlier} and {later} overlap (the operator rejects this)", fam.family.name()),
+        "remove one of the overlapping CIDRs",
+    );
+}
+
+/// An IPv6 CIDR split into more blocks than the operator accepts.
+pub fn ipv6_too_many_blocks(problems: &mut Problems, pool: &str, cidr: &str, mask: u8, block_bits: u8) {
+    problems.of_pool(
+        pool,
+        Severity::Error,
+        ProblemKind::Ipv6TooManyBlocks,
+        format!("{cidr} splits into 2^{block_bits} blocks of /{mask}; the operator rejects IPv6 CIDRs with more than 2^16 blocks"),
+        "use a smaller CIDR or a smaller maskSize (at most 16 bits difference)",
+    );
+}
+
+/// A reservation that is not valid in its CIDR ([`ReservedRange::within`] says why).
+pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &ReservedRange, cidr: &str, why: &str) {
+    problems.of_pool(
+        pool,
+        Severity::Error,
+        ProblemKind::InvalidReservedRange,
+        format!("reserved range {}-{} of {cidr}: {why}; it is ignored", range.start, range.end),
+        "fix or remove the range (kubectl ciliumpool reserve-range --remove)",
+    );
+}
+
+// --- the whole cluster ----------------------------------------------------------------------
+
+/// Every cluster-wide check, on the finished reports.
+pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], listed: &ListedBlocks, problems: &mut Problems) {
+    orphan_blocks(pools, problems);
+    node_blocks(snapshot, problems);
+    blocks_with_several_owners(listed, problems);
+    overlapping_pools(pools, problems);
+    for pool in pools {
+        for fam in &pool.families {
+            for cidr in &fam.cidrs {
+                reservations(pool, fam, cidr, problems);
+                drained_cidr(pool, cidr, problems);
+            }
+            exhaustion(pool, fam, problems);
+        }
+    }
+    pod_ips(snapshot, pools, listed, problems);
+    operator_errors(snapshot, nodes, problems);
+    storage_migration(snapshot, problems);
+}
+
+/// Blocks listed under a pool but outside its CIDRs.
+fn orphan_blocks(pools: &[PoolReport], problems: &mut Problems) {
+    for pool in pools {
+        for fam in &pool.families {
+            for orphan in &fam.orphans {
+                problems.of_pool(
+                    &pool.name,
+                    Severity::Warning,
+                    ProblemKind::OrphanBlock,
+                    format!("block {} listed by {} under pool {} lies outside the pool's {} CIDRs", orphan.prefix, orphan.nodes.join(", "), pool.name, fam.family),
+                    "put the CIDR back into the pool, or drain the node(s) so the agent releases the block",
+                );
+            }
+        }
+    }
+}
+
+/// What CiliumNodes list or request: blocks that are no CIDR, blocks and requests of pools
+/// that do not exist.
+fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
+    let pool_names: BTreeSet<&str> = snapshot.pools.iter().map(|p| p.name.as_str()).collect();
+    for node in &snapshot.nodes {
+        for alloc in &node.allocated {
+            for block in &alloc.blocks {
+                if block.prefix.is_none() {
+                    problems.push(
+                        Severity::Error,
+                        ProblemKind::InvalidNodeBlock,
+                        node_object(&node.name),
+                        format!("allocated block {:?} under pool {} is not a CIDR", block.original, alloc.pool),
+                        "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected",
+                        Some(&alloc.pool),
+                    );
+                } else if !pool_names.contains(alloc.pool.as_str()) {
+                    problems.push(
+                        Severity::Warning,
+                        ProblemKind::OrphanBlock,
+                        node_object(&node.name),
+                        format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
+                        "recreate the pool, or drain the node so the agent releases the block",
+                        None,
+                    );
+                }
+            }
+        }
+        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_str())) {
+            problems.push(
+                Severity::Warning,
+                ProblemKind::UnknownPoolRequested,
+                node_object(&node.name),
+                format!("requests addresses from pool {:?}, which does not exist", req.pool),
+                "create the pool or fix the pod/namespace pool annotations that select it",
+                None,
+            );
+        }
+    }
+}
+
+/// A block held by more than one node.
+fn blocks_with_several_owners(listed: &ListedBlocks, problems: &mut Problems) {
+    for (block, holders) in &listed.holders {
+        let node_set: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
+        if node_set.len() > 1 {
+            let pool = holders.iter().next().map(|(_, p)| p.as_str());
+            problems.push(
+                Severity::Error,
+                ProblemKind::BlockMultipleOwners,
+                format!("block/{block}"),
+                format!("block {block} is listed by {} nodes: {}", node_set.len(), node_set.iter().copied().collect::<Vec<_>>().join(", ")),
+                "pods on these nodes can get the same IP: drain all but one of the nodes",
+                pool,
+            );
+        }
+    }
+}
+
+/// Pools whose CIDRs overlap (Cilium does not detect it).
+fn overlapping_pools(pools: &[PoolReport], problems: &mut Problems) {
+    let all_cidrs: Vec<(&str, &CidrReport)> = pools.iter().flat_map(|p| p.families.iter().flat_map(move |f| f.cidrs.iter().map(move |c| (p.name.as_str(), c)))).collect();
+    for (i, (a_pool, a)) in all_cidrs.iter().enumerate() {
+        for (b_pool, b) in &all_cidrs[i + 1..] {
+            if a_pool != b_pool && a.prefix.overlaps(&b.prefix) {
+                problems.of_pool(
+                    a_pool,
+                    Severity::Error,
+                    ProblemKind::OverlappingPools,
+                    format!("CIDR {} of pool {a_pool} overlaps CIDR {} of pool {b_pool}: both can hand out the same block", a.cidr, b.cidr),
+                    "give each pool disjoint CIDRs",
+                );
+            }
+        }
+    }
+}
+
+/// Reservations over allocated blocks (grandfathered), and reservations withholding far more
+/// than they reserve.
+fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, problems: &mut Problems) {
+    for r in &cidr.reservations {
+        if !r.allocated_overlapping.is_empty() {
+            let nodes: BTreeSet<&str> = r.allocated_overlapping.iter().flat_map(|b| b.nodes.iter().map(String::as_str)).collect();
+            let nodes = nodes.into_iter().collect::<Vec<_>>().join(", ");
+            let blocks: Vec<String> = r.allocated_overlapping.iter().map(|b| b.prefix.to_string()).collect();
+            problems.of_pool(
+                &pool.name,
+                Severity::Warning,
+                ProblemKind::ReservationOverAllocated,
+                format!("reserved range {}-{} covers allocated block(s) {} still held by {nodes} (grandfathered, not evicted)", r.start, r.end, blocks.join(", ")),
+                &format!("drain node(s) {nodes} to free the block(s)"),
+            );
+        }
+        let withheld_addresses = r.touched_blocks() * blocks::block_size(fam.family, fam.mask_size.unwrap_or(fam.family.bits()));
+        if withheld_addresses > r.reserved_addresses + r.reserved_addresses {
+            problems.of_pool(
+                &pool.name,
+                Severity::Info,
+                ProblemKind::ReservationWithholdsMore,
+                format!("reserved range {}-{} reserves {} address(es) but withholds {} block(s) ({} addresses)", r.start, r.end, r.reserved_addresses, r.touched_blocks(), withheld_addresses),
+                "reservations act on whole blocks; align the range to block boundaries if that is not intended",
+            );
+        }
+    }
+}
+
+/// A fully reserved CIDR no node holds a block in: decommissioning can be finished.
+fn drained_cidr(pool: &PoolReport, cidr: &CidrReport, problems: &mut Problems) {
+    if cidr.draining && cidr.allocated_blocks.is_zero() {
+        problems.of_pool(
+            &pool.name,
+            Severity::Info,
+            ProblemKind::CidrDrained,
+            format!("CIDR {} is fully reserved and no node holds a block in it", cidr.cidr),
+            "decommissioning is complete: remove the CIDR from spec.cidrs (and its reservation)",
+        );
+    }
+}
+
+/// No free block left, or nearly none.
+fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
+    let allocatable = fam.allocated_blocks + fam.free_blocks;
+    if !allocatable.is_zero() && fam.free_blocks.is_zero() {
+        problems.of_pool(
+            &pool.name,
+            Severity::Error,
+            ProblemKind::PoolNearlyExhausted,
+            format!("{} has no free {} blocks ({} of {} allocatable blocks allocated)", pool.name, fam.family, fam.allocated_blocks, allocatable),
+            "add a CIDR to the pool before nodes fail to get addresses",
+        );
+    } else if let Some(utilization) = fam.utilization().filter(|&u| u >= NEARLY_EXHAUSTED) {
+        problems.of_pool(
+            &pool.name,
+            Severity::Warning,
+            ProblemKind::PoolNearlyExhausted,
+            format!("{} {} is {:.0}% allocated: {} free block(s) left", pool.name, fam.family, utilization * 100.0, fam.free_blocks),
+            "add a CIDR to the pool",
+        );
+    }
+}
+
+/// Pod IPs in another node's block, or in a pool CIDR but in no allocated block.
+fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, problems: &mut Problems) {
+    let pool_cidrs: Vec<(&str, Prefix)> = pools.iter().flat_map(|p| p.families.iter().flat_map(move |f| f.cidrs.iter().map(move |c| (p.name.as_str(), c.prefix)))).collect();
+    for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
+        let object = format!("Pod/{}/{}", pod.namespace, pod.name);
+        for &ip in &pod.ips {
+            match listed.lookup(ip) {
+                Some((block, holders)) => {
+                    let Some(node) = &pod.node_name else { continue };
+                    if !holders.iter().any(|(n, _)| n == node) {
+                        let owners: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
+                        problems.push(
+                            Severity::Error,
+                            ProblemKind::PodIpForeignBlock,
+                            object.clone(),
+                            format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
+                            "the IP may be handed out twice: recreate the pod",
+                            holders.iter().next().map(|(_, p)| p.as_str()),
+                        );
+                    }
+                }
+                None => {
+                    if let Some((pool, cidr)) = pool_cidrs.iter().find(|(_, c)| c.contains(ip)) {
+                        problems.push(
+                            Severity::Warning,
+                            ProblemKind::PodIpUnallocated,
+                            object.clone(),
+                            format!("IP {ip} lies in pool {pool} ({cidr}) but in no block allocated to a node"),
+                            "the block was released while the pod kept its IP: recreate the pod",
+                            Some(pool),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Operator errors on CiliumNodes; stale when the node already has what it asked for
+/// (cilium/cilium#28758).
+fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Problems) {
+    for node in &snapshot.nodes {
+        let Some(error) = &node.operator_error else { continue };
+        let report = nodes.iter().find(|n| n.name == node.name);
+        let satisfied = node.requested.iter().all(|req| {
+            let usable: Count = report.and_then(|r| r.pools.iter().find(|p| p.pool == req.pool)).map_or(Count::ZERO, |p| p.usable_addresses);
+            usable >= Count::from(req.needed_ipv4 as u128 + req.needed_ipv6 as u128)
+        });
+        let (severity, message) = if satisfied {
+            (Severity::Info, format!("operator error {error:?} is likely stale: the node already holds the addresses it requests"))
+        } else {
+            (Severity::Warning, format!("operator error {error:?} (the node still needs addresses)"))
+        };
+        problems.push(
+            severity,
+            ProblemKind::StaleOperatorError,
+            node_object(&node.name),
+            message,
+            "check the operator log; a stale error clears on the next successful allocation",
+            None,
+        );
+    }
+}
+
+/// The CRD still lists v2alpha1 in status.storedVersions.
+fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
+    if let Some(crd) = &snapshot.crd
+        && crd.storage_migration_pending()
+    {
+        problems.push(
+            Severity::Warning,
+            ProblemKind::StorageMigrationPending,
+            format!("CustomResourceDefinition/{POOL_CRD_NAME}"),
+            format!("status.storedVersions is {:?}: objects may still be stored as v2alpha1", crd.stored_versions.clone().unwrap_or_default()),
+            "run kubectl ciliumpool migrate, then migrate --finalize",
+            None,
+        );
+    }
+}
