@@ -1,11 +1,11 @@
-//! `usage -o json` against an independent, deliberately naive reading of domain §6.
+//! `usage -o json` against an independent, deliberately naive reading of docs/design/cilium.md#figures.
 //!
 //! The pools here are small enough (IPv4 /20../26, IPv6 /116../128) that the oracle can list
 //! every block and every address with plain loops and sets: slow, but obviously right. The
 //! binary must never enumerate, so the two share nothing but the documents. Snapshots are random
 //! but seeded; a failure names its case, keeps its files, and `ORACLE_CASE=<n>` reruns just it.
 //!
-//! Readings where the documents leave room, as product §11 settles them:
+//! Readings where the documents leave room, as docs/design/json-contract.md settles them:
 //! * a reserved range counts only if both ends parse, are the CIDR's family, start ≤ end and
 //!   both lie inside that CIDR; upstream `pool[].cidr` must be string-equal to a `cidrs` entry;
 //! * a block belongs to the pool it is listed under, nowhere else: a deleted pool's block inside
@@ -326,7 +326,7 @@ impl Generator {
         }
     }
 
-    /// Cilium does not detect overlap between pools (domain §3): a pool sharing another's CIDR,
+    /// Cilium does not detect overlap between pools (docs/design/cilium.md#blocks): a pool sharing another's CIDR,
     /// maybe with other block sizes, counts only the blocks listed under its own name.
     fn overlapping_pool(&mut self, pools: &[Pool]) -> Pool {
         let base = self.rng.pick(pools);
@@ -773,7 +773,7 @@ fn pool_object(pool: &Pool) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The oracle: domain §6 and product §11, read literally, by enumeration.
+// The oracle: docs/design/cilium.md#figures and docs/design/json-contract.md, read literally, by enumeration.
 
 #[derive(Debug, Default)]
 struct Figures {

@@ -1,5 +1,5 @@
 //! The embedded allocator: a pure function from a snapshot to figures and problems, with the
-//! operator's block semantics (domain §3, §5, §6). Nothing here enumerates addresses or
+//! operator's block semantics (docs/design/cilium.md#blocks, #used-addresses, #figures). Nothing here enumerates addresses or
 //! blocks: work is proportional to the number of objects and ranges.
 
 use super::blocks::{self, AddressSet, ListedBlocks};
@@ -38,7 +38,7 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
     }
 }
 
-/// Distinct addresses in use (domain §5): running pod-network pods, endpoints, node infrastructure.
+/// Distinct addresses in use (docs/design/cilium.md#used-addresses): running pod-network pods, endpoints, node infrastructure.
 struct InUse {
     ipv4: AddressSet,
     ipv6: AddressSet,

@@ -1,4 +1,4 @@
-//! Block geometry (domain §3): splitting a CIDR into blocks, usable addresses per block, and
+//! Block geometry (docs/design/cilium.md#blocks): splitting a CIDR into blocks, usable addresses per block, and
 //! an index of every block listed by CiliumNodes with longest-prefix lookup of addresses.
 
 use super::count::Count;

@@ -116,7 +116,7 @@ impl fmt::Display for Count {
     }
 }
 
-/// JSON contract (product §11): an integer when it fits in u64, else a decimal string.
+/// JSON contract (docs/design/json-contract.md): an integer when it fits in u64, else a decimal string.
 impl Serialize for Count {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.to_u64() {

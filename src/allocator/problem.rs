@@ -1,4 +1,5 @@
-//! The problem catalog (product §7, kinds are stable identifiers of the JSON contract).
+//! The problem catalog (docs/design/problems.md); kinds are stable identifiers of the JSON
+//! contract.
 
 use serde::Serialize;
 

@@ -1,5 +1,6 @@
-//! The allocator's output: figures per pool, family, CIDR, block and node (domain §6), plus
-//! problems. Field names of the serialized parts are the JSON contract (product §11).
+//! The allocator's output: figures per pool, family, CIDR, block and node (docs/design/cilium.md#figures),
+//! plus problems. Field names of the serialized parts are the JSON contract
+//! (docs/design/json-contract.md).
 
 use super::count::Count;
 use super::interval::IntervalSet;

@@ -1,4 +1,4 @@
-//! Reserved-range changes (product §8): parse a RANGE, validate it against a pool, turn it into
+//! Reserved-range changes (docs/reserve-range.md): parse a RANGE, validate it against a pool, turn it into
 //! an edit of the pool object, and measure its impact by analysing the snapshot before and
 //! after the edit — so the preview is by construction what `usage` reports afterwards.
 

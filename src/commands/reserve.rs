@@ -1,4 +1,4 @@
-//! `reserve-range`: validate, preview, confirm, write (product §8).
+//! `reserve-range`: validate, preview, confirm, write (docs/reserve-range.md).
 //!
 //! Live: the pool is read through cilium.io/v2 and replaced with the resourceVersion it was
 //! read at; a conflict re-reads, re-validates and retries. Offline (`-f`): the manifest is

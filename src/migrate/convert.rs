@@ -1,4 +1,4 @@
-//! Converting one CiliumPodIPPool object to v2 (domain §7). Works on the untyped object so that
+//! Converting one CiliumPodIPPool object to v2 (docs/design/cilium.md#migration). Works on the untyped object so that
 //! every field the plugin does not model — selectors, future knobs, labels, annotations — is
 //! carried over untouched.
 

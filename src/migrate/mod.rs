@@ -1,4 +1,4 @@
-//! The pure core of `migrate` (product §9, domain §7): converting objects, planning per pool,
+//! The pure core of `migrate` (docs/migration.md, docs/design/cilium.md#migration): converting objects, planning per pool,
 //! the status verdict, offline manifest conversion and the backup format. No IO here.
 
 pub mod backup;

@@ -1,4 +1,4 @@
-//! `migrate --status`: who still writes v2alpha1, and whether v2alpha1 can be removed (domain §7).
+//! `migrate --status`: who still writes v2alpha1, and whether v2alpha1 can be removed (docs/design/cilium.md#migration).
 
 use super::convert::V2ALPHA1_API_VERSION;
 use super::plan::{Plan, State};

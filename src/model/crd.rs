@@ -1,5 +1,5 @@
 //! What the CiliumPodIPPool CustomResourceDefinition says about versions and the v2 shape
-//! (domain §2.4).
+//! (docs/design/cilium.md#dialects).
 
 use super::pool::Dialect;
 use serde::Serialize;

@@ -1,5 +1,5 @@
 //! Edits of a pool's reserved ranges, applied to the raw object in place so that every field
-//! the model does not know survives (domain §2.2, §2.3). Pure: no IO.
+//! the model does not know survives (docs/design/cilium.md#dialects). Pure: no IO.
 
 use super::ip::Family;
 use super::pool::{Dialect, ReservedRange};

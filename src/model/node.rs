@@ -1,4 +1,4 @@
-//! The multi-pool fields of a CiliumNode (domain §4). Note the mixed casing of the real
+//! The multi-pool fields of a CiliumNode (docs/design/cilium.md#nodes). Note the mixed casing of the real
 //! objects: `needed` uses kebab-case keys, `allocated[]` uses camelCase.
 
 use super::ip::{Addr, Family, Prefix};

@@ -1,4 +1,4 @@
-//! CiliumPodIPPool in all three dialects (domain §2), decoded into one version-neutral model.
+//! CiliumPodIPPool in all three dialects (docs/design/cilium.md#dialects), decoded into one version-neutral model.
 //!
 //! Decoding never fails: whatever cannot be understood is kept as an `issue` so that `check`
 //! can report it and the figures can ignore it. The original object is kept untouched in

@@ -1,4 +1,4 @@
-//! Pods and CiliumEndpoints: the only places that say which addresses are in use (domain §5).
+//! Pods and CiliumEndpoints: the only places that say which addresses are in use (docs/design/cilium.md#used-addresses).
 
 use super::ip::Addr;
 use super::node::{list, str_at};

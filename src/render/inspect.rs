@@ -1,4 +1,4 @@
-//! `inspect` output: one pool in depth (product §6).
+//! `inspect` output: one pool in depth (docs/usage.md).
 
 use super::usage::{UsageDocument, pool_names};
 use super::{Render, Style, Tone, bar, human, table};

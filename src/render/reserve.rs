@@ -1,4 +1,4 @@
-//! `reserve-range` output: the impact preview and the list of reservations (product §8).
+//! `reserve-range` output: the impact preview and the list of reservations (docs/reserve-range.md).
 
 use super::{Render, SCHEMA_VERSION, Style, Tone, human, table};
 use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};

@@ -1,5 +1,5 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
-//! definitions footer, and the versioned JSON/YAML document (product §5, §11).
+//! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
 use super::{Render, SCHEMA_VERSION, Style, bar, human, table};
 use crate::allocator::{Count, FamilyReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};

@@ -1,4 +1,4 @@
-//! A Kubernetes client from kubectl's connection flags (engineering.md §2): `--kubeconfig`,
+//! A Kubernetes client from kubectl's connection flags: `--kubeconfig`,
 //! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 

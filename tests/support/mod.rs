@@ -1,4 +1,4 @@
-//! Shared helpers for tests against a real control plane (docs: testenv.md).
+//! Shared helpers for tests against a real control plane (tools/testenv/README.md).
 //!
 //! Every `TestCluster::start` runs its own etcd + kube-apiserver through `tools/testenv/up.sh`:
 //! the three pool dialects are different versions of the same cluster-scoped CRD, so they cannot
@@ -62,7 +62,7 @@ pub fn testenv_bin() -> PathBuf {
         Some(bin) if !bin.is_empty() => PathBuf::from(bin),
         _ => panic!(
             "TESTENV_BIN is not set: this test needs the real control plane and tools. Run it as \
-             `eval \"$(tools/testenv/up.sh)\" && cargo test` (or `tools/test.sh`); see docs testenv.md"
+             `eval \"$(tools/testenv/up.sh)\" && cargo test` (or `tools/test.sh`); see tools/testenv/README.md"
         ),
     }
 }
@@ -429,7 +429,7 @@ pub fn pod(namespace: &str, name: &str, node: &str, ips: &[&str]) -> Value {
 }
 
 /// A CiliumNode holding `allocated` blocks per pool and requesting `needed_ipv4` addresses from
-/// each of those pools (multi-pool fields as the agent and operator write them, domain §4).
+/// each of those pools (multi-pool fields as the agent and operator write them, docs/design/cilium.md#nodes).
 pub fn cilium_node(name: &str, allocated: &[(&str, &[&str])], needed_ipv4: u64) -> Value {
     json!({
         "apiVersion": "cilium.io/v2", "kind": "CiliumNode",
