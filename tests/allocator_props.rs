@@ -556,13 +556,14 @@ fn cfp_pool_of_65536_blocks_is_counted_exactly() {
 fn half_of_ipv6_is_counted_exactly_with_strings_beyond_u64() {
     let report = report(vec![json!({
         "apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "half"},
-        "spec": {"ipv6": {"cidrs": ["::/1"], "maskSize": 64}},
+        // 2^16 blocks: the most the operator accepts for one IPv6 CIDR (cidrset.NewCIDRSet).
+        "spec": {"ipv6": {"cidrs": ["::/1"], "maskSize": 17}},
     })]);
     let row = family_row(&report, "half", "ipv6");
-    let blocks: u128 = 1 << 63;
-    let usable: u128 = (1 << 64) - 2;
-    assert_eq!(row["capacityBlocks"], json!(9_223_372_036_854_775_808u64), "2^63 blocks fit in u64");
-    assert_eq!(row["freeBlocks"], json!(9_223_372_036_854_775_808u64));
+    let blocks: u128 = 1 << 16;
+    let usable: u128 = (1 << 111) - 2;
+    assert_eq!(row["capacityBlocks"], json!(65_536));
+    assert_eq!(row["freeBlocks"], json!(65_536));
     assert_eq!(row["totalAddresses"], json!((1u128 << 127).to_string()));
     assert_eq!(row["totalAddresses"], json!("170141183460469231731687303715884105728"));
     assert_eq!(row["freeAddresses"], json!((blocks * usable).to_string()));
@@ -576,21 +577,21 @@ fn all_of_ipv6_in_single_addresses_goes_past_u128() {
     assert_eq!(everything, "340282366920938463463374607431768211456");
     let report = report(vec![
         json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "all"}, "spec": {"ipv6": {
-            "cidrs": ["::/0"], "maskSize": 128,
+            // /16 blocks: 2^16 of them, the most the operator accepts for one IPv6 CIDR.
+            "cidrs": ["::/0"], "maskSize": 16,
             "pool": [{"cidr": "::/0", "reservedRanges": [{"start": "::", "end": "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}]}],
         }}}),
         json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}, "spec": {"ipam": {"pools": {"allocated": [
-            {"pool": "all", "cidrs": ["fd00::1/128", "fd00::2/128"]},
+            {"pool": "all", "cidrs": ["fd00::/16", "fd01::/16"]},
         ]}}}}),
     ]);
     let row = family_row(&report, "all", "ipv6");
-    let all_but_two = (u128::MAX - 1).to_string();
     assert_eq!(row["totalAddresses"], json!(everything));
-    assert_eq!(row["capacityBlocks"], json!(everything));
+    assert_eq!(row["capacityBlocks"], json!(65_536));
     assert_eq!(row["reservedAddresses"], json!(everything));
     assert_eq!(row["allocatedBlocks"], json!(2));
-    assert_eq!(row["allocatedAddresses"], json!(2), "a /128 block counts in full");
-    assert_eq!(row["withheldBlocks"], json!(all_but_two));
+    assert_eq!(row["allocatedAddresses"], json!((2 * ((1u128 << 112) - 2)).to_string()));
+    assert_eq!(row["withheldBlocks"], json!(65_534));
     assert_eq!(row["freeBlocks"], json!(0));
     assert_eq!(row["freeAddresses"], json!(0));
 }

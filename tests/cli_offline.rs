@@ -150,6 +150,12 @@ apiVersion: cilium.io/v2alpha1
 kind: CiliumPodIPPool
 metadata: {name: half}
 spec:
+  ipv6: {cidrs: ["::/1"], maskSize: 17}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumPodIPPool
+metadata: {name: wide}
+spec:
   ipv6: {cidrs: ["::/1"], maskSize: 64}
 "#);
     let doc = usage_json(&["-f", &file]);
@@ -159,13 +165,17 @@ spec:
     assert_eq!(cfp["freeAddresses"], 65536 * 254);
     let half = family(&doc, "half", "ipv6");
     let two_pow = |n: u32| 2u128.pow(n);
-    assert_eq!(half["capacityBlocks"], 1u64 << 63);
+    assert_eq!(half["capacityBlocks"], 1u64 << 16);
     assert_eq!(half["totalAddresses"], Value::String(two_pow(127).to_string()));
-    // 2^63 blocks × (2^64 − 2) usable addresses = 2^127 − 2^64
-    assert_eq!(half["freeAddresses"], Value::String((two_pow(127) - two_pow(64)).to_string()));
+    // 2^16 blocks × (2^111 − 2) usable addresses = 2^127 − 2^17
+    assert_eq!(half["freeAddresses"], Value::String((two_pow(127) - two_pow(17)).to_string()));
     assert_eq!(half["totalAddresses"], "170141183460469231731687303715884105728");
+    // ::/1 with /64 blocks is 2^63 blocks: the operator rejects the whole pool.
+    let wide = family(&doc, "wide", "ipv6");
+    assert_eq!(wide["capacityBlocks"], 0);
+    assert_eq!(wide["totalAddresses"], Value::String(two_pow(127).to_string()));
     let problems: Vec<&str> = doc["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
-    assert_eq!(problems, vec!["ipv6-too-many-blocks"], "::/1 with /64 blocks is 2^63 blocks");
+    assert_eq!(problems, vec!["ipv6-too-many-blocks", "invalid-pool"]);
 }
 
 #[test]
@@ -201,7 +211,7 @@ kind: CiliumPodIPPool
 metadata: {name: broken}
 spec:
   ipv4:
-    cidrs: ["10.0.0.0/16", "not-a-cidr", "10.0.0.0/8"]
+    cidrs: ["10.0.0.0/16"]
     maskSize: 24
     pool:
     - cidr: 10.0.0.0/16
@@ -211,10 +221,19 @@ spec:
       - {start: gateway, end: 10.0.0.1}
       - {start: 10.1.0.0, end: 10.1.0.5}
       - {start: 10.0.0.0, end: 10.0.0.255}
+---
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata: {name: rejected}
+spec:
+  ipv4:
+    cidrs: ["10.1.0.0/16", "not-a-cidr", "10.1.0.0/8"]
+    maskSize: 24
 "#);
     let doc = usage_json(&["-f", &file]);
+    assert_eq!(family(&doc, "rejected", "ipv4")["capacityBlocks"], 0, "the operator rejects a pool with an invalid or overlapping CIDR");
     let f = family(&doc, "broken", "ipv4");
-    assert_eq!(f["capacityBlocks"], 256, "only 10.0.0.0/16 is usable; 10.0.0.0/8 overlaps it");
+    assert_eq!(f["capacityBlocks"], 256);
     assert_eq!(f["withheldBlocks"], 1);
     assert_eq!(f["reservedAddresses"], 256);
     let kinds: Vec<&str> = doc["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();

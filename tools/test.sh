@@ -6,6 +6,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Cold: ~12 minutes of Go builds on 2 cores; afterwards cached under ~/.cache.
 tools/testenv/build.sh >/dev/null
+# Cilium's own operator allocator as the judge of tests/cilium_oracle.rs (cold: ~1 min; cached).
+tools/cilium-oracle/build.sh >/dev/null
 eval "$(tools/testenv/up.sh)"
 trap 'tools/testenv/down.sh' EXIT
 

@@ -91,11 +91,15 @@ struct UsableCidr<'a> {
 
 fn pool_report(pool: &Pool, nodes: &[Node], in_use: &InUse, problems: &mut Problems) -> PoolReport {
     checks::pool_issues(problems, &pool.name, &pool.issues);
+    let rejection = operator_rejection(pool);
+    if let Some(why) = &rejection {
+        checks::pool_rejected(problems, &pool.name, why);
+    }
     PoolReport {
         name: pool.name.clone(),
         api_version: pool.api_version.clone(),
         dialect: pool.dialect,
-        families: pool.families.iter().map(|fam| family_report(pool, fam, nodes, in_use, problems)).collect(),
+        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), nodes, in_use, problems)).collect(),
         allow_first_ip: pool.allow_first_ip,
         allow_last_ip: pool.allow_last_ip,
     }
@@ -103,16 +107,19 @@ fn pool_report(pool: &Pool, nodes: &[Node], in_use: &InUse, problems: &mut Probl
 
 /// One family of a pool: which CIDRs count, the blocks nodes hold in them, each CIDR's
 /// figures, then the family's totals.
-fn family_report(pool: &Pool, fam: &PoolFamily, nodes: &[Node], in_use: &InUse, problems: &mut Problems) -> FamilyReport {
+fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, nodes: &[Node], in_use: &InUse, problems: &mut Problems) -> FamilyReport {
     checks::unmatched_pool_entries(problems, &pool.name, fam);
-    let usable = usable_cidrs(pool, fam, problems);
+    let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
     let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use };
     // Blocks listed under this pool's name, of this family: in one of its CIDRs, or orphans.
     let mut in_cidrs: Vec<Vec<HeldBlock>> = vec![Vec::new(); usable.len()];
     let mut orphans = Vec::new();
+    // A block belongs to the first CIDR of the pool it overlaps (pool.go occupyCIDR: the first
+    // allocator InRange), whatever its length: cidrset.Occupy marks every block it touches, all of
+    // the CIDR for a block containing it. In a CIDR the figures leave out it is refused: an orphan.
     for (block, holders) in &held_blocks(pool, fam.family, nodes) {
-        match usable.iter().position(|c| c.prefix.contains_prefix(block)) {
+        match owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable) {
             Some(i) => in_cidrs[i].push(block_use.held(block, holders)),
             None => orphans.push(block_use.held(block, holders)),
         }
@@ -121,34 +128,78 @@ fn family_report(pool: &Pool, fam: &PoolFamily, nodes: &[Node], in_use: &InUse, 
     family_totals(fam, &block_use, mask, cidrs, orphans)
 }
 
-/// The CIDRs the figures can use: parsed, at least one block large, not overlapping an
-/// earlier one. What is left out is a problem.
-fn usable_cidrs<'a>(pool: &Pool, fam: &'a PoolFamily, problems: &mut Problems) -> Vec<UsableCidr<'a>> {
+/// The CIDRs the figures can use: parsed, at least one block large, in a pool the operator
+/// accepts. What is left out is a problem. Also every parsed CIDR in spec order with its index
+/// among the usable ones: the candidates a node block can belong to.
+fn usable_cidrs<'a>(pool: &Pool, fam: &'a PoolFamily, accepted: bool, problems: &mut Problems) -> (Vec<UsableCidr<'a>>, Vec<(Prefix, Option<usize>)>) {
     let mut usable: Vec<UsableCidr> = Vec::new();
-    let Some(mask) = fam.mask_size else { return usable };
+    let mut owners: Vec<(Prefix, Option<usize>)> = Vec::new();
+    let Some(mask) = fam.mask_size else { return (usable, owners) };
     for c in &fam.cidrs {
         let Some(prefix) = c.prefix else { continue };
-        if mask < prefix.len {
-            checks::cidr_smaller_than_block(problems, &pool.name, fam, &c.original, mask);
+        if owners.iter().any(|(p, _)| p.overlaps(&prefix)) {
+            owners.push((prefix, None)); // the operator rejects the pool (operator_rejection)
             continue;
         }
-        if let Some(other) = usable.iter().find(|u| u.prefix.overlaps(&prefix)) {
-            checks::cidrs_overlap(problems, &pool.name, fam, other.original, &c.original);
+        if mask < prefix.len {
+            checks::cidr_smaller_than_block(problems, &pool.name, fam, &c.original, mask);
+            owners.push((prefix, None));
             continue;
         }
         if fam.family == Family::Ipv6 && mask - prefix.len > IPV6_MAX_BLOCK_BITS {
             checks::ipv6_too_many_blocks(problems, &pool.name, &c.original, mask, mask - prefix.len);
         }
-        usable.push(UsableCidr { original: &c.original, prefix, reserved: &c.reserved });
+        owners.push((prefix, accepted.then_some(usable.len())));
+        if accepted {
+            usable.push(UsableCidr { original: &c.original, prefix, reserved: &c.reserved });
+        }
     }
-    usable
+    (usable, owners)
+}
+
+/// Why the operator's `UpsertPool` refuses the pool, if it does (operator/pkg/ipam/allocator/
+/// multipool/pool_allocator.go `UpsertPool`: `parseCIDRStrings`, then per family
+/// clusterpool/cidralloc `NewCIDRSets`: a CIDR colliding with an earlier one, the wrong family,
+/// and pkg/ipam/cidrset `NewCIDRSet`'s mask checks). A refusal leaves the operator without the
+/// pool, both families: zero capacity, and after a restart its nodes' blocks are orphans.
+fn operator_rejection(pool: &Pool) -> Option<String> {
+    for fam in &pool.families {
+        let field = fam.family.name();
+        if let Some(c) = fam.cidrs.iter().find(|c| c.prefix.is_none()) {
+            return Some(format!("spec.{field}.cidrs entry {:?} is not an {field} CIDR", c.original));
+        }
+    }
+    for fam in &pool.families {
+        let field = fam.family.name();
+        // The raw value: the model keeps no maskSize outside 1..=bits, but the operator tells
+        // "longer than the address" (refused) from 0 or missing (accepted, zero blocks).
+        let mask = pool.raw.pointer(&format!("/spec/{field}/maskSize")).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let mut earlier: Vec<(&str, Prefix)> = Vec::new();
+        for c in &fam.cidrs {
+            let prefix = c.prefix?;
+            if let Some((other, _)) = earlier.iter().find(|(_, p)| p.overlaps(&prefix)) {
+                return Some(format!("spec.{field}.cidrs entries {other} and {} overlap", c.original));
+            }
+            if mask > u64::from(fam.family.bits()) {
+                return Some(format!("spec.{field}.maskSize {mask} is longer than an {field} address"));
+            }
+            if fam.family == Family::Ipv6 && mask as i64 - i64::from(prefix.len) > i64::from(IPV6_MAX_BLOCK_BITS) {
+                return Some(format!("{} splits into more than 2^16 blocks of /{mask}", c.original));
+            }
+            earlier.push((&c.original, prefix));
+        }
+    }
+    None
 }
 
 /// Every block CiliumNodes list under the pool's name, of one family, with the nodes listing it.
+/// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
+/// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
+/// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
 fn held_blocks(pool: &Pool, family: Family, nodes: &[Node]) -> BTreeMap<Prefix, BTreeSet<String>> {
     let mut held: BTreeMap<Prefix, BTreeSet<String>> = BTreeMap::new();
     for node in nodes {
-        for alloc in node.allocated.iter().filter(|a| a.pool == pool.name) {
+        if let Some(alloc) = node.allocated.iter().rfind(|a| a.pool == pool.name) {
             for block in alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family) {
                 held.entry(block).or_default().insert(node.name.clone());
             }
@@ -180,7 +231,8 @@ impl BlockUse<'_> {
 fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, problems: &mut Problems) -> CidrReport {
     let capacity = blocks::capacity(&c.prefix, mask);
     let last_index = (capacity - Count::from(1u64)).to_u128().expect("at most 2^128 blocks per CIDR");
-    let allocated_idx = IntervalSet::from_ranges(allocated.iter().map(|b| blocks::indices_overlapping(&c.prefix, mask, b.prefix.first(), b.prefix.last())));
+    // Clipped: a node block may contain the whole CIDR.
+    let allocated_idx = IntervalSet::from_ranges(allocated.iter().map(|b| blocks::indices_overlapping(&c.prefix, mask, b.prefix.first().max(c.prefix.first()), b.prefix.last().min(c.prefix.last()))));
     let mut reservations = Vec::new();
     let mut reserved_ranges = Vec::new();
     for r in c.reserved {

@@ -74,14 +74,15 @@ pub fn cidr_smaller_than_block(problems: &mut Problems, pool: &str, fam: &PoolFa
     );
 }
 
-/// Two CIDRs of one pool overlap (the later one is left out of the figures).
-pub fn cidrs_overlap(problems: &mut Problems, pool: &str, fam: &PoolFamily, earlier: &str, later: &str) {
+/// A pool the operator's UpsertPool refuses (overlapping or invalid CIDRs, an IPv6 CIDR of more
+/// than 2^16 blocks, a mask longer than the address): it has no such pool, both families.
+pub fn pool_rejected(problems: &mut Problems, pool: &str, why: &str) {
     problems.of_pool(
         pool,
         Severity::Error,
         ProblemKind::InvalidPool,
-        format!("spec.{}.cidrs entries {earlier} and {later} overlap (the operator rejects this)", fam.family.name()),
-        "remove one of the overlapping CIDRs",
+        format!("the operator rejects the whole pool (both families): {why}; it has no capacity and its nodes' blocks are orphans"),
+        "fix the pool spec; until then the operator allocates nothing from it",
     );
 }
 
@@ -113,6 +114,7 @@ pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &Reser
 pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], listed: &ListedBlocks, problems: &mut Problems) {
     orphan_blocks(pools, problems);
     node_blocks(snapshot, problems);
+    split_pool_entries(snapshot, problems);
     blocks_with_several_owners(listed, problems);
     overlapping_pools(pools, problems);
     for pool in pools {
@@ -127,6 +129,34 @@ pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], 
     pod_ips(snapshot, pools, listed, problems);
     operator_errors(snapshot, nodes, problems);
     storage_migration(snapshot, problems);
+}
+
+/// A node listing one pool in several allocated[] entries: after an operator restart only the
+/// last entry's blocks stay allocated (AllocateToNode in the operator's pool_allocator.go).
+fn split_pool_entries(snapshot: &Snapshot, problems: &mut Problems) {
+    for node in &snapshot.nodes {
+        let mut entries: std::collections::BTreeMap<&str, Vec<&crate::model::node::PoolAllocation>> = Default::default();
+        for alloc in &node.allocated {
+            entries.entry(alloc.pool.as_str()).or_default().push(alloc);
+        }
+        for (pool, list) in entries.iter().filter(|(_, list)| list.len() > 1) {
+            let (last, earlier) = list.split_last().expect("more than one entry");
+            let kept: BTreeSet<&str> = last.blocks.iter().map(|b| b.original.as_str()).collect();
+            let freed: Vec<&str> = earlier.iter().flat_map(|a| a.blocks.iter().map(|b| b.original.as_str())).filter(|b| !kept.contains(b)).collect();
+            problems.push(
+                Severity::Warning,
+                ProblemKind::PoolSplitEntries,
+                node_object(&node.name),
+                format!(
+                    "lists pool {pool:?} in {} allocated[] entries: after an operator restart only the last entry's blocks stay allocated; {} freed and can be handed to another node",
+                    list.len(),
+                    if freed.is_empty() { "no other block is".to_string() } else { format!("{} are", freed.join(", ")) }
+                ),
+                "merge the entries into one (keeping every block the node uses) before the operator restarts",
+                Some(pool),
+            );
+        }
+    }
 }
 
 /// Blocks listed under a pool but outside its CIDRs.

@@ -42,6 +42,9 @@ pub enum ProblemKind {
     InvalidNodeBlock,
     /// A CIDR fully reserved and empty: the decommissioning can be finished.
     CidrDrained,
+    /// A CiliumNode lists one pool in several `allocated[]` entries: after an operator restart
+    /// only the last entry's blocks stay allocated.
+    PoolSplitEntries,
 }
 
 impl ProblemKind {

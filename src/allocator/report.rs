@@ -85,8 +85,9 @@ pub struct FamilyReport {
     /// How many more nodes fit at the median blocks per node.
     #[serde(skip)]
     pub runway_nodes: Option<Count>,
-    /// The lowest free block: what the operator hands out next after a restart (a prediction).
-    #[serde(skip)]
+    /// The lowest free block of the first CIDR that has one: what the operator hands out next
+    /// after a restart (a prediction). JSON `nextBlock`: the CIDR text, or null.
+    #[serde(serialize_with = "display_or_null")]
     pub next_block: Option<Prefix>,
     #[serde(skip)]
     pub orphans: Vec<HeldBlock>,
@@ -188,4 +189,11 @@ impl NodePoolReport {
 pub struct Needed {
     pub ipv4: u64,
     pub ipv6: u64,
+}
+
+fn display_or_null<S: serde::Serializer>(value: &Option<Prefix>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(prefix) => serializer.collect_str(prefix),
+        None => serializer.serialize_none(),
+    }
 }
