@@ -8,7 +8,12 @@
 # unmodified from the module cache into a temporary build tree, next to a generated go.mod with a
 # `replace`; only `pkg/ipam`'s Family type is stubbed. Nothing of Cilium is committed.
 #
-# stdout: exactly one line, the path of the binary. Everything else goes to stderr.
+# `build.sh --crds` instead prints a directory holding Cilium's own CRDs of the pinned release
+# (ciliumpodippools.yaml from v2alpha1, ciliumnodes.yaml and ciliumendpoints.yaml from v2), copied
+# unmodified from pkg/k8s/apis/cilium.io/client/crds/ in the module cache, for the cluster tests.
+#
+# stdout: exactly one line, the path of the binary (or the CRD directory). Everything else goes
+# to stderr.
 # Env: XDG_CACHE_HOME (cache root), ORACLE_REBUILD=1 (ignore the cache entry),
 #      ORACLE_TIDY=1 (run `go mod tidy` in the build tree and write go.mod/go.sum back here).
 set -euo pipefail
@@ -41,10 +46,39 @@ COPY=(
   pkg/logging/logfields
 )
 
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-oracle"
+
+# The module's source directory (downloaded once into GOMODCACHE, verified against go.sum's
+# checksum database like any module).
+cilium_source() {
+  local dl
+  dl="$(mktemp -d)"
+  go -C "$dl" mod init oracle-download >/dev/null 2>&1
+  go -C "$dl" mod download -json "github.com/cilium/cilium@$CILIUM_VERSION" | awk -F'"' '$2 == "Dir" { print $4 }'
+  rm -rf "$dl"
+}
+
+if [[ ${1:-} == --crds ]]; then
+  CRDS="$CACHE_ROOT/crds-$CILIUM_VERSION"
+  CRD_FILES=(v2alpha1/ciliumpodippools.yaml v2/ciliumnodes.yaml v2/ciliumendpoints.yaml)
+  if [[ ! -d $CRDS ]]; then
+    DIR="$(cilium_source)"
+    [[ -n $DIR && -d $DIR ]] || die "go mod download github.com/cilium/cilium@$CILIUM_VERSION gave no source directory"
+    mkdir -p "$CACHE_ROOT"
+    tmp="$(mktemp -d "$CACHE_ROOT/.tmp.crds.XXXXXX")"
+    for f in "${CRD_FILES[@]}"; do
+      cp "$DIR/pkg/k8s/apis/cilium.io/client/crds/$f" "$tmp/" || { rm -rf "$tmp"; die "cilium $CILIUM_VERSION has no CRD $f"; }
+    done
+    chmod -R u+w,a+r "$tmp" && chmod 755 "$tmp"
+    mv -T "$tmp" "$CRDS" 2>/dev/null || rm -rf "$tmp"   # a concurrent run may have published it
+  fi
+  echo "$CRDS" >&3
+  exit 0
+fi
+
 GO_TAG="$(go version | awk '{print $3 "-" $4}' | tr '/' '-')"
 SRC_HASH="$(cd "$HERE" && cat build.sh go.mod go.sum main.go hook/*.go | sha256sum | cut -c1-16)"
 KEY="cilium-${CILIUM_VERSION}_${GO_TAG}_r${RECIPE}_${SRC_HASH}"
-CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-oracle"
 OUT="$CACHE_ROOT/$KEY"
 BIN="$OUT/cilium-oracle"
 
@@ -69,10 +103,7 @@ trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
 start=$SECONDS
 
 log "cold build: cilium $CILIUM_VERSION, $(go version)"
-mkdir -p "$TMP/dl"
-go -C "$TMP/dl" mod init oracle-download >/dev/null 2>&1
-DIR="$(go -C "$TMP/dl" mod download -json "github.com/cilium/cilium@$CILIUM_VERSION" \
-  | awk -F'"' '$2 == "Dir" { print $4 }')"
+DIR="$(cilium_source)"
 [[ -n $DIR && -d $DIR ]] || die "go mod download github.com/cilium/cilium@$CILIUM_VERSION gave no source directory"
 
 TREE="$TMP/tree"
