@@ -91,8 +91,9 @@ echo
 log "starting the test control plane"
 tools/testenv/build.sh >/dev/null
 eval "$(tools/testenv/up.sh)"
-kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f tests/fixtures/crds/ciliumnodes.yaml \
-  -f tests/fixtures/crds/ciliumendpoints.yaml >&2
+CILIUM_CRDS="$(tools/cilium-oracle/build.sh --crds)"   # Cilium's own CiliumNode/CiliumEndpoint CRDs
+kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f "$CILIUM_CRDS/ciliumnodes.yaml" \
+  -f "$CILIUM_CRDS/ciliumendpoints.yaml" >&2
 kubectl wait --for=condition=Established crd --all --timeout=60s >&2
 log "loading $LIVE_NODES nodes with $LIVE_PODS pods each"
 "$GEN" --nodes "$LIVE_NODES" --pods-per-node "$LIVE_PODS" --load

@@ -71,18 +71,28 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The CiliumPodIPPool CRD fixture of a dialect.
+/// The CiliumPodIPPool CRD of a dialect: Cilium's own for v2alpha1 (a cluster running Cilium
+/// 1.20), hand-written fixtures for the v2 shapes no release has served yet.
 pub fn pool_crd_fixture(dialect: Dialect) -> PathBuf {
-    let file = match dialect {
-        Dialect::V2alpha1 => "ciliumpodippools-v2alpha1-only.yaml",
-        Dialect::UpstreamV2 => "ciliumpodippools-upstream.yaml",
-        Dialect::CfpV2 => "ciliumpodippools-cfp.yaml",
-    };
-    repo_root().join("tests/fixtures/crds").join(file)
+    match dialect {
+        Dialect::V2alpha1 => cilium_crd("ciliumpodippools.yaml"),
+        Dialect::UpstreamV2 => repo_root().join("tests/fixtures/crds/ciliumpodippools-upstream.yaml"),
+        Dialect::CfpV2 => repo_root().join("tests/fixtures/crds/ciliumpodippools-cfp.yaml"),
+    }
 }
 
-fn crd_fixture(name: &str) -> PathBuf {
-    repo_root().join("tests/fixtures/crds").join(name)
+/// One of Cilium's own CRDs (`ciliumpodippools.yaml` of v2alpha1, `ciliumnodes.yaml`,
+/// `ciliumendpoints.yaml`) from the release tools/cilium-oracle pins, extracted from the Go
+/// module by `tools/cilium-oracle/build.sh --crds` (cached after the first run).
+pub fn cilium_crd(name: &str) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let script = repo_root().join("tools/cilium-oracle/build.sh");
+        let out = Command::new(&script).arg("--crds").output().unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(out.status.success(), "{} --crds failed:\n{}", script.display(), String::from_utf8_lossy(&out.stderr));
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    });
+    dir.join(name)
 }
 
 /// Reads `export NAME=VALUE` lines as printed by up.sh (`printf %q` quoting).
@@ -169,9 +179,11 @@ impl TestCluster {
     }
 
     fn install_crds(&self, dialect: Dialect) {
+        // CiliumNode and CiliumEndpoint are Cilium 1.20's own in every dialect: no release has
+        // served other shapes of them.
         let pools = pool_crd_fixture(dialect);
-        let nodes = crd_fixture("ciliumnodes.yaml");
-        let endpoints = crd_fixture("ciliumendpoints.yaml");
+        let nodes = cilium_crd("ciliumnodes.yaml");
+        let endpoints = cilium_crd("ciliumendpoints.yaml");
         self.kubectl(&["apply", "-f", path_str(&pools), "-f", path_str(&nodes), "-f", path_str(&endpoints)]);
         self.kubectl(&[
             "wait",
@@ -291,14 +303,16 @@ impl TestCluster {
 
     async fn create_one(&self, mut object: Value) -> anyhow::Result<()> {
         let api = self.api_for(&object).await?;
-        let pod_status = (object["kind"] == "Pod").then(|| object.as_object_mut().and_then(|o| o.remove("status"))).flatten();
+        // Pods and Cilium's CiliumNode have a status subresource: create ignores `status`.
+        let has_status_subresource = object["kind"] == "Pod" || object["kind"] == "CiliumNode";
+        let pod_status = has_status_subresource.then(|| object.as_object_mut().and_then(|o| o.remove("status"))).flatten();
         let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
         let dynamic: DynamicObject = serde_json::from_value(object)?;
         api.create(&PostParams::default(), &dynamic).await.map_err(|e| anyhow::anyhow!("create {name}: {e}"))?;
         if let Some(status) = pod_status {
             api.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
                 .await
-                .map_err(|e| anyhow::anyhow!("patch pods/status of {name}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("patch the status of {name}: {e}"))?;
         }
         Ok(())
     }
