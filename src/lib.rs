@@ -1,8 +1,10 @@
 //! kubectl-ciliumpool: pool usage, consistency checks, reserved ranges and migration for
 //! Cilium multi-pool IPAM.
 //!
-//! `model` and `allocator` are pure; `source` reads snapshots (files or a cluster); `render`
-//! turns reports into text; `commands` orchestrates.
+//! Layers, bottom up (docs/architecture.md; `tests/architecture.rs` checks the import rule):
+//! `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure; `source`
+//! reads files and the cluster and makes every cluster write; `terminal` asks the user; `cli`
+//! defines the flags; `commands` orchestrates.
 
 /// `eprintln!` for every message on stderr: the text often quotes files or cluster data, so
 /// control characters are escaped (`render::escape`) and credentials redacted (`source::secrets`).

@@ -4,7 +4,7 @@
 //! be enumerated. Figures are read from the serialized report, i.e. the JSON contract.
 
 use ciliumpool::allocator::analyze;
-use ciliumpool::model::{Addr, Family, Prefix, Snapshot};
+use ciliumpool::model::{Addr, Dialect, Family, Prefix, Snapshot};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -17,13 +17,6 @@ fn config() -> Config {
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios: indices and offsets that `objects` turns into a consistent set of objects.
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Dialect {
-    V2alpha1,
-    Upstream,
-    Cfp,
-}
 
 /// A reserved range as offsets into one of the family's CIDRs; always a valid range.
 #[derive(Clone, Debug)]
@@ -130,7 +123,7 @@ fn pool_spec() -> impl Strategy<Value = PoolSpec> {
         family_spec(Family::Ipv4).prop_map(|a| vec![a]),
         family_spec(Family::Ipv6).prop_map(|b| vec![b]),
     ];
-    let dialect = prop_oneof![Just(Dialect::V2alpha1), Just(Dialect::Upstream), Just(Dialect::Cfp)];
+    let dialect = prop_oneof![Just(Dialect::V2alpha1), Just(Dialect::UpstreamV2), Just(Dialect::CfpV2)];
     (dialect, families, any::<bool>(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(
         |(dialect, families, allow_first, allow_last, copy)| PoolSpec {
             dialect,
@@ -213,14 +206,14 @@ fn pool_object(p: usize, pool: &PoolSpec, dialect: Dialect) -> Value {
         let mut body = json!({"maskSize": fam.mask, "cidrs": cidrs});
         match dialect {
             Dialect::V2alpha1 => {}
-            Dialect::Upstream => {
+            Dialect::UpstreamV2 => {
                 let entries: Vec<Value> = ranges
                     .iter()
                     .map(|(c, list)| json!({"cidr": c, "reservedRanges": list.iter().map(|(s, e)| json!({"start": s, "end": e})).collect::<Vec<_>>()}))
                     .collect();
                 body["pool"] = json!(entries);
             }
-            Dialect::Cfp => {
+            Dialect::CfpV2 => {
                 // One range per CIDR in this dialect: the first one.
                 body["cidrs"] = cidrs
                     .iter()
@@ -436,7 +429,7 @@ proptest! {
         let mut before = scenario;
         let p = which % before.pools.len();
         // Upstream v2 holds any number of ranges per CIDR, so the new one is always written.
-        before.pools[p].dialect = Dialect::Upstream;
+        before.pools[p].dialect = Dialect::UpstreamV2;
         let family = family_of(&before.pools[p], ipv6).family;
         let mut after = before.clone();
         after.pools[p].families.iter_mut().find(|f| f.family == family).unwrap().ranges.push(added);

@@ -2,37 +2,20 @@
 //! exactly against figures known independently of the allocator (the example generator's own
 //! bookkeeping, or arithmetic done here), and bad input.
 
-use assert_cmd::cargo::cargo_bin_cmd;
+mod support;
+
 use serde_json::Value;
 use std::path::PathBuf;
+use support::cli::{family, run};
 
 fn example() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot").display().to_string()
-}
-
-/// Runs the plugin with colour off; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(args).arg("--color=never").output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 fn usage_json(args: &[&str]) -> Value {
     let (code, stdout, stderr) = run(&[&["usage", "-o", "json"], args].concat());
     assert_eq!(code, 0, "{stderr}");
     serde_json::from_str(&stdout).unwrap()
-}
-
-fn family<'a>(doc: &'a Value, pool: &str, fam: &str) -> &'a Value {
-    doc["pools"].as_array().unwrap().iter().find(|p| p["name"] == pool).unwrap()["families"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["family"] == fam)
-        .unwrap()
 }
 
 #[test]
@@ -256,7 +239,7 @@ fn lists_streams_stdin_and_directories_agree() {
     let from_files = usage_json(&args);
     assert_eq!(from_dir["pools"], from_files["pools"]);
     let pools = std::fs::read_to_string(format!("{ex}/pools.yaml")).unwrap();
-    let out = cargo_bin_cmd!("kubectl-ciliumpool")
+    let out = support::cli::plugin()
         .args(["usage", "-o", "json", "-f", "-", "-f", &files[2]])
         .write_stdin(pools)
         .output()

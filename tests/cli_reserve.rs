@@ -1,9 +1,11 @@
 //! `reserve-range` offline (`-f`): manifests edited, printed or rewritten in place; figures
 //! checked against `usage -o json` afterwards.
 
-use assert_cmd::cargo::cargo_bin_cmd;
+mod support;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use support::cli::{self, INVALID_RANGES, json_of, press};
 
 const BLUE: &str = "\
 # pools of cluster test
@@ -84,12 +86,7 @@ impl Fixture {
 }
 
 fn run_on(path: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(args).arg("-f").arg(path).env("NO_COLOR", "1").output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
-
-fn json_of(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    cli::output(cli::plugin().args(args).arg("-f").arg(path))
 }
 
 fn usage_ipv4(fx: &Fixture, pool: &str) -> Value {
@@ -156,21 +153,11 @@ fn invalid_ranges_exit_2_and_change_nothing() {
     let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--in-place"]);
     assert_eq!(code, 0, "{err}");
     let before = fx.read();
-    let cases: &[(&[&str], &str)] = &[
-        (&["blue", "10.40.0.x"], "invalid range: \"10.40.0.x\" is not an IP address"),
-        (&["blue", "10.40.0.1-fd00::1"], "mixes IPv4 and IPv6"),
-        (&["blue", "10.40.0.9-10.40.0.1"], "starts after it ends"),
-        (&["blue", "10.50.0.1"], "is not inside any CIDR of pool blue"),
-        (&["blue", "10.40.255.0-10.41.0.5"], "spans more than one CIDR"),
-        (&["blue", "10.40.255.240..10.40.255.254"], "already reserved"),
-        (&["blue", "10.40.255.250-10.40.255.255"], "overlaps the reserved range(s) 10.40.255.240-10.40.255.254"),
-        (&["blu", "10.40.0.1"], "pool \"blu\" not found; did you mean blue?"),
-        (&["blue", "10.40.0.0/16", "--cidr", "10.41.0.0/16"], "not inside the chosen CIDR"),
-        (&["blue", "--remove", "10.40.0.1"], "has no reserved range"),
+    let offline_only: &[(&[&str], &str)] = &[
         (&["legacy", "10.70.0.1"], "cilium.io/v2alpha1 manifest"),
         (&["blue", "10.40.0.1", "--dry-run=server"], "--dry-run=server needs a cluster"),
     ];
-    for (args, message) in cases {
+    for (args, message) in INVALID_RANGES.iter().chain(offline_only) {
         let mut full = vec!["reserve-range"];
         full.extend_from_slice(args);
         full.push("--in-place");
@@ -252,9 +239,9 @@ fn remove_restores_the_figures_and_list_on_the_example() {
 #[test]
 fn guided_flow_in_a_real_terminal() {
     let fx = Fixture::new();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("kubectl-ciliumpool"));
-    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(&fx.root).env("TERM", "xterm");
-    let mut term = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    let mut cmd = cli::plugin_process();
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(&fx.root);
+    let mut term = cli::terminal(cmd, std::time::Duration::from_secs(30));
     term.exp_string("legacy (v2alpha1; ipv4 0/256 blocks allocated)").unwrap();
     press(&mut term, "\r");
     term.exp_string("10.41.0.0/16 (255 free, 0 withheld, 1 allocated of 256 blocks)").unwrap();
@@ -268,11 +255,4 @@ fn guided_flow_in_a_real_terminal() {
     term.exp_eof().unwrap();
     let blue: Value = serde_saphyr::from_str(fx.read().split("\n---\n").next().unwrap()).unwrap();
     assert_eq!(blue["spec"]["ipv4"]["pool"], json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}]));
-}
-
-
-/// Types keys into the terminal (rexpect buffers writes until flushed).
-fn press(term: &mut rexpect::session::PtySession, keys: &str) {
-    term.send(keys).unwrap();
-    term.flush().unwrap();
 }

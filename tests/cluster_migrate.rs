@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use support::cli::{self, press};
 use support::{Dialect, TestCluster};
 
 const POOLS: usize = 40;
@@ -81,9 +82,7 @@ fn user_annotations(pool: &Value) -> Value {
 
 /// Runs the plugin in `dir` and returns (exit code, stdout, stderr).
 fn plugin(cluster: &TestCluster, dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let output = cluster.plugin().current_dir(dir).args(args).output().expect("run the plugin");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (output.status.code().expect("exit code"), text(&output.stdout), text(&output.stderr))
+    cli::output(cluster.plugin().current_dir(dir).args(args))
 }
 
 /// The objects in one marked section of a backup file.
@@ -373,44 +372,18 @@ fn interrupted_run_is_completed_by_rerunning() {
     assert!(out.contains("40 pools: 40 migrated"), "{out}");
 }
 
-/// Runs the plugin in a pseudo-terminal (util-linux `script`) and types `key` at the prompt;
-/// returns the exit code and what the terminal showed.
-fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &str, key: &str) -> (i32, String) {
-    use std::io::{Read, Write};
-    let command = format!("{} --kubeconfig {} {args}", support::PLUGIN, cluster.kubeconfig.display());
-    let mut child = KillOnDrop(
-        std::process::Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .current_dir(dir)
-            .env("NO_COLOR", "1")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("util-linux `script` runs the plugin in a pseudo-terminal"),
-    );
-    let screen = Arc::new(std::sync::Mutex::new(String::new()));
-    let mut stdout = child.0.stdout.take().unwrap();
-    let sink = screen.clone();
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !screen.lock().unwrap().contains("[y/N]") {
-        assert!(std::time::Instant::now() < deadline, "no prompt; the terminal shows:\n{}", screen.lock().unwrap());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.0.stdin.take().unwrap().write_all(key.as_bytes()).unwrap();
-    let status = child.0.wait().unwrap();
-    reader.join().unwrap();
-    let shown = screen.lock().unwrap().clone();
-    (status.code().unwrap_or(-1), shown)
+/// Runs the plugin in a pseudo-terminal and types `key` at the prompt; returns the exit code and
+/// what the terminal showed.
+fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &[&str], key: &str) -> (i32, String) {
+    let mut command = cluster.plugin_process();
+    command.current_dir(dir).args(args);
+    let mut term = cli::terminal(command, std::time::Duration::from_secs(60));
+    let before = term.exp_string("[y/N]").unwrap_or_else(|e| panic!("no prompt: {e}"));
+    press(&mut term, key);
+    let (code, rest) = cli::finish(term);
+    (code, before + "[y/N]" + &rest)
 }
+
 #[test]
 fn confirmation_on_a_terminal() {
     let mut cluster = TestCluster::start(Dialect::V2alpha1);
@@ -418,12 +391,12 @@ fn confirmation_on_a_terminal() {
     cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
     let dir = tempfile::tempdir().unwrap();
     let before = resource_versions(&cluster);
-    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "n");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "n");
     assert_eq!(code, 2, "declined: {prompt}");
     assert!(prompt.contains("Migrate 3 CiliumPodIPPool(s)"), "{prompt}");
     assert_eq!(resource_versions(&cluster), before, "declining writes nothing");
     assert!(!dir.path().join("b.yaml").exists(), "not even the backup");
-    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), "migrate --backup b.yaml", "y");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "y");
     assert_eq!(code, 0, "{prompt}");
     assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
 }

@@ -7,6 +7,7 @@ mod support;
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::cli::family;
 use support::{Dialect, LineReader, PLUGIN, TestCluster, cilium_endpoint, cilium_node, pod, read_manifests};
 
 /// Parses a command's stdout as JSON, showing stderr when that fails.
@@ -27,16 +28,6 @@ fn run_json_exiting(command: &mut assert_cmd::Command, code: i32) -> Value {
 
 fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The family report of `pool` / `family` in a usage document.
-fn family<'a>(doc: &'a Value, pool: &str, family: &str) -> &'a Value {
-    doc["pools"]
-        .as_array()
-        .and_then(|pools| pools.iter().find(|p| p["name"] == pool))
-        .and_then(|p| p["families"].as_array())
-        .and_then(|families| families.iter().find(|f| f["family"] == family))
-        .unwrap_or_else(|| panic!("no {pool}/{family} in {doc:#}"))
 }
 
 /// A kubeconfig for `server` with a bearer token nobody issued (TLS not verified).

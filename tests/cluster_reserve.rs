@@ -3,7 +3,10 @@
 
 mod support;
 
+use ciliumpool::source::pools::{Replaced, RetryError, Target, replace_retrying};
 use serde_json::{Value, json};
+use std::time::Duration;
+use support::cli::{self, INVALID_RANGES, json_of, press};
 use support::{Dialect, TestCluster, cilium_node, pod};
 
 const BLUE: &str = "\
@@ -37,22 +40,19 @@ fn resource_version(cluster: &TestCluster, name: &str) -> String {
 }
 
 /// Runs the plugin; returns exit code, stdout, stderr.
-fn plugin(cluster: &TestCluster, args: &[&str], env: &[(&str, String)]) -> (i32, String, String) {
-    let mut command = cluster.plugin();
-    command.args(args);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let out = command.output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+fn plugin(cluster: &TestCluster, args: &[&str]) -> (i32, String, String) {
+    cli::output(cluster.plugin().args(args))
 }
 
-fn json_of(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+/// The plugin in a pseudo-terminal.
+fn terminal(cluster: &TestCluster, args: &[&str]) -> rexpect::session::PtySession {
+    let mut command = cluster.plugin_process();
+    command.args(args);
+    cli::terminal(command, Duration::from_secs(60))
 }
 
 fn ipv4_usage(cluster: &TestCluster, pool: &str) -> Value {
-    let (code, out, err) = plugin(cluster, &["usage", pool, "-o", "json"], &[]);
+    let (code, out, err) = plugin(cluster, &["usage", pool, "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     json_of(&out)["pools"][0]["families"][0].clone()
 }
@@ -67,14 +67,14 @@ fn assert_preview_matches_usage(impact_after: &Value, usage: &Value) {
 #[test]
 fn upstream_blue_gateway_and_drain_then_usage_agrees() {
     let cluster = blue_cluster();
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--yes", "-o", "json"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--yes", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let first = json_of(&out);
     assert_eq!((first["written"].clone(), first["dryRun"].clone(), first["conflicts"].clone()), (json!(true), json!("none"), json!(0)));
     assert_eq!(first["impact"]["newlyWithheld"], json!([{"first": "10.40.255.0/24", "last": "10.40.255.0/24", "blocks": 1}]));
     assert_preview_matches_usage(&first["impact"]["after"], &ipv4_usage(&cluster, "blue"));
 
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.41.0.0/16", "--yes"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.41.0.0/16", "--yes"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Allocated block 10.41.3.0/24 on node-a: 1 pod(s) use addresses of the range: team-blue/db-0 — not evicted: drain node node-a to free it"), "{out}");
     assert!(out.contains("ciliumpodippool.cilium.io/blue edited: draining 10.41.0.0/16 (reserved end to end)"), "{out}");
@@ -91,14 +91,14 @@ fn upstream_blue_gateway_and_drain_then_usage_agrees() {
     assert_eq!((usage["allocatedBlocks"].clone(), usage["withheldBlocks"].clone(), usage["freeBlocks"].clone()), (json!(1), json!(256), json!(255)));
 
     // The preview of the drain, asked again as a dry run of the undo, reports the same "before".
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "--remove", "10.41.0.0/16", "--dry-run", "-o", "json"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "--remove", "10.41.0.0/16", "--dry-run", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     assert_preview_matches_usage(&json_of(&out)["impact"]["before"], &usage);
 
     // inspect: draining with node and pod; --list shows both ranges.
-    let (_, out, _) = plugin(&cluster, &["inspect", "blue"], &[]);
+    let (_, out, _) = plugin(&cluster, &["inspect", "blue"]);
     assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside: team-blue/db-0"), "{out}");
-    let (code, out, _) = plugin(&cluster, &["reserve-range", "--list", "blue", "-o", "json"], &[]);
+    let (code, out, _) = plugin(&cluster, &["reserve-range", "--list", "blue", "-o", "json"]);
     assert_eq!(code, 0);
     let listed: Vec<String> = json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap())).collect();
     assert_eq!(listed, ["10.40.255.240-10.40.255.254", "10.41.0.0-10.41.255.255"]);
@@ -107,81 +107,61 @@ fn upstream_blue_gateway_and_drain_then_usage_agrees() {
 #[test]
 fn upstream_refusals_dry_runs_and_conflicts() {
     let cluster = blue_cluster();
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.255.240-10.40.255.254", "--yes"]);
     assert_eq!(code, 0, "{err}");
     let version = resource_version(&cluster, "blue");
 
     // Every invalid range: exit 2, one clear line, nothing written.
-    let cases: &[(&[&str], &str)] = &[
-        (&["blue", "10.40.0.x"], "is not an IP address"),
-        (&["blue", "10.40.0.1-fd00::1"], "mixes IPv4 and IPv6"),
-        (&["blue", "10.40.0.9-10.40.0.1"], "starts after it ends"),
-        (&["blue", "10.50.0.1"], "is not inside any CIDR of pool blue"),
-        (&["blue", "10.40.255.0-10.41.0.5"], "spans more than one CIDR"),
-        (&["blue", "10.40.255.240-10.40.255.254"], "already reserved"),
-        (&["blue", "10.40.255.250-10.40.255.255"], "overlaps the reserved range(s) 10.40.255.240-10.40.255.254"),
-        (&["blu", "10.40.0.1"], "pool \"blu\" not found; did you mean blue?"),
-    ];
-    for (args, message) in cases {
+    for (args, message) in INVALID_RANGES {
         let full = [&["reserve-range"], *args, &["--yes"]].concat();
-        let (code, out, err) = plugin(&cluster, &full, &[]);
+        let (code, out, err) = plugin(&cluster, &full);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with("error: ") && err.contains(message) && err.lines().count() == 1, "{args:?}: {err}");
         assert!(out.is_empty(), "{args:?} printed {out}");
         assert_eq!(resource_version(&cluster, "blue"), version, "{args:?} wrote");
     }
     // The whole pool needs --force.
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.41.0.0/16", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.41.0.0/16", "--yes"]);
     assert_eq!(code, 0, "{err}");
     let version = resource_version(&cluster, "blue");
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.40.0.0/16", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "--drain", "10.40.0.0/16", "--yes"]);
     assert_eq!((code, err.contains("pass --force")), (2, true), "{err}");
     assert_eq!(resource_version(&cluster, "blue"), version);
 
     // No terminal and no --yes: the preview is shown, nothing is written, exit 2.
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28"]);
     assert_eq!(code, 2, "{err}");
     assert!(out.contains("Blocks newly withheld: 10.40.0.0/24"), "{out}");
     assert!(err.contains("not on a terminal; pass --yes"), "{err}");
     assert_eq!(resource_version(&cluster, "blue"), version);
 
     // Server dry run: the API server sees the request, nothing is persisted.
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "--dry-run=server", "-o", "json"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "--dry-run=server", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!((json_of(&out)["dryRun"].clone(), json_of(&out)["written"].clone()), (json!("server"), json!(false)));
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "--dry-run"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.ends_with("edited: reserved 10.40.0.0-10.40.0.15 in 10.40.0.0/16 (dry run)\n"), "{out}");
     assert_eq!(resource_version(&cluster, "blue"), version);
     assert!(!get_pool(&cluster, "blue").to_string().contains("10.40.0.15"));
 
-    // A concurrent writer between read and write: 409, re-read, re-validate, retry; both survive.
-    let kubectl = format!("{} --kubeconfig {}", cluster.bin.join("kubectl").display(), cluster.kubeconfig.display());
-    let race = format!("{kubectl} label ciliumpodippools.v2.cilium.io blue raced=yes --overwrite >/dev/null");
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "--yes", "-o", "json"], &[("KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE", race)]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(json_of(&out)["conflicts"], json!(1), "{err}");
-    assert!(err.contains("changed since it was read"), "{err}");
+    // A concurrent writer between read and write: the plugin has read the pool when it asks for
+    // confirmation, so a label written then makes its replace conflict (409). It re-reads,
+    // re-validates and writes again, without asking again; both changes survive.
+    let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "-o", "json"]);
+    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
+    cluster.kubectl(&["label", "ciliumpodippools.v2.cilium.io", "blue", "raced=yes", "--overwrite"]);
+    press(&mut term, "y");
+    let (code, shown) = cli::finish(term);
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("changed since it was read") && shown.contains("re-validating (1/5)"), "{shown}");
+    assert!(shown.contains("\"conflicts\": 1"), "{shown}");
     let pool = get_pool(&cluster, "blue");
     assert_eq!(pool["metadata"]["labels"]["raced"], json!("yes"));
     assert_eq!(pool["spec"]["ipv4"]["pool"][0]["reservedRanges"][1], json!({"start": "10.40.0.0", "end": "10.40.0.15"}));
 
-    // A writer that never stops: retries are bounded, exit 3, nothing of ours written.
-    let version = resource_version(&cluster, "blue");
-    let storm = format!("{kubectl} annotate ciliumpodippools.v2.cilium.io blue storm=\"$(date +%s%N)\" --overwrite >/dev/null");
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "blue", "10.40.1.0/28", "--yes"], &[("KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE", storm)]);
-    assert_eq!(code, 3, "{err}");
-    assert!(err.contains("kept changing: 6 conflicting writes"), "{err}");
-    assert_ne!(resource_version(&cluster, "blue"), version, "the storm wrote");
-    assert!(!get_pool(&cluster, "blue").to_string().contains("10.40.1.15"));
-
     // On a terminal: the guided flow (one pool, so no pool picker), the preview, a confirmation.
-    let terminal = |args: &[&str]| {
-        let mut cmd = std::process::Command::new(support::PLUGIN);
-        cmd.arg("--kubeconfig").arg(&cluster.kubeconfig).args(args).env_remove("KUBECONFIG").env("NO_COLOR", "1").env("TERM", "xterm");
-        rexpect::session::spawn_command(cmd, Some(60_000)).unwrap()
-    };
-    let mut term = terminal(&["reserve-range"]);
+    let mut term = terminal(&cluster, &["reserve-range"]);
     term.exp_string("CIDR").unwrap();
     press(&mut term, "\r");
     term.exp_string("Range to reserve in 10.40.0.0/16").unwrap();
@@ -196,7 +176,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     assert!(get_pool(&cluster, "blue")["spec"]["ipv4"]["pool"][0]["reservedRanges"].as_array().unwrap().contains(&json!({"start": "10.40.2.0", "end": "10.40.2.15"})));
     // Answering no writes nothing.
     let version = resource_version(&cluster, "blue");
-    let mut term = terminal(&["reserve-range", "blue", "10.40.3.0"]);
+    let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.3.0"]);
     term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
     press(&mut term, "n");
     term.exp_string("aborted; nothing was written").unwrap();
@@ -210,7 +190,7 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     cluster.apply_yaml("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: green}\nspec: {ipv4: {cidrs: [10.60.0.0/20, 10.61.0.0/20], maskSize: 26}}\n");
     let version = || cluster.kubectl(&["get", "ciliumpodippools.v2alpha1.cilium.io", "green", "-o", "jsonpath={.metadata.resourceVersion}"]);
     let before = version();
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.0.0-10.60.0.31", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.0.0-10.60.0.31", "--yes"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err, "error: cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)\n");
     assert_eq!(version(), before);
@@ -218,7 +198,7 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     // Cilium upgraded to the CFP dialect: the pool, stored before the switch, still has string
     // cidrs; the first range converts the family's cidrs to objects.
     cluster.move_pools_to_v2_storage(Dialect::CfpV2);
-    let (code, out, err) = plugin(&cluster, &["reserve-range", "green", "10.60.0.0-10.60.0.31", "--yes", "-o", "json"], &[]);
+    let (code, out, err) = plugin(&cluster, &["reserve-range", "green", "10.60.0.0-10.60.0.31", "--yes", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json_of(&out)["impact"]["newlyWithheld"], json!([{"first": "10.60.0.0/26", "last": "10.60.0.0/26", "blocks": 1}]));
     let pool = get_pool(&cluster, "green");
@@ -227,19 +207,51 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     assert_preview_matches_usage(&json_of(&out)["impact"]["after"], &usage);
 
     let written = get_pool(&cluster, "green")["metadata"]["resourceVersion"].clone();
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.8.1", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.8.1", "--yes"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"), "{err}");
     assert_eq!(get_pool(&cluster, "green")["metadata"]["resourceVersion"], written);
     // Another CIDR of the same pool takes its own range.
-    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.61.0.1", "--yes"], &[]);
+    let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.61.0.1", "--yes"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(get_pool(&cluster, "green")["spec"]["ipv4"]["cidrs"][1], json!({"cidr": "10.61.0.0/20", "reservedRange": "10.61.0.1-10.61.0.1"}));
 }
 
+/// The write loop itself against the real API server, with the concurrent writer in the edit:
+/// the write made between the read and the replace makes it conflict, every time if the writer
+/// never stops. The attempts are bounded and a conflicting write never lands.
+#[test]
+fn replace_retrying_rereads_after_a_conflict_and_gives_up_on_a_writer_that_never_stops() {
+    let cluster = blue_cluster();
+    let target = Target::pools(&cluster.client(), false);
+    let annotate = |value: String| cluster.kubectl(&["annotate", "ciliumpodippools.v2.cilium.io", "blue", &format!("writer={value}"), "--overwrite"]);
+    let ours = |mut pool: Value, label: &str| {
+        pool["metadata"]["labels"] = json!({"ours": label});
+        Ok(Some(pool))
+    };
 
-/// Types keys into the terminal (rexpect buffers writes until flushed).
-fn press(term: &mut rexpect::session::PtySession, keys: &str) {
-    term.send(keys).unwrap();
-    term.flush().unwrap();
+    // Once: the second read sees the other write, and the second replace carries both.
+    let mut reads = 0;
+    let once = cluster.block_on(replace_retrying(&target, "blue", 3, |current| {
+        reads += 1;
+        if reads == 1 {
+            annotate("once".into());
+        }
+        ours(current, "once")
+    }));
+    assert!(matches!(once, Ok(Replaced::Written { attempts: 2, .. })), "{once:?}");
+    let pool = get_pool(&cluster, "blue");
+    assert_eq!((pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()), (json!("once"), json!("once")));
+
+    // Always: every attempt conflicts; after the last one nothing of ours is stored.
+    let mut reads = 0;
+    let storm = cluster.block_on(replace_retrying(&target, "blue", 4, |current| {
+        reads += 1;
+        annotate(format!("storm-{reads}"));
+        ours(current, "storm")
+    }));
+    assert!(matches!(storm, Err(RetryError::Conflicts(4))), "{storm:?}");
+    assert_eq!(reads, 4);
+    let pool = get_pool(&cluster, "blue");
+    assert_eq!((pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()), (json!("storm-4"), json!("once")));
 }

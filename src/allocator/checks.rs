@@ -52,26 +52,18 @@ pub fn unmatched_pool_entries(problems: &mut Problems, pool: &str, fam: &PoolFam
     let field = fam.family.name();
     for (cidr, ranges) in &fam.unmatched_pool_entries {
         for r in ranges {
-            problems.of_pool(
-                pool,
-                Severity::Error,
-                ProblemKind::InvalidReservedRange,
+            problems.of_pool(pool, Severity::Error, ProblemKind::InvalidReservedRange,
                 format!("spec.{field}.pool[cidr={cidr}] reserves {}-{} but {cidr:?} is not an entry of spec.{field}.cidrs", r.start, r.end),
-                "spell pool[].cidr exactly as the entry of cidrs it belongs to",
-            );
+                "spell pool[].cidr exactly as the entry of cidrs it belongs to");
         }
     }
 }
 
 /// A CIDR smaller than one block (it is left out of the figures).
 pub fn cidr_smaller_than_block(problems: &mut Problems, pool: &str, fam: &PoolFamily, cidr: &str, mask: u8) {
-    problems.of_pool(
-        pool,
-        Severity::Error,
-        ProblemKind::InvalidPool,
+    problems.of_pool(pool, Severity::Error, ProblemKind::InvalidPool,
         format!("spec.{}.cidrs entry {cidr} is smaller than a /{mask} block", fam.family.name()),
-        "use a CIDR at least as large as maskSize, or a larger maskSize in a new pool",
-    );
+        "use a CIDR at least as large as maskSize, or a larger maskSize in a new pool");
 }
 
 /// A pool the operator's UpsertPool refuses (overlapping or invalid CIDRs, an IPv6 CIDR of more
@@ -164,13 +156,9 @@ fn orphan_blocks(pools: &[PoolReport], problems: &mut Problems) {
     for pool in pools {
         for fam in &pool.families {
             for orphan in &fam.orphans {
-                problems.of_pool(
-                    &pool.name,
-                    Severity::Warning,
-                    ProblemKind::OrphanBlock,
+                problems.of_pool(&pool.name, Severity::Warning, ProblemKind::OrphanBlock,
                     format!("block {} listed by {} under pool {} lies outside the pool's {} CIDRs", orphan.prefix, orphan.nodes.join(", "), pool.name, fam.family),
-                    "put the CIDR back into the pool, or drain the node(s) so the agent releases the block",
-                );
+                    "put the CIDR back into the pool, or drain the node(s) so the agent releases the block");
             }
         }
     }
@@ -193,26 +181,16 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
                         Some(&alloc.pool),
                     );
                 } else if !pool_names.contains(alloc.pool.as_str()) {
-                    problems.push(
-                        Severity::Warning,
-                        ProblemKind::OrphanBlock,
-                        node_object(&node.name),
+                    problems.push(Severity::Warning, ProblemKind::OrphanBlock, node_object(&node.name),
                         format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
-                        "recreate the pool, or drain the node so the agent releases the block",
-                        None,
-                    );
+                        "recreate the pool, or drain the node so the agent releases the block", None);
                 }
             }
         }
         for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_str())) {
-            problems.push(
-                Severity::Warning,
-                ProblemKind::UnknownPoolRequested,
-                node_object(&node.name),
+            problems.push(Severity::Warning, ProblemKind::UnknownPoolRequested, node_object(&node.name),
                 format!("requests addresses from pool {:?}, which does not exist", req.pool),
-                "create the pool or fix the pod/namespace pool annotations that select it",
-                None,
-            );
+                "create the pool or fix the pod/namespace pool annotations that select it", None);
         }
     }
 }
@@ -223,14 +201,9 @@ fn blocks_with_several_owners(listed: &ListedBlocks, problems: &mut Problems) {
         let node_set: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
         if node_set.len() > 1 {
             let pool = holders.iter().next().map(|(_, p)| p.as_str());
-            problems.push(
-                Severity::Error,
-                ProblemKind::BlockMultipleOwners,
-                format!("block/{block}"),
+            problems.push(Severity::Error, ProblemKind::BlockMultipleOwners, format!("block/{block}"),
                 format!("block {block} is listed by {} nodes: {}", node_set.len(), node_set.iter().copied().collect::<Vec<_>>().join(", ")),
-                "pods on these nodes can get the same IP: drain all but one of the nodes",
-                pool,
-            );
+                "pods on these nodes can get the same IP: drain all but one of the nodes", pool);
         }
     }
 }
@@ -241,13 +214,9 @@ fn overlapping_pools(pools: &[PoolReport], problems: &mut Problems) {
     for (i, (a_pool, a)) in all_cidrs.iter().enumerate() {
         for (b_pool, b) in &all_cidrs[i + 1..] {
             if a_pool != b_pool && a.prefix.overlaps(&b.prefix) {
-                problems.of_pool(
-                    a_pool,
-                    Severity::Error,
-                    ProblemKind::OverlappingPools,
+                problems.of_pool(a_pool, Severity::Error, ProblemKind::OverlappingPools,
                     format!("CIDR {} of pool {a_pool} overlaps CIDR {} of pool {b_pool}: both can hand out the same block", a.cidr, b.cidr),
-                    "give each pool disjoint CIDRs",
-                );
+                    "give each pool disjoint CIDRs");
             }
         }
     }
@@ -261,13 +230,9 @@ fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, proble
             let nodes: BTreeSet<&str> = r.allocated_overlapping.iter().flat_map(|b| b.nodes.iter().map(String::as_str)).collect();
             let nodes = nodes.into_iter().collect::<Vec<_>>().join(", ");
             let blocks: Vec<String> = r.allocated_overlapping.iter().map(|b| b.prefix.to_string()).collect();
-            problems.of_pool(
-                &pool.name,
-                Severity::Warning,
-                ProblemKind::ReservationOverAllocated,
+            problems.of_pool(&pool.name, Severity::Warning, ProblemKind::ReservationOverAllocated,
                 format!("reserved range {}-{} covers allocated block(s) {} still held by {nodes} (grandfathered, not evicted)", r.start, r.end, blocks.join(", ")),
-                &format!("drain node(s) {nodes} to free the block(s)"),
-            );
+                &format!("drain node(s) {nodes} to free the block(s)"));
         }
         let withheld_addresses = r.touched_blocks() * blocks::block_size(fam.family, fam.mask_size.unwrap_or(fam.family.bits()));
         if withheld_addresses > r.reserved_addresses + r.reserved_addresses {
@@ -285,13 +250,9 @@ fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, proble
 /// A fully reserved CIDR no node holds a block in: decommissioning can be finished.
 fn drained_cidr(pool: &PoolReport, cidr: &CidrReport, problems: &mut Problems) {
     if cidr.draining && cidr.allocated_blocks.is_zero() {
-        problems.of_pool(
-            &pool.name,
-            Severity::Info,
-            ProblemKind::CidrDrained,
+        problems.of_pool(&pool.name, Severity::Info, ProblemKind::CidrDrained,
             format!("CIDR {} is fully reserved and no node holds a block in it", cidr.cidr),
-            "decommissioning is complete: remove the CIDR from spec.cidrs (and its reservation)",
-        );
+            "decommissioning is complete: remove the CIDR from spec.cidrs (and its reservation)");
     }
 }
 
@@ -299,21 +260,13 @@ fn drained_cidr(pool: &PoolReport, cidr: &CidrReport, problems: &mut Problems) {
 fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
     let allocatable = fam.allocated_blocks + fam.free_blocks;
     if !allocatable.is_zero() && fam.free_blocks.is_zero() {
-        problems.of_pool(
-            &pool.name,
-            Severity::Error,
-            ProblemKind::PoolNearlyExhausted,
+        problems.of_pool(&pool.name, Severity::Error, ProblemKind::PoolNearlyExhausted,
             format!("{} has no free {} blocks ({} of {} allocatable blocks allocated)", pool.name, fam.family, fam.allocated_blocks, allocatable),
-            "add a CIDR to the pool before nodes fail to get addresses",
-        );
+            "add a CIDR to the pool before nodes fail to get addresses");
     } else if let Some(utilization) = fam.utilization().filter(|&u| u >= NEARLY_EXHAUSTED) {
-        problems.of_pool(
-            &pool.name,
-            Severity::Warning,
-            ProblemKind::PoolNearlyExhausted,
+        problems.of_pool(&pool.name, Severity::Warning, ProblemKind::PoolNearlyExhausted,
             format!("{} {} is {:.0}% allocated: {} free block(s) left", pool.name, fam.family, utilization * 100.0, fam.free_blocks),
-            "add a CIDR to the pool",
-        );
+            "add a CIDR to the pool");
     }
 }
 
@@ -328,26 +281,16 @@ fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, pro
                     let Some(node) = &pod.node_name else { continue };
                     if !holders.iter().any(|(n, _)| n == node) {
                         let owners: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
-                        problems.push(
-                            Severity::Error,
-                            ProblemKind::PodIpForeignBlock,
-                            object.clone(),
+                        problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, object.clone(),
                             format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
-                            "the IP may be handed out twice: recreate the pod",
-                            holders.iter().next().map(|(_, p)| p.as_str()),
-                        );
+                            "the IP may be handed out twice: recreate the pod", holders.iter().next().map(|(_, p)| p.as_str()));
                     }
                 }
                 None => {
                     if let Some((pool, cidr)) = pool_cidrs.iter().find(|(_, c)| c.contains(ip)) {
-                        problems.push(
-                            Severity::Warning,
-                            ProblemKind::PodIpUnallocated,
-                            object.clone(),
+                        problems.push(Severity::Warning, ProblemKind::PodIpUnallocated, object.clone(),
                             format!("IP {ip} lies in pool {pool} ({cidr}) but in no block allocated to a node"),
-                            "the block was released while the pod kept its IP: recreate the pod",
-                            Some(pool),
-                        );
+                            "the block was released while the pod kept its IP: recreate the pod", Some(pool));
                     }
                 }
             }
@@ -386,13 +329,8 @@ fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
     if let Some(crd) = &snapshot.crd
         && crd.storage_migration_pending()
     {
-        problems.push(
-            Severity::Warning,
-            ProblemKind::StorageMigrationPending,
-            format!("CustomResourceDefinition/{POOL_CRD_NAME}"),
+        problems.push(Severity::Warning, ProblemKind::StorageMigrationPending, format!("CustomResourceDefinition/{POOL_CRD_NAME}"),
             format!("status.storedVersions is {:?}: objects may still be stored as v2alpha1", crd.stored_versions.clone().unwrap_or_default()),
-            "run kubectl ciliumpool migrate, then migrate --finalize",
-            None,
-        );
+            "run kubectl ciliumpool migrate, then migrate --finalize", None);
     }
 }

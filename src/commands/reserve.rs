@@ -23,10 +23,6 @@ use serde_json::Value;
 
 /// Conflicting writes tolerated before giving up (exit 3).
 const MAX_CONFLICTS: u32 = 5;
-/// Test hook: a shell command run between reading the pool and each write attempt, so that
-/// tests can provoke real 409s from a concurrent writer. Debug builds only: release binaries
-/// never run commands from the environment.
-const BEFORE_WRITE_HOOK: &str = "KUBECTL_CILIUMPOOL_TEST_BEFORE_WRITE";
 const V2_NOT_SERVED: &str = "cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)";
 
 /// One change to one pool, from the arguments or the guided flow.
@@ -230,7 +226,6 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 return Ok(None);
             }
         }
-        run_test_hook()?;
         Ok(Some(edited))
     })
     .await;
@@ -262,16 +257,6 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
 fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
     let refusal = format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written");
     super::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
-}
-
-fn run_test_hook() -> Result<()> {
-    if !cfg!(debug_assertions) {
-        return Ok(());
-    }
-    let Some(command) = std::env::var_os(BEFORE_WRITE_HOOK) else { return Ok(()) };
-    let status = std::process::Command::new("sh").arg("-c").arg(&command).status()?;
-    anyhow::ensure!(status.success(), "{BEFORE_WRITE_HOOK} failed: {status}");
-    Ok(())
 }
 
 /// The API server returns what it stored: if the change is not in it (pruned by a schema

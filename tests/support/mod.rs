@@ -16,6 +16,8 @@
 //! ```
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod cli;
+
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
@@ -229,15 +231,14 @@ impl TestCluster {
 
     /// The plugin under test with this cluster's kubeconfig, colour off.
     pub fn plugin(&self) -> assert_cmd::Command {
-        let mut command = assert_cmd::Command::new(PLUGIN);
-        command.env_remove("KUBECONFIG").env("NO_COLOR", "1").arg("--kubeconfig").arg(&self.kubeconfig);
-        command
+        assert_cmd::Command::from_std(self.plugin_process())
     }
 
-    /// The same as `plugin()`, as a std Command for processes that must be spawned (`--watch`).
+    /// The same as `plugin()`, as a std Command for processes that must be spawned (`--watch`,
+    /// a pseudo-terminal).
     pub fn plugin_process(&self) -> Command {
-        let mut command = Command::new(PLUGIN);
-        command.env_remove("KUBECONFIG").env("NO_COLOR", "1").arg("--kubeconfig").arg(&self.kubeconfig);
+        let mut command = cli::plugin_process();
+        command.arg("--kubeconfig").arg(&self.kubeconfig);
         command
     }
 

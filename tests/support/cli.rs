@@ -1,0 +1,82 @@
+//! Helpers for tests that run the plugin binary, offline or against a cluster: its output, its
+//! JSON, the figures in it, the pseudo-terminal, and the table of invalid ranges every write path
+//! must refuse.
+
+use rexpect::session::PtySession;
+use serde_json::Value;
+use std::process::Command;
+
+/// The plugin with colour off and no kubeconfig from the environment.
+pub fn plugin_process() -> Command {
+    let mut command = Command::new(super::PLUGIN);
+    command.env("NO_COLOR", "1").env_remove("KUBECONFIG");
+    command
+}
+
+/// [`plugin_process`] as an `assert_cmd` command.
+pub fn plugin() -> assert_cmd::Command {
+    assert_cmd::Command::from_std(plugin_process())
+}
+
+/// Exit code, stdout and stderr of a finished command.
+pub fn output(command: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = command.output().expect("the command runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).expect("UTF-8 stdout"), String::from_utf8(out.stderr).expect("UTF-8 stderr"))
+}
+
+/// Runs the plugin offline with `args`: exit code, stdout, stderr.
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    output(plugin().args(args))
+}
+
+/// Parses a document, showing it when it is not JSON.
+pub fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The report of `pool` / `family` in a `usage -o json` document.
+pub fn family<'a>(doc: &'a Value, pool: &str, family: &str) -> &'a Value {
+    doc["pools"]
+        .as_array()
+        .and_then(|pools| pools.iter().find(|p| p["name"] == pool))
+        .and_then(|p| p["families"].as_array())
+        .and_then(|families| families.iter().find(|f| f["family"] == family))
+        .unwrap_or_else(|| panic!("no {pool}/{family} in {doc:#}"))
+}
+
+/// `command` in a real pseudo-terminal (rexpect): the one way tests drive pickers and prompts.
+pub fn terminal(mut command: Command, timeout: std::time::Duration) -> PtySession {
+    command.env("TERM", "xterm").env("NO_COLOR", "1");
+    rexpect::session::spawn_command(command, Some(timeout.as_millis() as u64)).expect("the plugin starts in a pseudo-terminal")
+}
+
+/// Types keys into the terminal (rexpect buffers writes until flushed).
+pub fn press(term: &mut PtySession, keys: &str) {
+    term.send(keys).unwrap();
+    term.flush().unwrap();
+}
+
+/// Waits for the program in the terminal to end; its exit code and the rest of what it showed.
+pub fn finish(mut term: PtySession) -> (i32, String) {
+    let rest = term.exp_eof().expect("the program ends");
+    match term.process.wait().expect("the program is waited for") {
+        rexpect::process::wait::WaitStatus::Exited(_, code) => (code, rest),
+        other => panic!("the program did not exit normally: {other:?}; it showed {rest}"),
+    }
+}
+
+/// `reserve-range` arguments every write path must refuse (exit 2, one line, nothing written) on
+/// the pool `blue` with CIDRs 10.40.0.0/16 and 10.41.0.0/16 once 10.40.255.240-10.40.255.254 is
+/// reserved, and what the error line says.
+pub const INVALID_RANGES: &[(&[&str], &str)] = &[
+    (&["blue", "10.40.0.x"], "invalid range: \"10.40.0.x\" is not an IP address"),
+    (&["blue", "10.40.0.1-fd00::1"], "mixes IPv4 and IPv6"),
+    (&["blue", "10.40.0.9-10.40.0.1"], "starts after it ends"),
+    (&["blue", "10.50.0.1"], "is not inside any CIDR of pool blue"),
+    (&["blue", "10.40.255.0-10.41.0.5"], "spans more than one CIDR"),
+    (&["blue", "10.40.255.240..10.40.255.254"], "already reserved"),
+    (&["blue", "10.40.255.250-10.40.255.255"], "overlaps the reserved range(s) 10.40.255.240-10.40.255.254"),
+    (&["blu", "10.40.0.1"], "pool \"blu\" not found; did you mean blue?"),
+    (&["blue", "10.40.0.0/16", "--cidr", "10.41.0.0/16"], "not inside the chosen CIDR"),
+    (&["blue", "--remove", "10.40.0.1"], "has no reserved range"),
+];
