@@ -69,35 +69,23 @@ pub fn cidr_smaller_than_block(problems: &mut Problems, pool: &str, fam: &PoolFa
 /// A pool the operator's UpsertPool refuses (overlapping or invalid CIDRs, an IPv6 CIDR of more
 /// than 2^16 blocks, a mask longer than the address): it has no such pool, both families.
 pub fn pool_rejected(problems: &mut Problems, pool: &str, why: &str) {
-    problems.of_pool(
-        pool,
-        Severity::Error,
-        ProblemKind::InvalidPool,
+    problems.of_pool(pool, Severity::Error, ProblemKind::InvalidPool,
         format!("the operator rejects the whole pool (both families): {why}; it has no capacity and its nodes' blocks are orphans"),
-        "fix the pool spec; until then the operator allocates nothing from it",
-    );
+        "fix the pool spec; until then the operator allocates nothing from it");
 }
 
 /// An IPv6 CIDR split into more blocks than the operator accepts.
 pub fn ipv6_too_many_blocks(problems: &mut Problems, pool: &str, cidr: &str, mask: u8, block_bits: u8) {
-    problems.of_pool(
-        pool,
-        Severity::Error,
-        ProblemKind::Ipv6TooManyBlocks,
+    problems.of_pool(pool, Severity::Error, ProblemKind::Ipv6TooManyBlocks,
         format!("{cidr} splits into 2^{block_bits} blocks of /{mask}; the operator rejects IPv6 CIDRs with more than 2^16 blocks"),
-        "use a smaller CIDR or a smaller maskSize (at most 16 bits difference)",
-    );
+        "use a smaller CIDR or a smaller maskSize (at most 16 bits difference)");
 }
 
 /// A reservation that is not valid in its CIDR ([`ReservedRange::within`] says why).
 pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &ReservedRange, cidr: &str, why: &str) {
-    problems.of_pool(
-        pool,
-        Severity::Error,
-        ProblemKind::InvalidReservedRange,
+    problems.of_pool(pool, Severity::Error, ProblemKind::InvalidReservedRange,
         format!("reserved range {}-{} of {cidr}: {why}; it is ignored", range.start, range.end),
-        "fix or remove the range (kubectl ciliumpool reserve-range --remove)",
-    );
+        "fix or remove the range (kubectl ciliumpool reserve-range --remove)");
 }
 
 // --- the whole cluster ----------------------------------------------------------------------
@@ -172,14 +160,9 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
         for alloc in &node.allocated {
             for block in &alloc.blocks {
                 if block.prefix.is_none() {
-                    problems.push(
-                        Severity::Error,
-                        ProblemKind::InvalidNodeBlock,
-                        node_object(&node.name),
+                    problems.push(Severity::Error, ProblemKind::InvalidNodeBlock, node_object(&node.name),
                         format!("allocated block {:?} under pool {} is not a CIDR", block.original, alloc.pool),
-                        "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected",
-                        Some(&alloc.pool),
-                    );
+                        "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected", Some(&alloc.pool));
                 } else if !pool_names.contains(alloc.pool.as_str()) {
                     problems.push(Severity::Warning, ProblemKind::OrphanBlock, node_object(&node.name),
                         format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
@@ -236,13 +219,9 @@ fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, proble
         }
         let withheld_addresses = r.touched_blocks() * blocks::block_size(fam.family, fam.mask_size.unwrap_or(fam.family.bits()));
         if withheld_addresses > r.reserved_addresses + r.reserved_addresses {
-            problems.of_pool(
-                &pool.name,
-                Severity::Info,
-                ProblemKind::ReservationWithholdsMore,
+            problems.of_pool(&pool.name, Severity::Info, ProblemKind::ReservationWithholdsMore,
                 format!("reserved range {}-{} reserves {} address(es) but withholds {} block(s) ({} addresses)", r.start, r.end, r.reserved_addresses, r.touched_blocks(), withheld_addresses),
-                "reservations act on whole blocks; align the range to block boundaries if that is not intended",
-            );
+                "reservations act on whole blocks; align the range to block boundaries if that is not intended");
         }
     }
 }
@@ -313,14 +292,9 @@ fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Pro
         } else {
             (Severity::Warning, format!("operator error {error:?} (the node still needs addresses)"))
         };
-        problems.push(
-            severity,
-            ProblemKind::StaleOperatorError,
-            node_object(&node.name),
+        problems.push(severity, ProblemKind::StaleOperatorError, node_object(&node.name),
             message,
-            "check the operator log; a stale error clears on the next successful allocation",
-            None,
-        );
+            "check the operator log; a stale error clears on the next successful allocation", None);
     }
 }
 
