@@ -6,6 +6,7 @@ pub mod edit;
 pub mod ip;
 pub mod node;
 pub mod pool;
+pub mod slim;
 pub mod snapshot;
 pub mod workload;
 

@@ -8,6 +8,8 @@ use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
@@ -32,33 +34,72 @@ pub struct LoadedFile {
     pub documents: Vec<Value>,
 }
 
-/// Reads and parses every path (see [`read`]).
+/// Reads and parses every path (see [`read`]). Files are decoded as they stream in, keeping only
+/// what the snapshot needs of Pods and CiliumEndpoints (`model::slim`), so that memory follows
+/// the objects the plugin uses rather than the size of the dump; whatever that fast path does not
+/// read plainly (flow-style YAML, numbers JSON cannot hold, errors) is read again whole by
+/// [`manifest::parse`], which gives kubectl's reading or the exact error.
 pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
-    let mut files = Vec::new();
-    each_text(paths, &mut |file| {
-        files.push(LoadedFile { documents: manifest::parse(&file.text, &file.name)?, name: file.name });
+    let mut inputs = Vec::new();
+    each_input(paths, &mut |path| {
+        inputs.push(path);
         Ok(())
     })?;
-    Ok(files)
+    // A dump is a few large files (pods, endpoints): decode them side by side. Results keep the
+    // input order, and the first failing input in that order is the error reported.
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<LoadedFile>>>> = inputs.iter().map(|_| Default::default()).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(inputs.len()).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(input) = inputs.get(index) else { break };
+                    let loaded = load_one(input.as_deref());
+                    *results[index].lock().expect("no worker panics holding it") = Some(loaded);
+                }
+            });
+        }
+    });
+    results.into_iter().map(|slot| slot.into_inner().expect("no worker panicked").expect("every input decoded")).collect()
+}
+
+fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
+    Ok(match path {
+        None => {
+            let text = read_text(std::io::stdin().lock(), "standard input")?;
+            LoadedFile { documents: manifest::parse(&text, "-")?, name: "-".into() }
+        }
+        Some(path) => match stream_file(path) {
+            Some(documents) => LoadedFile { documents, name: path.display().to_string() },
+            None => {
+                let file = read_file(path.to_path_buf())?;
+                LoadedFile { documents: manifest::parse(&file.text, &file.name)?, name: file.name }
+            }
+        },
+    })
 }
 
 /// The text of every path; directories are walked recursively in sorted order.
 pub fn read(paths: &[String]) -> Result<Vec<TextFile>> {
     let mut files = Vec::new();
-    each_text(paths, &mut |file| {
-        files.push(file);
+    each_input(paths, &mut |path| {
+        files.push(match path {
+            None => TextFile { name: "-".into(), path: None, text: read_text(std::io::stdin().lock(), "standard input")? },
+            Some(path) => read_file(path)?,
+        });
         Ok(())
     })?;
     Ok(files)
 }
 
-/// Hands every file's text to `visit` as soon as it is read, so that an error in an earlier
-/// file is reported before a later file is read.
-fn each_text(paths: &[String], visit: &mut dyn FnMut(TextFile) -> Result<()>) -> Result<()> {
+/// Hands every input to `visit` in order (`None` for standard input), so that an error in an
+/// earlier file is reported before a later file is read.
+fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result<()>) -> Result<()> {
     for path in paths {
         if path == "-" {
-            let text = read_text(std::io::stdin().lock(), "standard input")?;
-            visit(TextFile { name: "-".into(), path: None, text })?;
+            visit(None)?;
             continue;
         }
         let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
@@ -69,10 +110,34 @@ fn each_text(paths: &[String], visit: &mut dyn FnMut(TextFile) -> Result<()>) ->
             found.push(PathBuf::from(path));
         }
         for file in found {
-            visit(read_file(file)?)?;
+            visit(Some(file))?;
         }
     }
     Ok(())
+}
+
+/// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
+/// when anything is out of the ordinary (the caller then reads it whole).
+fn stream_file(path: &Path) -> Option<Vec<Value>> {
+    let file = std::fs::File::open(path).ok()?;
+    manifest::parse_stream(Guarded { inner: file, read: 0 })
+}
+
+/// A reader that fails at a NUL byte or past [`MAX_INPUT_BYTES`], as [`read_text`] refuses them.
+struct Guarded<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Guarded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > MAX_INPUT_BYTES || buf[..n].contains(&0) {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
+        }
+        Ok(n)
+    }
 }
 
 /// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
