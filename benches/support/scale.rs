@@ -63,7 +63,7 @@ fn group_of(scale: &Scale, node: u32) -> Option<u32> {
 }
 
 fn dual_stack(pool: u32) -> bool {
-    pool == 0 || pool % 3 == 0
+    pool == 0 || pool.is_multiple_of(3)
 }
 
 /// IPv4 block of node `n` in `default`: 10.0.0.0/8 in /24 blocks (65,280 usable before the reserved tail).
