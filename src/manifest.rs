@@ -187,7 +187,7 @@ fn replace_in(value: &mut Value, matches: &dyn Fn(&Value) -> bool, replacement: 
 
 /// One document of a YAML stream as it stands in the text.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Document<'a> {
+pub struct Document<'a> {
     /// The 1-based line `text` starts on.
     pub line: usize,
     /// The document from its `---` line (every document but a first one without a marker) up to
@@ -244,7 +244,7 @@ impl<'a> Document<'a> {
 }
 
 /// The documents of a YAML stream; concatenated, their texts are the input.
-pub(crate) fn documents(text: &str) -> Vec<Document<'_>> {
+pub fn documents(text: &str) -> Vec<Document<'_>> {
     let mut documents = Vec::new();
     let (mut start, mut start_line, mut offset) = (0, 1, 0);
     for (index, line) in text.split_inclusive('\n').enumerate() {

@@ -104,17 +104,20 @@ pub struct Permission {
     group: &'static str,
     resource: &'static str,
     subresource: Option<&'static str>,
+    /// One object (a ClusterRole may grant a verb on that name only).
+    name: Option<&'static str>,
 }
 
 impl Permission {
     /// A verb on CiliumPodIPPools.
     pub fn pools(verb: &'static str) -> Permission {
-        Permission { verb, group: "cilium.io", resource: "ciliumpodippools", subresource: None }
+        Permission { verb, group: "cilium.io", resource: "ciliumpodippools", subresource: None, name: None }
     }
 
-    /// Updating a CRD's status (`status.storedVersions`).
+    /// Updating the pool CRD's status (`status.storedVersions`); a role limited to that CRD
+    /// by `resourceNames` suffices (docs/rbac.md).
     pub fn crd_status_update() -> Permission {
-        Permission { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", subresource: Some("status") }
+        Permission { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", subresource: Some("status"), name: Some(POOL_CRD_NAME) }
     }
 
     fn describe(&self) -> String {
@@ -134,6 +137,7 @@ pub async fn require(conn: &Connection, needed: &[Permission]) -> Result<()> {
                     group: Some(permission.group.into()),
                     resource: Some(permission.resource.into()),
                     subresource: permission.subresource.map(str::to_string),
+                    name: permission.name.map(str::to_string),
                     ..Default::default()
                 }),
                 ..Default::default()
