@@ -362,3 +362,17 @@ fn node_blocks_of_another_size_occupy_every_block_they_touch() {
     assert_eq!(count(&fam["allocatedBlocks"]), Some(4));
     assert_eq!(fam["nextBlock"], "10.0.1.0/26");
 }
+
+/// Releasing the first entry's block clears every block it touches, also those the kept entry's
+/// larger CIDR covers (cidrset.Release): found by seed plain:20113.
+#[test]
+fn a_released_entry_clears_blocks_a_kept_cidr_covers() {
+    let dir = scenario(
+        "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: p}\nspec:\n  ipv4: {cidrs: [10.0.0.0/25], maskSize: 29}\n",
+        &format!("{NODE_WITH}      - pool: p\n        cidrs: [10.0.0.80/28]\n      - pool: p\n        cidrs: [10.0.0.0/24]\n"),
+    );
+    let report = agreed(dir.path());
+    let fam = family(&report, "p", "ipv4");
+    assert_eq!(count(&fam["allocatedBlocks"]), Some(14), "the /24 holds all 16 blocks but the released /28 two of them");
+    assert_eq!(fam["nextBlock"], "10.0.0.80/29");
+}

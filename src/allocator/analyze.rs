@@ -124,8 +124,53 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, nodes: &[Node], 
             None => orphans.push(block_use.held(block, holders)),
         }
     }
-    let cidrs = usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, problems)).collect();
+    let occupied = occupied_blocks(pool, fam.family, nodes, &usable, &owners, mask);
+    let cidrs = usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, &occupied, problems)).collect();
     family_totals(fam, &block_use, mask, cidrs, orphans)
+}
+
+/// The addresses of the blocks the restored operator holds occupied for this pool family, replaying
+/// each node's `AllocateToNode` before `RestoreFinished` (pool_allocator.go): every listed CIDR, in
+/// entry order, marks the blocks it touches in the first pool CIDR it overlaps, unless they are all
+/// marked already (then the node does not own it); then what the node owns outside its last entry
+/// for the pool is released, which clears every block it touches — also blocks a kept CIDR covers.
+/// Across nodes the union is taken; a release that clears another node's blocks depends on the
+/// informer's order, which no snapshot says.
+fn occupied_blocks(pool: &Pool, family: Family, nodes: &[Node], usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
+    // The aligned address range of the blocks `block` touches in its owner CIDR.
+    let touched = |block: &Prefix| -> Option<(u128, u128)> {
+        let cidr = &usable[owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable)?].prefix;
+        let (first, last) = blocks::indices_overlapping(cidr, mask, block.first().max(cidr.first()), block.last().min(cidr.last()));
+        Some((blocks::block_at(cidr, mask, first).first(), blocks::block_at(cidr, mask, last).last()))
+    };
+    let mut ranges = Vec::new();
+    for node in nodes {
+        let entries: Vec<_> = node.allocated.iter().filter(|a| a.pool == pool.name).collect();
+        let listed = |entry: &crate::model::node::PoolAllocation| entry.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).collect::<Vec<_>>();
+        let [.., last] = entries.as_slice() else { continue };
+        if entries.len() == 1 {
+            ranges.extend(listed(last).iter().filter_map(&touched));
+            continue;
+        }
+        let kept: BTreeSet<Prefix> = listed(last).into_iter().collect();
+        let mut marked: Vec<(Prefix, (u128, u128))> = Vec::new();
+        let mut held = IntervalSet::new();
+        for block in entries.iter().flat_map(|e| listed(e)) {
+            let Some((start, end)) = touched(&block) else { continue };
+            if marked.iter().any(|(m, _)| *m == block) || IntervalSet::single(start, end).difference(&held).is_empty() {
+                continue;
+            }
+            held = held.union(&IntervalSet::single(start, end));
+            marked.push((block, (start, end)));
+        }
+        for (block, (start, end)) in &marked {
+            if !kept.contains(block) {
+                held = held.difference(&IntervalSet::single(*start, *end));
+            }
+        }
+        ranges.extend(held.ranges().iter().copied());
+    }
+    IntervalSet::from_ranges(ranges)
 }
 
 /// The CIDRs the figures can use: parsed, at least one block large, in a pool the operator
@@ -228,11 +273,11 @@ impl BlockUse<'_> {
 }
 
 /// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
-fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, problems: &mut Problems) -> CidrReport {
+fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, occupied: &IntervalSet, problems: &mut Problems) -> CidrReport {
     let capacity = blocks::capacity(&c.prefix, mask);
     let last_index = (capacity - Count::from(1u64)).to_u128().expect("at most 2^128 blocks per CIDR");
-    // Clipped: a node block may contain the whole CIDR.
-    let allocated_idx = IntervalSet::from_ranges(allocated.iter().map(|b| blocks::indices_overlapping(&c.prefix, mask, b.prefix.first().max(c.prefix.first()), b.prefix.last().min(c.prefix.last()))));
+    let in_cidr = occupied.intersection(&IntervalSet::single(c.prefix.first(), c.prefix.last()));
+    let allocated_idx = IntervalSet::from_ranges(in_cidr.ranges().iter().map(|&(start, end)| blocks::indices_overlapping(&c.prefix, mask, start, end)));
     let mut reservations = Vec::new();
     let mut reserved_ranges = Vec::new();
     for r in c.reserved {
