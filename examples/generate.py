@@ -1129,8 +1129,36 @@ def build(crd, pools):
         "ciliumnodes.yaml": to_yaml(k8s_list(node_objs)),
         "pods.yaml": to_yaml(k8s_list(pod_objs)),
         "ciliumendpoints.json": to_json(k8s_list(ceps)),
+        "cilium-config.yaml": to_yaml(render_cilium_config()),
     }
     return files, {"pods": pod_objs, "nodes": node_objs}
+
+
+def render_cilium_config():
+    """ConfigMap cilium-config: the IPAM mode (key `ipam`) and the multi-pool settings."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "cilium-config",
+            "namespace": "kube-system",
+            "labels": {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "cilium"},
+            "annotations": {"meta.helm.sh/release-name": "cilium", "meta.helm.sh/release-namespace": "kube-system"},
+            "creationTimestamp": "2025-04-22T09:20:00Z",
+            "resourceVersion": "41870112",
+            "uid": "0d9e8c1a-5b7f-4e36-a2c4-7f1e9b3d6a58",
+        },
+        "data": {
+            "cluster-name": CLUSTER,
+            "ipam": "multi-pool",
+            "ipam-default-ip-pool": "default",
+            "enable-ipv4": "true",
+            "enable-ipv6": "true",
+            "auto-create-cilium-pod-ip-pools": "",
+            "routing-mode": "native",
+            "enable-cluster-pool-to-multi-pool-migration": "false",
+        },
+    }
 
 
 # --------------------------------------------------------------------------- independent check

@@ -49,6 +49,9 @@ pub struct GlobalArgs {
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
+    /// Namespace of the Cilium installation, whose ConfigMap cilium-config names the IPAM mode
+    #[arg(long, global = true, value_name = "NAMESPACE", default_value = "kube-system")]
+    pub cilium_namespace: String,
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
     #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub filename: Vec<String>,
@@ -73,6 +76,9 @@ pub enum Output {
     Json,
     Yaml,
     Name,
+    /// OpenMetrics text (usage only): for the Prometheus textfile collector or a Pushgateway
+    #[value(name = "openmetrics")]
+    OpenMetrics,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,6 +97,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Consistency report for the whole cluster (exit 1 when problems are found)
     Check(CheckArgs),
+    /// Where addresses stand: pool, CIDR, block and its state, reservation, the pod or node holding them (exit 1 when one is in no pool)
+    Ip(IpArgs),
     /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
     ReserveRange(ReserveArgs),
     /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
@@ -132,6 +140,17 @@ pub struct UsageArgs {
 pub struct InspectArgs {
     /// The pool to inspect (default: a picker on a terminal, all pools otherwise)
     pub pool: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool ip 10.40.3.17                 # which pool, block and pod\n  \
+    kubectl ciliumpool ip 10.40.255.254 fd00:10::1a -o json\n\n\
+Exit codes: 0 every address is in a pool (or in a block a node lists), 1 some address is in no pool, 2 an argument is not an IP address.")]
+pub struct IpArgs {
+    /// The addresses to look up (IPv4 or IPv6)
+    #[arg(required = true, value_name = "ADDR")]
+    pub addresses: Vec<String>,
 }
 
 #[derive(Debug, Args)]

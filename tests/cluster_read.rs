@@ -91,7 +91,7 @@ fn live_usage_equals_offline_usage_of_a_kubectl_dump() {
     };
     let live = |command: &str, code: i32| {
         let mut doc = run_json_exiting(cluster.plugin().args([command, "-o", "json"]), code);
-        assert_eq!(doc["source"], json!({"kind": "cluster", "server": cluster.server, "context": "testenv"}));
+        assert_eq!(doc["source"], json!({"kind": "cluster", "server": cluster.server, "context": "testenv", "ipamMode": "unknown"}));
         doc.as_object_mut().expect("object").remove("source");
         doc
     };

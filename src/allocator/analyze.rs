@@ -26,6 +26,8 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     let nodes = node_reports(snapshot, &in_use);
     checks::cluster(snapshot, &pools, &nodes, &listed, &mut problems);
+    super::modes::migration_problems(snapshot, &pools, &mut problems);
+    let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
     let unmanaged_ips = Family::ALL
         .iter()
         .map(|&f| in_use.family(f).iter().filter(|&v| listed.lookup(Addr { family: f, value: v }).is_none()).count())
@@ -34,6 +36,7 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
         pools,
         nodes,
         problems: problems.finish(),
+        ipam,
         used_sources: UsedSources { unmanaged_ips, ..in_use.sources },
     }
 }

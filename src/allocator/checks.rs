@@ -21,7 +21,7 @@ pub const NEARLY_EXHAUSTED: f64 = 0.9;
 pub struct Problems(Vec<Problem>);
 
 impl Problems {
-    fn push(&mut self, severity: Severity, kind: ProblemKind, object: String, message: String, action: &str, pool: Option<&str>) {
+    pub(super) fn push(&mut self, severity: Severity, kind: ProblemKind, object: String, message: String, action: &str, pool: Option<&str>) {
         self.0.push(Problem { severity, kind, object, message, action: action.to_string(), pool: pool.map(str::to_string) });
     }
 
@@ -163,14 +163,15 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
                     problems.push(Severity::Error, ProblemKind::InvalidNodeBlock, node_object(&node.name),
                         format!("allocated block {:?} under pool {} is not a CIDR", block.original, alloc.pool),
                         "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected", Some(&alloc.pool));
-                } else if !pool_names.contains(alloc.pool.as_str()) {
+                } else if !pool_names.contains(alloc.pool.as_str()) && !super::modes::is_mode_pool(snapshot, &alloc.pool) {
                     problems.push(Severity::Warning, ProblemKind::OrphanBlock, node_object(&node.name),
                         format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
                         "recreate the pool, or drain the node so the agent releases the block", None);
                 }
             }
         }
-        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_str())) {
+        // A non-multi-pool mode's own pool (ENI's `default`) has no CiliumPodIPPool by design.
+        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_str()) && !super::modes::is_mode_pool(snapshot, &req.pool)) {
             problems.push(Severity::Warning, ProblemKind::UnknownPoolRequested, node_object(&node.name),
                 format!("requests addresses from pool {:?}, which does not exist", req.pool),
                 "create the pool or fix the pod/namespace pool annotations that select it", None);

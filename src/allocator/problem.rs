@@ -45,6 +45,8 @@ pub enum ProblemKind {
     /// A CiliumNode lists one pool in several `allocated[]` entries: after an operator restart
     /// only the last entry's blocks stay allocated.
     PoolSplitEntries,
+    /// Cluster-pool → multi-pool: a prerequisite is missing, or nodes still wait to be moved.
+    ClusterPoolMigration,
 }
 
 impl ProblemKind {

@@ -15,6 +15,8 @@ pub struct Report {
     pub pools: Vec<PoolReport>,
     pub nodes: Vec<NodeReport>,
     pub problems: Vec<Problem>,
+    /// The IPAM mode and what it adds: the mode's own pools, cluster-pool podCIDRs.
+    pub ipam: super::modes::IpamReport,
     /// Where "used" came from.
     #[serde(skip)]
     pub used_sources: UsedSources,

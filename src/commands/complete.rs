@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn enum_values() {
         let (values, directive, _) = offered(&["usage", "-o", ""]);
-        assert_eq!(values, ["table", "wide", "json", "yaml", "name"]);
+        assert_eq!(values, ["table", "wide", "json", "yaml", "name", "openmetrics"]);
         assert_eq!(directive, NO_FILE_COMPLETION);
         assert_eq!(offered(&["-o", "j"]).0, ["json"]);
         assert_eq!(offered(&["usage", "--output=y"]).0, ["--output=yaml"]);

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod complete;
 pub mod inspect;
+pub mod ip;
 pub mod migrate;
 pub mod reserve;
 pub mod usage;
@@ -55,7 +56,7 @@ impl Context {
     /// depend on whether `-f` was given) are refused here, before anything is read (exit 2).
     pub fn from_cli(cli: &Cli, terminal: Terminal) -> Result<Context> {
         let global = &cli.global;
-        check_combinations(&cli.command, !global.filename.is_empty())?;
+        check_combinations(&cli.command, !global.filename.is_empty(), global.output)?;
         let headers = !global.no_headers;
         Ok(Context {
             input: input_of(global),
@@ -67,6 +68,7 @@ impl Context {
                 Output::Json => Format::Json,
                 Output::Yaml => Format::Yaml,
                 Output::Name => Format::Name,
+                Output::OpenMetrics => Format::OpenMetrics,
             },
             style: Style { color: terminal.color, headers },
             stderr_style: Style { color: false, headers },
@@ -103,11 +105,15 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         as_user: global.as_user.clone(),
         as_group: global.as_group.clone(),
         timeout: (!global.request_timeout.is_zero()).then_some(global.request_timeout),
+        cilium_namespace: global.cilium_namespace.clone(),
     })
 }
 
 /// Refuses flags that need (or cannot have) a cluster, and values clap does not check.
-fn check_combinations(command: &Command, offline: bool) -> Result<()> {
+fn check_combinations(command: &Command, offline: bool, output: Output) -> Result<()> {
+    if output == Output::OpenMetrics && !matches!(command, Command::Usage(_)) {
+        return Err(input("-o openmetrics is only supported by usage; use -o json or -o yaml here"));
+    }
     match command {
         Command::Usage(args) => {
             if let Some(pct) = args.fail_above
@@ -146,6 +152,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
         Command::Usage(args) => usage::run(args, ctx).await,
         Command::Inspect(args) => inspect::run(args, ctx).await,
         Command::Check(args) => check::run(args, ctx).await,
+        Command::Ip(args) => ip::run(args, ctx).await,
         Command::ReserveRange(args) => reserve::run(args, ctx).await,
         Command::Migrate(args) => migrate::run(args, ctx).await,
         Command::Completion(args) => {

@@ -4,6 +4,7 @@
 pub mod crd;
 pub mod edit;
 pub mod ip;
+pub mod ipam;
 pub mod node;
 pub mod pool;
 pub mod slim;
@@ -12,6 +13,7 @@ pub mod workload;
 
 pub use crd::CrdInfo;
 pub use ip::{Addr, AddrRange, Family, Prefix};
+pub use ipam::{IpamConfig, IpamMode};
 pub use node::Node;
 pub use pool::{Dialect, Pool};
 pub use snapshot::{Origin, Snapshot};

@@ -46,7 +46,12 @@ pub struct Node {
     pub allocated: Vec<PoolAllocation>,
     /// CiliumInternalIP, health and ingress addresses: taken from the node's blocks.
     pub infrastructure_ips: Vec<Addr>,
+    /// The same addresses with their role (`CiliumInternalIP`, `health`, `ingress`), for `ip`.
+    pub infrastructure: Vec<(&'static str, Addr)>,
     pub operator_error: Option<String>,
+    /// `spec.ipam.podCIDRs`: the node's blocks in cluster-pool mode (and before a migration to
+    /// multi-pool converts them into `pools.allocated`).
+    pub pod_cidrs: Vec<ListedBlock>,
 }
 
 impl Node {
@@ -77,23 +82,29 @@ impl Node {
             })
             .collect();
         let spec = obj.get("spec");
-        let mut infrastructure_ips: Vec<Addr> = list(spec.and_then(|s| s.get("addresses")))
+        let mut infrastructure: Vec<(&'static str, Addr)> = list(spec.and_then(|s| s.get("addresses")))
             .filter(|a| a.get("type").and_then(Value::as_str) == Some("CiliumInternalIP"))
             .filter_map(|a| a.get("ip").and_then(Value::as_str).and_then(Addr::parse))
+            .map(|ip| ("CiliumInternalIP", ip))
             .collect();
         for section in ["health", "ingress"] {
             for family in Family::ALL {
                 if let Some(ip) = spec.and_then(|s| s.get(section)).and_then(|s| s.get(family.name())) {
-                    infrastructure_ips.extend(ip.as_str().and_then(Addr::parse));
+                    infrastructure.extend(ip.as_str().and_then(Addr::parse).map(|ip| (section, ip)));
                 }
             }
         }
+        let infrastructure_ips = infrastructure.iter().map(|(_, ip)| *ip).collect();
         let operator_error = obj
             .pointer("/status/ipam/operator-status/error")
             .and_then(Value::as_str)
             .filter(|e| !e.trim().is_empty())
             .map(str::to_string);
-        Node { name, ignored, requested, allocated, infrastructure_ips, operator_error }
+        let pod_cidrs = list(obj.pointer("/spec/ipam/podCIDRs"))
+            .filter_map(Value::as_str)
+            .map(|s| ListedBlock { original: s.to_string(), prefix: Prefix::parse(s) })
+            .collect();
+        Node { name, ignored, requested, allocated, infrastructure_ips, infrastructure, operator_error, pod_cidrs }
     }
 }
 

@@ -1,6 +1,7 @@
 //! A snapshot: everything the allocator needs, from whichever source (cluster or files).
 
 use super::crd::{CrdInfo, POOL_CRD_NAME};
+use super::ipam::IpamConfig;
 use super::node::Node;
 use super::pool::{Dialect, Pool};
 use super::workload::{Endpoint, Pod};
@@ -16,6 +17,8 @@ pub struct Snapshot {
     pub pods: Option<Vec<Pod>>,
     pub endpoints: Option<Vec<Endpoint>>,
     pub crd: Option<CrdInfo>,
+    /// ConfigMap `cilium-config`'s IPAM settings; `None` when it was not in the input or not readable.
+    pub ipam: Option<IpamConfig>,
     /// What could not be read or determined, in words, for the footer and `-v`.
     pub notes: Vec<String>,
     /// Objects of other kinds that were skipped, per kind.
@@ -35,7 +38,15 @@ pub struct Origin {
     pub server: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The IPAM mode (`cilium-config` key `ipam`), or `unknown`.
+    pub ipam_mode: String,
+    /// What this input cannot show (e.g. pools read through v2alpha1 hide v2-only fields).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
+
+/// Said when pools were read through v2alpha1 and nothing shows the cluster lacks v2.
+pub const V2ALPHA1_VIEW_WARNING: &str = "pools were read through cilium.io/v2alpha1 and the input holds no CRD: reserved ranges of a cilium.io/v2 cluster are not visible in this input; dump them with `kubectl get ciliumpodippools.v2.cilium.io -o yaml`";
 
 impl Snapshot {
     /// Sorts Kubernetes objects into a snapshot. `List` and `*List` objects are flattened;
@@ -59,6 +70,7 @@ impl Snapshot {
         let mut endpoints: BTreeMap<(String, String), Endpoint> = BTreeMap::new();
         let (mut saw_pods, mut saw_endpoints) = (false, false);
         let mut skipped = BTreeMap::new();
+        let mut ipam = None;
         for obj in &flat {
             match kind(obj) {
                 "CiliumPodIPPool" => {
@@ -83,6 +95,7 @@ impl Snapshot {
                     let ep = Endpoint::decode(obj);
                     endpoints.insert((ep.namespace.clone(), ep.name.clone()), ep);
                 }
+                "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
                 "CustomResourceDefinition" if crd_objects.iter().any(|c| std::ptr::eq(*c, obj)) => {}
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
@@ -95,6 +108,7 @@ impl Snapshot {
             notes.push("no CiliumEndpoints in the input".to_string());
         }
         Snapshot {
+            ipam,
             pools,
             nodes: nodes.into_values().collect(),
             pods: Some(pods.into_values().collect()),
@@ -102,8 +116,25 @@ impl Snapshot {
             crd,
             notes,
             skipped,
-            origin: Origin { kind: "files", ..Default::default() },
+            origin: Origin { kind: "files", ipam_mode: "unknown".to_string(), ..Default::default() },
         }
+    }
+
+    /// The IPAM mode's name, or `unknown`.
+    pub fn ipam_mode_name(&self) -> String {
+        self.ipam.as_ref().map_or_else(|| "unknown".to_string(), |c| c.mode.name().to_string())
+    }
+
+    /// Sets where the snapshot came from, with the IPAM mode and what this input cannot show.
+    pub fn set_origin(&mut self, origin: Origin) {
+        let mut warnings = Vec::new();
+        let through_alpha = self.pools.iter().any(|p| p.dialect == Dialect::V2alpha1);
+        // With the CRD in the input, its versions say whether v2 exists (and live reads use v2
+        // when it is served).
+        if through_alpha && self.crd.is_none() {
+            warnings.push(V2ALPHA1_VIEW_WARNING.to_string());
+        }
+        self.origin = Origin { ipam_mode: self.ipam_mode_name(), warnings, ..origin };
     }
 
     pub fn pool(&self, name: &str) -> Option<&Pool> {

@@ -9,6 +9,7 @@ use serde::Serialize;
 pub struct Check<'a> {
     pub origin: &'a Origin,
     pub problems: Vec<&'a Problem>,
+    pub ipam: &'a crate::allocator::IpamReport,
 }
 
 #[derive(Serialize)]
@@ -29,10 +30,13 @@ impl Render for Check<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
+        if self.ipam.nothing_to_show {
+            return super::usage::nothing_to_show(self.ipam);
+        }
         let mut out = if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style) };
         if style.headers {
             out.push_str(&summary(&self.problems));
-            out.push('\n');
+            out.push_str(&format!(" — IPAM mode {}\n", self.ipam.mode));
         }
         out
     }

@@ -5,6 +5,8 @@
 pub mod check;
 pub mod escape;
 pub mod inspect;
+pub mod ip;
+pub mod metrics;
 pub mod migrate;
 pub mod reserve;
 pub mod usage;
@@ -27,6 +29,8 @@ pub enum Format {
     Json,
     Yaml,
     Name,
+    /// OpenMetrics text (`usage` only; other commands refuse it before reading anything).
+    OpenMetrics,
 }
 
 impl Format {
@@ -47,6 +51,10 @@ pub trait Render {
     }
     /// `-o table` (and `-o wide` when `wide`).
     fn text(&self, wide: bool, style: &Style) -> String;
+    /// `-o openmetrics`; `None` for results without metrics (their text is printed).
+    fn openmetrics(&self) -> Option<String> {
+        None
+    }
 }
 
 /// `result` as `format` asks.
@@ -55,6 +63,7 @@ pub fn output(result: &impl Render, format: Format, style: &Style) -> String {
         Format::Json | Format::Yaml => serialize(&result.document(), format == Format::Yaml),
         Format::Name => result.names().unwrap_or_else(|| result.text(false, style)),
         Format::Table | Format::Wide => result.text(format == Format::Wide, style),
+        Format::OpenMetrics => result.openmetrics().unwrap_or_else(|| result.text(false, style)),
     }
 }
 

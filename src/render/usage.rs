@@ -2,7 +2,7 @@
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
 use super::{Render, SCHEMA_VERSION, Style, bar, human, table};
-use crate::allocator::{Count, FamilyReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
+use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
 
@@ -53,18 +53,38 @@ impl Render for Usage<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
+        let ipam = &self.report.ipam;
+        if ipam.nothing_to_show {
+            return nothing_to_show(ipam);
+        }
         let pools = self.pools();
         let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
         let mut out = match self.table {
             Table::Blocks => blocks_table(&pools, style),
             Table::Nodes => nodes_table(self.report, &selected_name, style),
-            Table::Pools => pools_table(&pools, wide, style),
+            Table::Pools => {
+                // Modes without CiliumPodIPPools show what nodes hold instead of an empty pool table.
+                let mode_tables = [
+                    (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam, style)),
+                    (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam, style)),
+                ];
+                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none)).then(|| pools_table(&pools, wide, style));
+                std::iter::once(pool_table).chain(mode_tables).flatten().collect::<Vec<_>>().join("\n")
+            }
         };
         if style.headers {
             let snapshot = self.snapshot;
             out.push_str(&footer(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len(), style));
+            for line in mode_lines(ipam) {
+                out.push_str(&style.paint(&line, super::Tone::Dim));
+                out.push('\n');
+            }
         }
         out
+    }
+
+    fn openmetrics(&self) -> Option<String> {
+        Some(super::metrics::openmetrics(self.report, &self.pools(), &self.snapshot.origin))
     }
 }
 
@@ -77,6 +97,8 @@ pub struct UsageDocument<'a> {
     pub pools: Vec<&'a PoolReport>,
     pub nodes: Vec<NodeReport>,
     pub problems: Vec<&'a Problem>,
+    /// The IPAM mode, the mode's own pools (ENI), cluster-pool podCIDRs per node.
+    pub ipam: &'a IpamReport,
 }
 
 impl<'a> UsageDocument<'a> {
@@ -95,6 +117,7 @@ impl<'a> UsageDocument<'a> {
             pools: pools.to_vec(),
             nodes,
             problems: report.problems.iter().filter(|p| all_selected || p.pool.as_deref().is_some_and(selected)).collect(),
+            ipam: &report.ipam,
         }
     }
 }
@@ -153,7 +176,8 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
             let idle = p.used_addresses.map(|u| p.usable_addresses.saturating_sub(u));
             let mut pool = p.pool.clone();
             if !p.pool_exists {
-                pool.push_str(" (missing)");
+                let mode_pool = report.ipam.mode_pools.iter().any(|m| m.name == p.pool);
+                pool.push_str(&if mode_pool { format!(" ({})", report.ipam.mode) } else { " (missing)".to_string() });
             }
             rows.push(vec![
                 node.name.clone() + if node.ignored { " (ignored)" } else { "" },
@@ -216,6 +240,61 @@ pub fn blocks_table(pools: &[&PoolReport], style: &Style) -> String {
     table(&["BLOCK", "POOL", "STATE", "NODE", "USED/USABLE"], rows, style)
 }
 
+/// Pools of a non-multi-pool mode (ENI's `default`): what nodes hold; capacity is not in the cluster.
+pub fn mode_pools_table(ipam: &IpamReport, style: &Style) -> String {
+    let mut rows = Vec::new();
+    for pool in &ipam.mode_pools {
+        for fam in &pool.families {
+            rows.push(vec![
+                pool.name.clone(),
+                ipam.mode.clone(),
+                fam.family.to_string(),
+                human(fam.allocated_blocks),
+                human(fam.allocated_addresses),
+                opt(fam.used_addresses),
+                opt(fam.idle_addresses),
+                fam.nodes.to_string(),
+                "unknown".to_string(),
+            ]);
+        }
+    }
+    table(&["POOL", "IPAM-MODE", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "IDLE", "NODES", "CAPACITY"], rows, style)
+}
+
+/// Cluster-pool blocks: `spec.ipam.podCIDRs` per node.
+pub fn pod_cidrs_table(ipam: &IpamReport, style: &Style) -> String {
+    let rows = ipam.pod_cidrs.iter().map(|n| vec![n.node.clone(), n.pod_cidrs.join(","), opt(n.used_addresses)]).collect();
+    table(&["NODE", "PODCIDRS", "USED"], rows, style)
+}
+
+/// What the IPAM mode means for these figures, one line each (table footers).
+pub fn mode_lines(ipam: &IpamReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    for pool in &ipam.mode_pools {
+        lines.push(format!(
+            "IPAM mode {}: pool {} is the agent's (no CiliumPodIPPool; ALLOCATED = usable addresses of the blocks nodes list); {}",
+            ipam.mode, pool.name, pool.capacity_unknown
+        ));
+    }
+    if !ipam.pod_cidrs.is_empty() {
+        lines.push(match ipam.mode.as_str() {
+            "multi-pool" => format!(
+                "migrating from cluster-pool: {} node(s) still hold spec.ipam.podCIDRs; `kubectl ciliumpool check` verifies the default pool covers them",
+                ipam.pod_cidrs.len()
+            ),
+            mode => format!(
+                "IPAM mode {mode}: nodes' blocks are spec.ipam.podCIDRs; to migrate to multi-pool, create the default pool covering every podCIDR at the same mask size (`kubectl ciliumpool check` verifies it)"
+            ),
+        });
+    }
+    lines
+}
+
+/// The one line for a mode that has neither pools nor blocks to show.
+pub fn nothing_to_show(ipam: &IpamReport) -> String {
+    format!("IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n", ipam.mode)
+}
+
 /// The definitions and data sources, one line each (table output only).
 pub fn footer(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize, style: &Style) -> String {
     let definitions = [
@@ -249,8 +328,8 @@ pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], po
     } else {
         "used: unknown".to_string()
     };
-    let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; {used}");
-    for note in notes {
+    let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; IPAM mode {}; {used}", origin.ipam_mode);
+    for note in notes.iter().chain(&origin.warnings) {
         line.push_str("; ");
         line.push_str(note);
     }

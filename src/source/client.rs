@@ -32,6 +32,8 @@ pub struct ConnectOptions {
     pub as_user: Option<String>,
     pub as_group: Vec<String>,
     pub timeout: Option<Duration>,
+    /// `--cilium-namespace`: where ConfigMap `cilium-config` (the IPAM mode) lives.
+    pub cilium_namespace: String,
 }
 
 pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {

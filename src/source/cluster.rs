@@ -32,6 +32,10 @@ fn endpoints_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
 }
 
+fn config_maps_resource() -> ApiResource {
+    resource("", "v1", "ConfigMap", "configmaps")
+}
+
 pub(super) fn crd_resource() -> ApiResource {
     resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
 }
@@ -49,6 +53,8 @@ fn resource_name(resource: &ApiResource) -> String {
 pub struct Cluster {
     pub connection: Connection,
     namespace: Option<String>,
+    /// Where ConfigMap `cilium-config` lives (`--cilium-namespace`).
+    cilium_namespace: String,
 }
 
 /// What the pool CRD says, or what discovery could tell when the CRD is not readable.
@@ -93,6 +99,8 @@ pub struct Layout {
     pods: Result<ApiResource, Unreadable>,
     endpoints: Result<ApiResource, Unreadable>,
     schema_note: Option<String>,
+    /// ConfigMap `cilium-config`, or why it could not be read (the IPAM mode is unknown then).
+    config: Result<Value, String>,
     origin: Origin,
 }
 
@@ -107,17 +115,18 @@ pub struct Objects {
 impl Cluster {
     /// Connects with kubectl's flags; pods are read from `namespace` (all when `None`).
     pub async fn connect(options: &ConnectOptions, namespace: Option<&str>) -> Result<Cluster> {
-        Ok(Cluster { connection: connect(options).await?, namespace: namespace.map(str::to_string) })
+        Ok(Cluster { connection: connect(options).await?, namespace: namespace.map(str::to_string), cilium_namespace: options.cilium_namespace.clone() })
     }
 
     /// Reads everything a snapshot needs; independent lists run concurrently.
     pub async fn read(&self) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
-        let (pools, nodes, pods, endpoints) = tokio::join!(
+        let (pools, nodes, pods, endpoints, config) = tokio::join!(
             self.read_pools(),
             self.list(&nodes_resource),
             self.list(&pods_resource),
             self.list(&endpoints_resource),
+            self.cilium_config(),
         );
         // Pools first: without the CRD every other Cilium list fails too, and "not installed"
         // is the message that helps.
@@ -132,6 +141,7 @@ impl Cluster {
             pods: readable(&pods, pods_resource),
             endpoints: readable(&endpoints, endpoints_resource),
             schema_note: pools.note,
+            config: config?,
             origin: Origin {
                 kind: "cluster",
                 server: Some(self.connection.server.clone()),
@@ -221,6 +231,22 @@ impl Cluster {
         Ok(CrdInfo { versions, stored_versions: None, v2_dialect: None, resource_version: None })
     }
 
+    /// ConfigMap `cilium-config` (the IPAM mode). Forbidden or missing degrades to "mode unknown".
+    async fn cilium_config(&self) -> Result<Result<Value, String>> {
+        use crate::model::ipam::CONFIG_MAP_NAME;
+        let resource = config_maps_resource();
+        let api: Api<DynamicObject> = Api::namespaced_with(self.connection.client.clone(), &self.cilium_namespace, &resource);
+        let name = format!("ConfigMap {}/{CONFIG_MAP_NAME}", self.cilium_namespace);
+        match api.get(CONFIG_MAP_NAME).await {
+            Ok(object) => Ok(Ok(typed_value(object, &resource))),
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok(Err(format!("{name}: forbidden (403) — IPAM mode unknown"))),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                Ok(Err(format!("{name}: not found — IPAM mode unknown (pass --cilium-namespace where Cilium is installed)")))
+            }
+            Err(e) => Err(self.connection.request_failed(e, "get", &format!("configmaps/{CONFIG_MAP_NAME}"))),
+        }
+    }
+
     fn not_installed(&self) -> anyhow::Error {
         cluster(format!(
             "CiliumPodIPPool ({POOL_CRD_NAME}) is not served by {}: is Cilium installed with multi-pool IPAM?",
@@ -240,6 +266,7 @@ impl Layout {
         let endpoints_read = objects.endpoints.is_some();
         let all = crd
             .into_iter()
+            .chain(self.config.as_ref().ok().cloned())
             .chain(objects.pools)
             .chain(objects.nodes)
             .chain(objects.pods.into_iter().flatten())
@@ -256,7 +283,7 @@ impl Layout {
         }
         // from_objects notes kinds missing from files; a live read knows what it could not read.
         snapshot.notes = self.notes();
-        snapshot.origin = self.origin.clone();
+        snapshot.set_origin(self.origin.clone());
         snapshot
     }
 
@@ -272,6 +299,9 @@ impl Layout {
 
     fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = self.schema_note.iter().cloned().collect();
+        if let Err(why) = &self.config {
+            notes.push(why.clone());
+        }
         if let Err(why) = self.pods {
             let consequence = if self.endpoints.is_ok() { "used addresses from CiliumEndpoints only" } else { "used addresses unknown" };
             notes.push(format!("pods: {} — {consequence}", unreadable_text(why)));

@@ -1,7 +1,14 @@
 //! Snapshots from files (`-f`): single objects, multi-document YAML, JSON, `List`s, directories
-//! (recursively; e.g. an extracted `cilium sysdump`) and `-` for stdin. No cluster is contacted.
-//! Parsing the text is `crate::manifest`'s.
+//! (recursively; e.g. an extracted `cilium sysdump`), `.zip`/`.tar.gz`/`.tar` archives (a sysdump
+//! as users receive it; see `archive`) and `-` for stdin. No cluster is contacted. Parsing the
+//! text is `crate::manifest`'s.
+//!
+//! For snapshots ([`load_inputs`]), a file named explicitly must parse (else exit 2), but files
+//! met while walking a directory or an archive may be anything — a sysdump holds logs, JSON Lines,
+//! pprof binaries, nested tarballs — so those that hold no Kubernetes objects are skipped and
+//! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
+use super::{archive, sysdump};
 use crate::error::input;
 use crate::manifest;
 use anyhow::Result;
@@ -32,6 +39,105 @@ pub struct TextFile {
 pub struct LoadedFile {
     pub name: String,
     pub documents: Vec<Value>,
+}
+
+/// A file met while walking a directory or an archive that holds no Kubernetes objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Everything `-f` read for a snapshot, and what was skipped.
+#[derive(Default)]
+pub struct Inputs {
+    pub files: Vec<LoadedFile>,
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// Reads every path for a snapshot: explicit files (and stdin) as [`load`] reads them (they must
+/// parse); files found in directories and archives that hold no Kubernetes objects are skipped.
+/// Sysdump files get the types their names imply (`sysdump`).
+pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
+    let mut inputs = Inputs::default();
+    for path in paths {
+        let meta = (path != "-").then(|| std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))).transpose()?;
+        match meta {
+            Some(meta) if meta.is_dir() => {
+                let (mut found, mut others) = (Vec::new(), Vec::new());
+                walk_from(Path::new(path), 0, &mut Default::default(), &mut found, &mut others)?;
+                inputs.skipped.extend(others.iter().map(|p| SkippedFile { name: p.display().to_string(), reason: not_manifest_reason(p) }));
+                for file in found {
+                    let name = file.display().to_string();
+                    match stream_file(&file) {
+                        Some(documents) => kept_or_skipped(name, documents, None, &mut inputs),
+                        None => {
+                            let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
+                            let text = read_text_or_binary(reader, &name)?;
+                            walked(name, text, &mut inputs);
+                        }
+                    }
+                }
+            }
+            // Only regular files are sniffed: reading the head of a FIFO (`-f <(kubectl get ...)`) would consume it.
+            Some(meta) if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() => {
+                let kind = archive::kind_of(Path::new(path))?.expect("sniffed above");
+                archive::read(Path::new(path), path, kind, &mut inputs)?;
+            }
+            _ => {
+                let loaded = load_one((path != "-").then(|| Path::new(path.as_str())))?;
+                inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), name: loaded.name });
+            }
+        }
+    }
+    Ok(inputs)
+}
+
+/// A file met while walking (`text` is `Err(why)` for binary data): kept when it holds at least
+/// one Kubernetes object, else skipped with the reason.
+pub(super) fn walked(name: String, text: std::result::Result<String, String>, inputs: &mut Inputs) {
+    match text {
+        Err(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
+        Ok(text) => match manifest::parse(&text, &name) {
+            Err(_) if looks_like_json_lines(&text) => inputs.skipped.push(SkippedFile { name, reason: "JSON Lines, not Kubernetes objects".into() }),
+            Err(e) => {
+                let why = e.to_string();
+                let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
+                inputs.skipped.push(SkippedFile { name, reason });
+            }
+            Ok(documents) => kept_or_skipped(name, documents, Some(&text), inputs),
+        },
+    }
+}
+
+/// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
+fn kept_or_skipped(name: String, documents: Vec<Value>, text: Option<&str>, inputs: &mut Inputs) {
+    let documents = sysdump::type_documents(&name, documents);
+    if documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
+        inputs.files.push(LoadedFile { name, documents });
+        return;
+    }
+    let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
+    let reason = if json_lines { "JSON Lines, not Kubernetes objects" } else { "holds no Kubernetes objects (no kind)" };
+    inputs.skipped.push(SkippedFile { name, reason: reason.to_string() });
+}
+
+/// Several lines, each a JSON object (`hubble-flows-*.json`).
+fn looks_like_json_lines(text: &str) -> bool {
+    let first_two: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(2).collect();
+    first_two.len() == 2 && first_two.iter().all(|l| serde_json::from_str::<serde_json::Map<String, Value>>(l).is_ok())
+}
+
+/// `.yaml`, `.yml` or `.json`, case-insensitively.
+pub(super) fn is_manifest_name(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+pub(super) fn not_manifest_reason(path: &Path) -> String {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("not YAML or JSON (.{ext})"),
+        None => "not YAML or JSON (no extension)".to_string(),
+    }
 }
 
 /// Reads and parses every path (see [`read`]). Files are decoded as they stream in, keeping only
@@ -142,7 +248,13 @@ impl<R: Read> Read for Guarded<R> {
 
 /// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
 /// binary data, `/dev/zero`) or past the limit, so that neither takes long.
-fn read_text(mut reader: impl Read, name: &str) -> Result<String> {
+fn read_text(reader: impl Read, name: &str) -> Result<String> {
+    read_text_or_binary(reader, name)?.map_err(|why| input(format!("{name}: {why}")))
+}
+
+/// Like [`read_text`], but binary data (a NUL byte, not UTF-8) is `Ok(Err(why))`, for files
+/// that may be skipped; only IO errors and the size limit are errors.
+pub(super) fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::result::Result<String, String>> {
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; 1 << 16];
     loop {
@@ -153,14 +265,14 @@ fn read_text(mut reader: impl Read, name: &str) -> Result<String> {
             Err(e) => return Err(input(format!("cannot read {name}: {e}"))),
         };
         if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
-            return Err(input(format!("{name}: binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
+            return Ok(Err(format!("binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
         }
         if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
             return Err(input(format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)));
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
-    String::from_utf8(bytes).map_err(|_| input(format!("{name}: not UTF-8 text; pass Kubernetes YAML or JSON")))
+    Ok(String::from_utf8(bytes).map_err(|_| "not UTF-8 text; pass Kubernetes YAML or JSON".to_string()))
 }
 
 /// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory
@@ -169,10 +281,11 @@ fn read_text(mut reader: impl Read, name: &str) -> Result<String> {
 /// sockets are skipped (reading a FIFO nobody writes to would block).
 pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
-    walk_from(dir, 0, &mut seen, out)
+    walk_from(dir, 0, &mut seen, out, &mut Vec::new())
 }
 
-fn walk_from(dir: &Path, depth: usize, seen: &mut std::collections::HashSet<(u64, u64)>, out: &mut Vec<PathBuf>) -> Result<()> {
+/// [`walk`], also collecting the regular files that are not manifests into `others`.
+fn walk_from(dir: &Path, depth: usize, seen: &mut std::collections::HashSet<(u64, u64)>, out: &mut Vec<PathBuf>, others: &mut Vec<PathBuf>) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
     if !seen.insert((meta.dev(), meta.ino())) {
@@ -188,9 +301,9 @@ fn walk_from(dir: &Path, depth: usize, seen: &mut std::collections::HashSet<(u64
         // Dangling links and unreadable entries are skipped, as non-manifest files are.
         let Ok(meta) = std::fs::metadata(&path) else { continue };
         if meta.is_dir() {
-            walk_from(&path, depth + 1, seen, out)?;
-        } else if meta.is_file() && seen.insert((meta.dev(), meta.ino())) && path.extension().and_then(|e| e.to_str()).is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())) {
-            out.push(path);
+            walk_from(&path, depth + 1, seen, out, others)?;
+        } else if meta.is_file() && seen.insert((meta.dev(), meta.ino())) {
+            if is_manifest_name(&path) { out.push(path) } else { others.push(path) }
         }
     }
     Ok(())

@@ -1,11 +1,13 @@
 //! Where snapshots come from: files (`-f`) or a live cluster. The only reading IO.
 
+pub mod archive;
 pub mod atomic;
 pub mod client;
 pub mod cluster;
 pub mod files;
 pub mod pools;
 pub mod secrets;
+pub mod sysdump;
 pub mod watch;
 
 pub use client::ConnectOptions;
@@ -44,10 +46,10 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
 
 /// The snapshot the files at `paths` make.
 pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Snapshot> {
-    let loaded = files::load(paths)?;
-    files::warn_duplicates(&loaded);
-    let names = loaded.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
-    let mut snapshot = Snapshot::from_objects(loaded.into_iter().flat_map(|f| f.documents));
+    let inputs = files::load_inputs(paths)?;
+    files::warn_duplicates(&inputs.files);
+    let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    let mut snapshot = Snapshot::from_objects(inputs.files.into_iter().flat_map(|f| f.documents));
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
     if let Some(ns) = namespace {
         if let Some(pods) = snapshot.pods.as_mut() {
@@ -57,7 +59,7 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
             endpoints.retain(|e| e.namespace == ns);
         }
     }
-    snapshot.origin = Origin { kind: "files", files: paths.to_vec(), ..Default::default() };
+    snapshot.set_origin(Origin { kind: "files", files: paths.to_vec(), ..Default::default() });
     // A mistyped path, a text file or an empty directory must not pass as "No problems found".
     if snapshot.pools.is_empty() && snapshot.nodes.is_empty() && snapshot.crd.is_none() {
         let read = if names.is_empty() { "no manifest file found".to_string() } else { format!("read {}", names.join(", ")) };
@@ -67,6 +69,12 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
     }
     if verbose {
         warn_line!("read {} file(s): {}", names.len(), names.join(", "));
+        if !inputs.skipped.is_empty() {
+            warn_line!("skipped {} file(s) that hold no Kubernetes objects:", inputs.skipped.len());
+            for skipped in &inputs.skipped {
+                warn_line!("  {}: {}", skipped.name, skipped.reason);
+            }
+        }
         for (kind, n) in &snapshot.skipped {
             warn_line!("skipped {n} object(s) of kind {kind}");
         }

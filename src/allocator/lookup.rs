@@ -1,0 +1,183 @@
+//! `ip ADDR`: where one address stands — pool, CIDR, block and the block's state, reservation,
+//! and what holds the address (docs/ip.md). Pure: a snapshot and its report in, answers out.
+
+use super::blocks::{self, ListedBlocks};
+use super::report::{CidrReport, Report};
+use crate::model::pool::ReservedRange;
+use crate::model::{Addr, Snapshot};
+use serde::Serialize;
+
+/// The state of the block an address lies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockState {
+    /// Listed by a node inside the pool's CIDRs.
+    Allocated,
+    /// Neither allocated nor withheld: the operator may hand it out.
+    Free,
+    /// Not allocated and touched by a reserved range: never handed out.
+    Withheld,
+    /// Listed by a node under a pool that does not hold it (removed CIDR, deleted pool).
+    Orphan,
+    /// Listed by a node under a pool of a non-multi-pool IPAM mode (e.g. ENI's `default`).
+    ModeAllocated,
+}
+
+impl BlockState {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockState::Allocated => "allocated",
+            BlockState::Free => "free",
+            BlockState::Withheld => "withheld",
+            BlockState::Orphan => "orphan",
+            BlockState::ModeAllocated => "mode-allocated",
+        }
+    }
+}
+
+/// What holds an address: a pod, a CiliumEndpoint or a node infrastructure address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    /// `pod`, `endpoint` or `node`.
+    pub kind: &'static str,
+    /// `namespace/name` for pods and endpoints, the node name for nodes.
+    pub name: String,
+    /// The pod's node, or the node address's role (`CiliumInternalIP`, `health`, `ingress`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpAnswer {
+    pub address: String,
+    /// The pool whose CIDRs (or, for orphans and mode blocks, whose listed blocks) contain it.
+    pub pool: Option<String>,
+    pub cidr: Option<String>,
+    pub block: Option<String>,
+    pub state: Option<BlockState>,
+    /// Nodes listing the block.
+    pub nodes: Vec<String>,
+    /// Reserved ranges that withhold the block.
+    pub withheld_by: Vec<ReservedRange>,
+    /// The valid reserved range containing the address itself.
+    pub reserved_by: Option<ReservedRange>,
+    /// The address is its block's first or last and the pool does not allow handing those out.
+    pub unusable: bool,
+    pub held_by: Vec<Holder>,
+    /// Other pools whose CIDRs contain the address too (overlapping pools).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_in_pools: Vec<String>,
+}
+
+impl IpAnswer {
+    /// In no pool and in no block any node lists.
+    pub fn in_no_pool(&self) -> bool {
+        self.pool.is_none()
+    }
+}
+
+pub fn lookup(snapshot: &Snapshot, report: &Report, addr: Addr) -> IpAnswer {
+    let mut answer = IpAnswer {
+        address: addr.to_string(),
+        pool: None,
+        cidr: None,
+        block: None,
+        state: None,
+        nodes: Vec::new(),
+        withheld_by: Vec::new(),
+        reserved_by: None,
+        unusable: false,
+        held_by: holders(snapshot, addr),
+        also_in_pools: Vec::new(),
+    };
+    // Pools whose CIDRs contain the address (the report has them sorted by name).
+    let mut matches = report.pools.iter().flat_map(|pool| {
+        pool.families.iter().filter(move |f| f.family == addr.family).flat_map(move |fam| {
+            fam.cidrs.iter().filter(move |c| c.prefix.contains(addr)).map(move |c| (pool, fam.mask_size, c))
+        })
+    });
+    if let Some((pool, mask, cidr)) = matches.next() {
+        answer.also_in_pools = matches.map(|(p, _, _)| p.name.clone()).filter(|n| n != &pool.name).collect();
+        answer.pool = Some(pool.name.clone());
+        answer.cidr = Some(cidr.cidr.clone());
+        let mask = mask.unwrap_or(addr.family.bits());
+        in_cidr(&mut answer, cidr, mask, addr, (pool.allow_first_ip, pool.allow_last_ip));
+        return answer;
+    }
+    // Outside every pool CIDR: a block some node still lists (orphan, or a mode's own pool).
+    let listed = ListedBlocks::from_nodes(&snapshot.nodes);
+    if let Some((block, holders)) = listed.lookup(addr) {
+        let pool = holders.iter().next().map(|(_, p)| p.clone()).unwrap_or_default();
+        let mode_pool = report.ipam.mode_pools.iter().any(|m| m.name == pool);
+        answer.state = Some(if mode_pool { BlockState::ModeAllocated } else { BlockState::Orphan });
+        answer.block = Some(block.to_string());
+        answer.nodes = holders.iter().map(|(n, _)| n.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        answer.pool = Some(pool);
+        let allow = node_allows(snapshot, block, &answer.nodes);
+        answer.unusable = unusable(addr.value, block.first(), block.last(), allow);
+    }
+    answer
+}
+
+fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow: (bool, bool)) {
+    answer.reserved_by = cidr.reservations.iter().find(|r| r.start.value <= addr.value && addr.value <= r.end.value).map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() });
+    if let Some(held) = cidr.allocated.iter().find(|b| b.prefix.contains(addr)) {
+        answer.block = Some(held.prefix.to_string());
+        answer.state = Some(BlockState::Allocated);
+        answer.nodes = held.nodes.clone();
+        answer.unusable = unusable(addr.value, held.prefix.first(), held.prefix.last(), allow);
+        return;
+    }
+    let index = blocks::block_index(&cidr.prefix, mask, addr.value);
+    let block = blocks::block_at(&cidr.prefix, mask, index);
+    answer.block = Some(block.to_string());
+    answer.unusable = unusable(addr.value, block.first(), block.last(), allow);
+    if cidr.withheld.contains(index) {
+        answer.state = Some(BlockState::Withheld);
+        answer.withheld_by = cidr
+            .reservations
+            .iter()
+            .filter(|r| r.first_block <= index && index <= r.last_block)
+            .map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() })
+            .collect();
+    } else {
+        answer.state = Some(BlockState::Free);
+    }
+}
+
+/// The agent never hands out a block's first or last address unless the pool allows it.
+fn unusable(value: u128, first: u128, last: u128, (allow_first, allow_last): (bool, bool)) -> bool {
+    (value == first && !allow_first) || (value == last && !allow_last)
+}
+
+/// allowFirstIP/allowLastIP as the nodes listing a block outside every pool copied them.
+fn node_allows(snapshot: &Snapshot, block: &crate::model::Prefix, nodes: &[String]) -> (bool, bool) {
+    let entry = snapshot
+        .nodes
+        .iter()
+        .filter(|n| nodes.contains(&n.name))
+        .flat_map(|n| n.allocated.iter())
+        .find(|a| a.blocks.iter().any(|b| b.prefix.as_ref() == Some(block)));
+    entry.map_or((false, false), |a| (a.allow_first_ip.unwrap_or(false), a.allow_last_ip.unwrap_or(false)))
+}
+
+/// Every pod (pod network, not terminated), endpoint and node address equal to `addr`.
+fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
+    let mut out = Vec::new();
+    for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips() && p.ips.contains(&addr)) {
+        out.push(Holder { kind: "pod", name: format!("{}/{}", pod.namespace, pod.name), detail: pod.node_name.clone() });
+    }
+    for ep in snapshot.endpoints.iter().flatten().filter(|e| e.ips.contains(&addr)) {
+        out.push(Holder { kind: "endpoint", name: format!("{}/{}", ep.namespace, ep.name), detail: None });
+    }
+    for node in &snapshot.nodes {
+        for (role, ip) in &node.infrastructure {
+            if *ip == addr {
+                out.push(Holder { kind: "node", name: node.name.clone(), detail: Some(role.to_string()) });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,23 @@
+//! `ip ADDR...`: where each address stands (calicoctl's `ipam show --ip`, for Cilium).
+
+use super::{Context, analyze};
+use crate::allocator::lookup::{IpAnswer, lookup};
+use crate::cli::IpArgs;
+use crate::error::input;
+use crate::model::Addr;
+use crate::render::escape::escape;
+use crate::render::ip::Ip;
+use anyhow::Result;
+
+pub async fn run(args: IpArgs, ctx: &Context) -> Result<i32> {
+    // Every argument is validated before anything is read.
+    let addresses = args
+        .addresses
+        .iter()
+        .map(|text| Addr::parse(text).ok_or_else(|| input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", escape(text)))))
+        .collect::<Result<Vec<Addr>>>()?;
+    let (snapshot, report) = analyze(ctx).await?;
+    let answers: Vec<IpAnswer> = addresses.into_iter().map(|a| lookup(&snapshot, &report, a)).collect();
+    ctx.show(&Ip { origin: &snapshot.origin, mode: &report.ipam.mode, answers: &answers })?;
+    Ok(if answers.iter().any(IpAnswer::in_no_pool) { 1 } else { 0 })
+}

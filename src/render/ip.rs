@@ -1,0 +1,121 @@
+//! `ip` output: one row per address, and the JSON/YAML document (docs/ip.md).
+
+use super::{Render, SCHEMA_VERSION, Style, Tone};
+use crate::allocator::lookup::{BlockState, Holder, IpAnswer};
+use crate::model::Origin;
+use serde::Serialize;
+
+/// `ip`'s result: one answer per address asked about.
+pub struct Ip<'a> {
+    pub origin: &'a Origin,
+    /// The IPAM mode (for blocks of a non-multi-pool mode).
+    pub mode: &'a str,
+    pub answers: &'a [IpAnswer],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IpDocument<'a> {
+    schema_version: u32,
+    source: &'a Origin,
+    addresses: &'a [IpAnswer],
+}
+
+impl Render for Ip<'_> {
+    fn document(&self) -> impl Serialize {
+        IpDocument { schema_version: SCHEMA_VERSION, source: self.origin, addresses: self.answers }
+    }
+
+    fn names(&self) -> Option<String> {
+        Some(self.answers.iter().filter_map(|a| a.pool.as_ref().map(|p| format!("ciliumpodippool/{p}\n"))).collect())
+    }
+
+    fn text(&self, wide: bool, style: &Style) -> String {
+        let mut out = table(self.answers, wide, style, self.mode);
+        if style.headers {
+            out.push_str(&footer(self.origin, self.mode));
+        }
+        out
+    }
+}
+
+fn holder_text(h: &Holder) -> String {
+    let name = &h.name;
+    match (h.kind, &h.detail) {
+        ("pod", Some(node)) => format!("pod {name} on {node}"),
+        ("node", Some(role)) => format!("node {name} ({role})"),
+        (kind, _) => format!("{kind} {name}"),
+    }
+}
+
+fn state_text(a: &IpAnswer, mode: &str) -> String {
+    let nodes = a.nodes.join(",");
+    match a.state {
+        None => "in no pool".to_string(),
+        Some(BlockState::Allocated) => format!("allocated to {nodes}"),
+        Some(BlockState::Free) => "free".to_string(),
+        Some(BlockState::Withheld) => {
+            let ranges: Vec<String> = a.withheld_by.iter().map(|r| format!("{}-{}", r.start, r.end)).collect();
+            format!("withheld by {}", ranges.join(", "))
+        }
+        Some(BlockState::Orphan) => format!("orphan, listed by {nodes}"),
+        Some(BlockState::ModeAllocated) => format!("held by {nodes} ({mode} mode)"),
+    }
+}
+
+/// ADDRESS POOL CIDR BLOCK STATE RESERVED HELD-BY (`-o wide` adds NOTE). Escaping for the
+/// terminal is `Context::print`'s.
+pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> String {
+    let mut header = vec!["ADDRESS", "POOL", "CIDR", "BLOCK", "STATE", "RESERVED", "HELD-BY"];
+    if wide {
+        header.push("NOTE");
+    }
+    let dash = || "-".to_string();
+    let rows = answers
+        .iter()
+        .map(|a| {
+            let state = state_text(a, mode);
+            let tone = match a.state {
+                None | Some(BlockState::Orphan) => Tone::Bad,
+                Some(BlockState::Withheld) => Tone::Warn,
+                _ => Tone::Good,
+            };
+            let mut row = vec![
+                a.address.clone(),
+                a.pool.clone().unwrap_or_else(dash),
+                a.cidr.clone().unwrap_or_else(dash),
+                a.block.clone().unwrap_or_else(dash),
+                style.paint(&state, tone),
+                a.reserved_by.as_ref().map_or_else(|| "no".to_string(), |r| format!("yes ({}-{})", r.start, r.end)),
+                if a.held_by.is_empty() { dash() } else { a.held_by.iter().map(holder_text).collect::<Vec<_>>().join(", ") },
+            ];
+            if wide {
+                let mut notes = Vec::new();
+                if a.unusable {
+                    notes.push("first or last address of its block: not handed out".to_string());
+                }
+                if !a.also_in_pools.is_empty() {
+                    notes.push(format!("also in pool(s) {} (overlapping CIDRs)", a.also_in_pools.join(", ")));
+                }
+                row.push(if notes.is_empty() { dash() } else { notes.join("; ") });
+            }
+            row
+        })
+        .collect();
+    super::table(&header, rows, style)
+}
+
+/// The data source and mode, one line.
+pub fn footer(origin: &Origin, mode: &str) -> String {
+    let from = match origin.kind {
+        "cluster" => format!("cluster {}", origin.server.as_deref().unwrap_or("?")),
+        _ => format!("files {}", origin.files.join(", ")),
+    };
+    let mut line = format!("\nSources: {from}; IPAM mode {mode}");
+    for warning in &origin.warnings {
+        line.push_str("; ");
+        line.push_str(warning);
+    }
+    line.push('\n');
+    line
+}
