@@ -23,45 +23,28 @@ const FAMILY_FIGURES: [Figure; 11] = [
     ("free_addresses", "Usable addresses of the free blocks.", |f| Some(f.free_addresses)),
 ];
 
-/// The OpenMetrics exposition of a usage report, ending in `# EOF`.
+/// The OpenMetrics exposition of a usage report, ending in `# EOF`. A metric family without
+/// samples (e.g. used addresses when pods could not be read) is left out entirely.
 pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> String {
     let mut out = String::new();
     let families: Vec<(&PoolReport, &FamilyReport)> = pools.iter().flat_map(|p| p.families.iter().map(move |f| (*p, f))).collect();
     let labels = |p: &PoolReport, f: &FamilyReport| format!("pool=\"{}\",family=\"{}\"", label(&p.name), f.family);
 
-    family_header(&mut out, "ciliumpool_source", "info", "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).");
-    let _ = writeln!(out, "ciliumpool_source_info{{source=\"{}\",ipam_mode=\"{}\"}} 1", label(origin.kind), label(&origin.ipam_mode));
-
-    family_header(&mut out, "ciliumpool_pool", "info", "One per CiliumPodIPPool: the API version it was read through and its schema dialect.");
-    for pool in pools {
-        let _ = writeln!(out, "ciliumpool_pool_info{{pool=\"{}\",api_version=\"{}\",dialect=\"{}\"}} 1", label(&pool.name), label(&pool.api_version), pool.dialect.name());
-    }
+    let source = format!("{{source=\"{}\",ipam_mode=\"{}\"}} 1", label(origin.kind), label(&origin.ipam_mode));
+    family(&mut out, "ciliumpool_source", "info", "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).", vec![("_info", source)]);
+    let info = pools.iter().map(|p| ("_info", format!("{{pool=\"{}\",api_version=\"{}\",dialect=\"{}\"}} 1", label(&p.name), label(&p.api_version), p.dialect.name()))).collect();
+    family(&mut out, "ciliumpool_pool", "info", "One per CiliumPodIPPool: the API version it was read through and its schema dialect.", info);
 
     for (suffix, help, figure) in FAMILY_FIGURES {
-        let name = format!("ciliumpool_{suffix}");
-        family_header(&mut out, &name, "gauge", help);
-        for (pool, fam) in &families {
-            if let Some(value) = figure(fam) {
-                let _ = writeln!(out, "{name}{{{}}} {value}", labels(pool, fam));
-            }
-        }
+        let samples = families.iter().filter_map(|(p, f)| figure(f).map(|v| ("", format!("{{{}}} {v}", labels(p, f))))).collect();
+        family(&mut out, &format!("ciliumpool_{suffix}"), "gauge", help, samples);
     }
-    family_header(&mut out, "ciliumpool_block_mask_size", "gauge", "The prefix length of the pool's blocks (maskSize).");
-    for (pool, fam) in &families {
-        if let Some(mask) = fam.mask_size {
-            let _ = writeln!(out, "ciliumpool_block_mask_size{{{}}} {mask}", labels(pool, fam));
-        }
-    }
-    family_header(&mut out, "ciliumpool_utilization_ratio", "gauge", "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.");
-    for (pool, fam) in &families {
-        if let Some(u) = fam.utilization() {
-            let _ = writeln!(out, "ciliumpool_utilization_ratio{{{}}} {u}", labels(pool, fam));
-        }
-    }
-    family_header(&mut out, "ciliumpool_nodes_holding", "gauge", "CiliumNodes holding at least one allocated block of the pool and family.");
-    for (pool, fam) in &families {
-        let _ = writeln!(out, "ciliumpool_nodes_holding{{{}}} {}", labels(pool, fam), fam.nodes_holding);
-    }
+    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| ("", format!("{{{}}} {m}", labels(p, f))))).collect();
+    family(&mut out, "ciliumpool_block_mask_size", "gauge", "The prefix length of the pool's blocks (maskSize).", samples);
+    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| ("", format!("{{{}}} {u}", labels(p, f))))).collect();
+    family(&mut out, "ciliumpool_utilization_ratio", "gauge", "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.", samples);
+    let samples = families.iter().map(|(p, f)| ("", format!("{{{}}} {}", labels(p, f), f.nodes_holding))).collect();
+    family(&mut out, "ciliumpool_nodes_holding", "gauge", "CiliumNodes holding at least one allocated block of the pool and family.", samples);
 
     // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
@@ -73,26 +56,29 @@ pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> S
         ("ciliumpool_mode_used_addresses", "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses),
     ];
     for (name, help, figure) in mode_figures {
-        family_header(&mut out, name, "gauge", help);
-        for (pool, fam) in &mode_families {
-            if let Some(value) = figure(fam) {
-                let _ = writeln!(out, "{name}{{{}}} {value}", mode_labels(&pool.name, fam.family));
-            }
-        }
+        let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| ("", format!("{{{}}} {v}", mode_labels(&p.name, f.family))))).collect();
+        family(&mut out, name, "gauge", help, samples);
     }
 
-    family_header(&mut out, "ciliumpool_problems", "gauge", "Problems kubectl ciliumpool check reports, by severity.");
-    for severity in [Severity::Error, Severity::Warning, Severity::Info] {
-        let n = report.problems.iter().filter(|p| p.severity == severity).count();
-        let _ = writeln!(out, "ciliumpool_problems{{severity=\"{}\"}} {n}", severity.name());
-    }
+    let samples = [Severity::Error, Severity::Warning, Severity::Info]
+        .iter()
+        .map(|&severity| ("", format!("{{severity=\"{}\"}} {}", severity.name(), report.problems.iter().filter(|p| p.severity == severity).count())))
+        .collect();
+    family(&mut out, "ciliumpool_problems", "gauge", "Problems kubectl ciliumpool check reports, by severity.", samples);
     out.push_str("# EOF\n");
     out
 }
 
-fn family_header(out: &mut String, name: &str, kind: &str, help: &str) {
+/// One metric family: `# TYPE`, `# HELP`, then each sample as (name suffix, labels and value).
+fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: Vec<(&str, String)>) {
+    if samples.is_empty() {
+        return;
+    }
     let _ = writeln!(out, "# TYPE {name} {kind}");
     let _ = writeln!(out, "# HELP {name} {help}");
+    for (suffix, sample) in samples {
+        let _ = writeln!(out, "{name}{suffix}{sample}");
+    }
 }
 
 /// A label value as OpenMetrics escapes it: backslash, double quote and line feed.
