@@ -107,11 +107,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Str
 
 /// The data source and mode, one line.
 pub fn footer(origin: &Origin, mode: &str) -> String {
-    let from = match origin.kind {
-        "cluster" => format!("cluster {}", origin.server.as_deref().unwrap_or("?")),
-        _ => format!("files {}", origin.files.join(", ")),
-    };
-    let mut line = format!("\nSources: {from}; IPAM mode {mode}");
+    let mut line = format!("\nSources: {}; IPAM mode {mode}", super::usage::origin_text(origin));
     for warning in &origin.warnings {
         line.push_str("; ");
         line.push_str(warning);

@@ -315,11 +315,16 @@ pub fn footer(sources: &UsedSources, origin: &Origin, notes: &[String], pool_cou
     out
 }
 
-pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize) -> String {
-    let from = match origin.kind {
+/// `cluster https://...` or `files a, b`.
+pub fn origin_text(origin: &Origin) -> String {
+    match origin.kind {
         "cluster" => format!("cluster {}", origin.server.as_deref().unwrap_or("?")),
         _ => format!("files {}", origin.files.join(", ")),
-    };
+    }
+}
+
+pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize) -> String {
+    let from = origin_text(origin);
     let used = if sources.known {
         format!(
             "used from {} pods, {} CiliumEndpoints, {} node infrastructure IPs ({} in-use IPs in no block)",
