@@ -284,22 +284,7 @@ func restore(s *Scenario, withNodes, reverse, reservations bool) (*multipool.Poo
 	a := multipool.NewPoolAllocator(quiet, true, true)
 	rejected := map[string]error{}
 	for _, p := range s.Pools {
-		var opts []multipool.PoolOption
-		if p.Spec.AllowFirstIP {
-			opts = append(opts, multipool.WithAllowFirstIP())
-		}
-		if p.Spec.AllowLastIP {
-			opts = append(opts, multipool.WithAllowLastIP())
-		}
-		var v4, v6 []string
-		var m4, m6 int
-		if f := p.Spec.IPv4; f != nil {
-			v4, m4 = f.CIDRs, f.MaskSize
-		}
-		if f := p.Spec.IPv6; f != nil {
-			v6, m6 = f.CIDRs, f.MaskSize
-		}
-		if err := a.UpsertPool(p.Metadata.Name, v4, m4, v6, m6, opts...); err != nil {
+		if err := upsertPool(a, p); err != nil {
 			rejected[p.Metadata.Name] = err
 		}
 	}
@@ -609,6 +594,12 @@ func (g *gen) scenario() *Scenario {
 }
 
 func (g *gen) upsert(p *PoolObject) {
+	g.guard(func() { _ = upsertPool(g.live, p) })
+}
+
+// upsertPool hands a pool object to the allocator as the operator's pool watcher does
+// (pool_handler.go UpsertPool: a missing family is no CIDRs and mask 0).
+func upsertPool(a *multipool.PoolAllocator, p *PoolObject) error {
 	var opts []multipool.PoolOption
 	if p.Spec.AllowFirstIP {
 		opts = append(opts, multipool.WithAllowFirstIP())
@@ -624,7 +615,7 @@ func (g *gen) upsert(p *PoolObject) {
 	if f := p.Spec.IPv6; f != nil {
 		v6, m6 = f.CIDRs, f.MaskSize
 	}
-	g.guard(func() { _ = g.live.UpsertPool(p.Metadata.Name, v4, m4, v6, m6, opts...) })
+	return a.UpsertPool(p.Metadata.Name, v4, m4, v6, m6, opts...)
 }
 
 func clonePool(p *PoolObject) *PoolObject {
