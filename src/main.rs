@@ -20,6 +20,8 @@ fn main() {
             ColorChoice::Never => false,
             ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && stdout,
         },
+        // A preview on stderr beside an edited manifest on stdout stays plain.
+        stderr_color: false,
         stdout,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     };

@@ -11,7 +11,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("model", &["error"]),
     ("allocator", &["error", "model"]),
     ("migrate", &["error", "manifest", "model"]),
-    ("render", &["allocator", "migrate", "model"]),
+    ("render", &["allocator", "manifest", "migrate", "model"]),
     ("cli", &[]),
     ("source", &["error", "manifest", "model"]),
     ("terminal", &["render"]),

@@ -33,7 +33,7 @@ pub struct Context {
     pub format: Format,
     /// How stdout is styled.
     pub style: Style,
-    /// How text on stderr is styled while stdout carries the result: never coloured.
+    /// How text on stderr is styled while stdout carries the result.
     pub stderr_style: Style,
     /// stdout is a terminal: `--watch` redraws in place.
     pub stdout_terminal: bool,
@@ -44,8 +44,10 @@ pub struct Context {
 /// What `main` found out about the terminal (the only place that looks).
 #[derive(Clone, Copy, Debug)]
 pub struct Terminal {
-    /// Colour is wanted (`--color`, `NO_COLOR`, stdout a terminal).
+    /// Colour is wanted on stdout (`--color`, `NO_COLOR`, stdout a terminal).
     pub color: bool,
+    /// Colour is wanted on stderr, for text shown there while stdout carries the result.
+    pub stderr_color: bool,
     pub stdout: bool,
     /// stdin and stderr are terminals.
     pub interactive: bool,
@@ -71,7 +73,7 @@ impl Context {
                 Output::OpenMetrics => Format::OpenMetrics,
             },
             style: Style { color: terminal.color, headers },
-            stderr_style: Style { color: false, headers },
+            stderr_style: Style { color: terminal.stderr_color, headers },
             stdout_terminal: terminal.stdout,
             interactive: terminal.interactive,
         })

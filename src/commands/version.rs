@@ -29,11 +29,10 @@ async fn ask_cluster(options: &crate::source::ConnectOptions, ctx: &Context, doc
         Ok(cluster) => cluster,
         Err(e) => return doc.notes.push(format!("server: {e:#}")),
     };
-    let connection = &cluster.connection;
-    doc.server = Some(connection.server.clone());
-    match connection.client.apiserver_version().await {
-        Ok(info) => doc.server_version = Some(info.git_version),
-        Err(e) => return doc.notes.push(format!("server: {:#}", connection.request_failed(e, "get", "/version"))),
+    doc.server = Some(cluster.connection.server.clone());
+    match cluster.server_version().await {
+        Ok(version) => doc.server_version = Some(version),
+        Err(e) => return doc.notes.push(format!("server: {e:#}")),
     }
     match cluster.pool_crd().await {
         Ok((info, note)) => {

@@ -155,7 +155,7 @@ pub fn bar(fraction: Option<f64>, style: &Style) -> String {
 /// JSON (pretty) or YAML for machine output.
 fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
     if yaml {
-        serde_saphyr::to_string(value).expect("report serializes to YAML")
+        crate::manifest::to_yaml(&serde_json::to_value(value).expect("report serializes to JSON"))
     } else {
         serde_json::to_string_pretty(value).expect("report serializes to JSON") + "\n"
     }

@@ -193,6 +193,12 @@ impl Cluster {
         Ok(pools.objects.iter().filter_map(|pool| pool.pointer("/metadata/name")?.as_str().map(str::to_string)).collect())
     }
 
+    /// The API server's version (`gitVersion` of `/version`).
+    pub async fn server_version(&self) -> Result<String> {
+        let info = self.connection.client.apiserver_version().await.map_err(|e| self.connection.request_failed(e, "get", "/version"))?;
+        Ok(info.git_version)
+    }
+
     /// What the pool CRD says (or discovery, when the CRD is forbidden) and what stays unknown.
     pub async fn pool_crd(&self) -> Result<(CrdInfo, Option<String>)> {
         let (schema, note) = self.pool_schema().await?;
