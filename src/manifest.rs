@@ -38,40 +38,6 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Value>> {
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints slimmed
-/// ([`crate::model::slim`]): JSON values (one, concatenated, or an array of objects) or a plain
-/// YAML stream. `None` on anything [`parse`] must decide from the whole text: errors, and JSON
-/// that is really YAML.
-pub fn parse_stream(reader: impl std::io::Read) -> Option<Vec<Value>> {
-    use crate::model::slim::Slim;
-    use std::io::BufRead;
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
-    let first = loop {
-        let buffer = reader.fill_buf().ok()?;
-        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(at) => break Some(buffer[at]),
-            None if buffer.is_empty() => break None,
-            None => {
-                let n = buffer.len();
-                reader.consume(n);
-            }
-        }
-    };
-    let documents: Vec<Value> = match first {
-        None => return Some(Vec::new()),
-        Some(b'{' | b'[') => {
-            let stream = serde_json::Deserializer::from_reader(reader).into_iter::<Slim>();
-            let values = stream.map(|v| v.map(|s| s.0)).collect::<Result<Vec<_>, _>>().ok()?;
-            values.into_iter().flat_map(|v| match v {
-                Value::Array(items) => items,
-                other => vec![other],
-            }).collect()
-        }
-        Some(_) => serde_saphyr::read_with_options::<_, Slim>(&mut reader, yaml_options()).map(|d| d.map(|s| s.0)).collect::<Result<_, _>>().ok()?,
-    };
-    Some(documents.into_iter().filter(|d| !d.is_null()).collect())
-}
-
 /// A YAML stream of the file `name`; `document_line` is the line it starts on when it is one
 /// document of the file (errors without a location then name that line).
 fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Vec<Value>> {
@@ -87,7 +53,7 @@ fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Ve
 /// The parser's default budget guards against alias bombs but is sized for config files; a
 /// `kubectl get pods -A -o yaml` of a large cluster has millions of nodes. Raise the size
 /// limits, keep the alias limits.
-fn yaml_options() -> serde_saphyr::Options {
+pub(crate) fn yaml_options() -> serde_saphyr::Options {
     const BIG: usize = 1 << 40;
     let mut budget = serde_saphyr::Budget::default();
     budget.max_reader_input_bytes = None;

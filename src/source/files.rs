@@ -226,7 +226,7 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 /// when anything is out of the ordinary (the caller then reads it whole).
 fn stream_file(path: &Path) -> Option<Vec<Value>> {
     let file = std::fs::File::open(path).ok()?;
-    manifest::parse_stream(Guarded { inner: file, read: 0 })
+    parse_stream(Guarded { inner: file, read: 0 })
 }
 
 /// A reader that fails at a NUL byte or past [`MAX_INPUT_BYTES`], as [`read_text`] refuses them.
@@ -402,6 +402,40 @@ fn read_file(path: PathBuf) -> Result<TextFile> {
     let reader = std::fs::File::open(&path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
     let text = read_text(reader, &name)?;
     Ok(TextFile { name, path: Some(path), text })
+}
+
+/// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints slimmed
+/// ([`crate::model::slim`]): JSON values (one, concatenated, or an array of objects) or a plain
+/// YAML stream. `None` on anything [`manifest::parse`] must decide from the whole text: errors, and JSON
+/// that is really YAML.
+fn parse_stream(reader: impl std::io::Read) -> Option<Vec<Value>> {
+    use crate::model::slim::Slim;
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let first = loop {
+        let buffer = reader.fill_buf().ok()?;
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(at) => break Some(buffer[at]),
+            None if buffer.is_empty() => break None,
+            None => {
+                let n = buffer.len();
+                reader.consume(n);
+            }
+        }
+    };
+    let documents: Vec<Value> = match first {
+        None => return Some(Vec::new()),
+        Some(b'{' | b'[') => {
+            let stream = serde_json::Deserializer::from_reader(reader).into_iter::<Slim>();
+            let values = stream.map(|v| v.map(|s| s.0)).collect::<Result<Vec<_>, _>>().ok()?;
+            values.into_iter().flat_map(|v| match v {
+                Value::Array(items) => items,
+                other => vec![other],
+            }).collect()
+        }
+        Some(_) => serde_saphyr::read_with_options::<_, Slim>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| s.0)).collect::<Result<_, _>>().ok()?,
+    };
+    Some(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
 #[cfg(test)]
