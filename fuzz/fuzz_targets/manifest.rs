@@ -1,0 +1,44 @@
+//! Any text as `-f` input: the manifest decoder (JSON, YAML streams, flow style, every pool
+//! dialect, `List` kinds), the snapshot, the allocator and every renderer in every format.
+//! Never a panic; every JSON document parses back.
+#![no_main]
+
+use ciliumpool::allocator::analyze;
+use ciliumpool::model::Snapshot;
+use ciliumpool::render::check::Check;
+use ciliumpool::render::inspect::Inspect;
+use ciliumpool::render::reserve::{Reservations, listed_ranges};
+use ciliumpool::render::usage::{Table, Usage};
+use ciliumpool::render::{Format, Style, escape, output};
+use libfuzzer_sys::fuzz_target;
+
+const FORMATS: [Format; 5] = [Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name];
+
+fn check(text: String, format: Format) {
+    if format == Format::Json {
+        serde_json::from_str::<serde_json::Value>(&text).expect("JSON output parses");
+    } else if !format.is_document() {
+        // What reaches the terminal after the output filter holds no control character.
+        let safe = escape::terminal_safe(&text, false);
+        assert!(!safe.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{safe:?}");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
+    let snapshot = Snapshot::from_objects(documents);
+    let report = analyze(&snapshot);
+    let names: Vec<String> = snapshot.pools.iter().map(|p| p.name.clone()).collect();
+    for style in [Style::plain(), Style { color: true, headers: false }] {
+        for format in FORMATS {
+            for table in [Table::Pools, Table::Nodes, Table::Blocks] {
+                check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table }, format, &style), format);
+            }
+            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect() }, format, &style), format);
+            check(output(&Inspect { snapshot: &snapshot, report: &report, names: &names }, format, &style), format);
+            let pools: Vec<_> = report.pools.iter().collect();
+            check(output(&Reservations { origin: &snapshot.origin, ranges: listed_ranges(&pools), invalid: report.problems.iter().collect() }, format, &style), format);
+        }
+    }
+});
