@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
             for table in [Table::Pools, Table::Nodes, Table::Blocks] {
                 check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table }, format, &style), format);
             }
-            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect() }, format, &style), format);
+            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect(), ipam: &report.ipam }, format, &style), format);
             check(output(&Inspect { snapshot: &snapshot, report: &report, names: &names }, format, &style), format);
             let pools: Vec<_> = report.pools.iter().collect();
             check(output(&Reservations { origin: &snapshot.origin, ranges: listed_ranges(&pools), invalid: report.problems.iter().collect() }, format, &style), format);
