@@ -315,14 +315,6 @@ fn v2alpha1_only_cluster_is_reported_and_nothing_is_written() {
 }
 
 /// Kills a spawned process when dropped, so a failing test leaves no process behind.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn interrupted_run_is_completed_by_rerunning() {
@@ -330,7 +322,7 @@ fn interrupted_run_is_completed_by_rerunning() {
     let dir = tempfile::tempdir().unwrap();
     let before = pools(&cluster, "v2");
     // SIGKILL (no cleanup) once the plugin reports its 10th pool written.
-    let mut child = KillOnDrop(
+    let mut child = support::KillOnDrop(
         cluster
             .plugin_process()
             .current_dir(dir.path())

@@ -12,8 +12,3 @@ eval "$(tools/testenv/up.sh)"
 trap 'tools/testenv/down.sh' EXIT
 
 cargo test --locked --all-targets "$@"
-
-# The whole suite (no arguments): a few seconds of every fuzz target too.
-if [[ $# -eq 0 ]]; then
-  tools/fuzz-smoke.sh
-fi

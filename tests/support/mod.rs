@@ -57,6 +57,16 @@ pub struct TestCluster {
     resources: Mutex<HashMap<GroupVersionKind, ApiResource>>,
 }
 
+/// A spawned process killed (SIGKILL) and reaped when dropped, so that a failing test leaves none behind.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `TESTENV_BIN`: the real kubectl, kubectl-krew and validate-krew-manifest (and kube-apiserver,
 /// etcd) built by `tools/testenv/build.sh`. Panics when it is not set: such tests fail, never skip.
 pub fn testenv_bin() -> PathBuf {
