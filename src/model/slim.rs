@@ -40,11 +40,31 @@ pub const ENDPOINT_FIELDS: Keep = Keep::Fields(&[
     ("status", Keep::Fields(&[("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
 ]);
 
-fn fields_of(kind: &str) -> Option<Keep> {
+/// What is kept of objects of `kind`, when it is one that comes in bulk.
+pub fn fields_of(kind: &str) -> Option<Keep> {
     match kind {
         "Pod" => Some(POD_FIELDS),
         "CiliumEndpoint" => Some(ENDPOINT_FIELDS),
         _ => None,
+    }
+}
+
+/// Drops in place what the decoder of `kind` does not read: the in-memory twin of decoding
+/// with [`Slim`], for objects that arrive decoded (watch events). Other kinds are left whole.
+pub fn retain_read_fields(object: &mut Value, kind: &str) {
+    if let Some(keep) = fields_of(kind) {
+        retain(object, keep);
+    }
+}
+
+fn retain(value: &mut Value, keep: Keep) {
+    if let (Keep::Fields(fields), Value::Object(map)) = (keep, value) {
+        map.retain(|key, _| fields.iter().any(|(name, _)| name == key));
+        for (name, sub) in fields {
+            if let Some(inner) = map.get_mut(*name) {
+                retain(inner, *sub);
+            }
+        }
     }
 }
 
@@ -214,6 +234,18 @@ mod tests {
         assert_eq!(format!("{full:?}"), format!("{slim:?}"));
         assert_eq!(slim.requested_pool.as_deref(), Some("blue"));
         assert_eq!(slim.ips.len(), 2);
+    }
+
+    #[test]
+    fn retaining_in_place_equals_decoding_slim() {
+        for pod in [big_pod(true), big_pod(false)] {
+            let mut retained = pod.clone();
+            retain_read_fields(&mut retained, "Pod");
+            assert_eq!(retained, slim_json(&big_pod(true)));
+        }
+        let mut map = json!({"kind": "ConfigMap", "data": {"a": "b"}});
+        retain_read_fields(&mut map, "ConfigMap");
+        assert_eq!(map, json!({"kind": "ConfigMap", "data": {"a": "b"}}));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
+use crate::model::slim::Slim;
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
@@ -162,9 +163,32 @@ impl Cluster {
         }
     }
 
-    /// Every object of a resource, page by page.
+    /// Every object of a resource, page by page, decoded straight from each response with Pods
+    /// and CiliumEndpoints slimmed to what the snapshot reads (`model::slim`): a page of real pods
+    /// is mostly fields the plugin never looks at, and decoding them is most of a live read's cost.
     async fn list(&self, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
-        list_all(&self.api(resource), resource, PAGE_SIZE).await
+        let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
+        let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
+        let mut items = Vec::new();
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        loop {
+            let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
+            let Slim(mut page) = self.connection.client.request::<Slim>(request).await?;
+            if let Some(Value::Array(listed)) = page.get_mut("items").map(Value::take) {
+                items.extend(listed.into_iter().map(|mut item| {
+                    // Items of built-in kinds omit their type, as in typed_value.
+                    if let Some(map) = item.as_object_mut() {
+                        map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+                        map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+                    }
+                    item
+                }));
+            }
+            match page.pointer("/metadata/continue").and_then(Value::as_str) {
+                Some(token) if !token.is_empty() => params = params.continue_token(token),
+                _ => return Ok(items),
+            }
+        }
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.

@@ -8,6 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
+use crate::model::slim;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -20,6 +21,22 @@ struct Watched {
 impl Watched {
     fn objects(&self) -> Vec<Value> {
         self.store.state().iter().map(|object| typed_value(object.as_ref().clone(), &self.resource)).collect()
+    }
+}
+
+/// `object` without what the snapshot never reads of its kind (see `model::slim`).
+fn slim_object(object: &mut DynamicObject, kind: &str) {
+    if slim::fields_of(kind).is_none() {
+        return;
+    }
+    let types = object.types.take();
+    let mut value = serde_json::to_value(&*object).expect("a Kubernetes object serializes to JSON");
+    slim::retain_read_fields(&mut value, kind);
+    if let Ok(mut slimmed) = serde_json::from_value::<DynamicObject>(value) {
+        slimmed.types = types;
+        *object = slimmed;
+    } else {
+        object.types = types;
     }
 }
 
@@ -62,8 +79,12 @@ impl Watch {
             let writer = Writer::new(resource.clone());
             let store = writer.as_reader();
             let source = signals.len();
+            let kind = resource.kind.clone();
             let stream = watcher(cluster.api(resource), config.clone())
                 .default_backoff()
+                // The stores hold every pod of the cluster for as long as the watch runs: keep
+                // only what the snapshot reads of each.
+                .map_ok(move |event| event.modify(|object| slim_object(object, &kind)))
                 .reflect(writer)
                 .map_ok(move |event| match event {
                     watcher::Event::InitDone => Signal::Changed { source, listed: true },
