@@ -54,7 +54,7 @@ peak_rss() {
 }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 # median <hyperfine json> <index>: the median wall time in seconds of command <index>.
-median() { jq -r ".results[$2].median" "$1"; }
+median() { jq -r ".results[$2].median | . * 1000 | round / 1000" "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo "# kubectl-ciliumpool benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
