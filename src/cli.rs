@@ -49,7 +49,7 @@ pub struct GlobalArgs {
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
-    /// Namespace of the Cilium installation, whose ConfigMap cilium-config names the IPAM mode
+    /// Namespace of the Cilium installation: its ConfigMap cilium-config names the IPAM mode, its operator and agent images the version
     #[arg(long, global = true, value_name = "NAMESPACE", default_value = "kube-system")]
     pub cilium_namespace: String,
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
@@ -105,7 +105,7 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
-    /// Print the plugin version and, when reachable, the server and CRD versions
+    /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     Version,
 }
 

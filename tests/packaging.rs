@@ -1,7 +1,8 @@
 //! Distribution: the krew manifest, the archive `tools/package.sh` makes, its installation by the
 //! real krew (offline) and the plugin reached through the real kubectl's plugin dispatch, shell
-//! completion through kubectl's plugin completion (`kubectl_complete-ciliumpool`), and the
-//! `completion` scripts. The krew and kubectl tests need `TESTENV_BIN` (tools/testenv/build.sh)
+//! completion through kubectl's plugin completion (`kubectl_complete-ciliumpool`), the
+//! `completion` scripts, and the crate `cargo package` makes, built and installed the way
+//! `cargo install` does. The krew and kubectl tests need `TESTENV_BIN` (tools/testenv/build.sh)
 //! and fail without it.
 
 mod support;
@@ -56,7 +57,7 @@ fn checked_in_krew_manifest_validates_and_matches_the_crate_version() {
     validate_manifest(&manifest);
     let text = std::fs::read_to_string(&manifest).expect("read krew-manifest.yaml");
     assert!(text.contains(&format!("\n  version: v{}\n", env!("CARGO_PKG_VERSION"))), "spec.version is not v{}", env!("CARGO_PKG_VERSION"));
-    for platform in ["linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"] {
+    for platform in ["linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"] {
         let archive = format!("/kubectl-ciliumpool_v{}_{platform}.tar.gz", env!("CARGO_PKG_VERSION"));
         assert!(text.contains(&archive), "no uri ending in {archive}");
     }
@@ -249,4 +250,80 @@ fn completion_prints_a_script_for_every_shell() {
         }
         assert!(!script.contains("__complete"), "completion {shell} offers the hidden __complete");
     }
+}
+
+/// The cargo this test runs under (cargo sets `CARGO` for tests), else the one on PATH.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// `cargo package` ships what building needs and nothing else, and `cargo install` of the unpacked
+/// crate — no .git, offline, from the local registry cache — builds a plugin that runs and says
+/// its commit is unknown and its build date is SOURCE_DATE_EPOCH. Cargo runs in its own target
+/// directory (`target/packaged-crate`, kept between runs so only the crate itself is rebuilt):
+/// the `cargo test` running this holds the lock on the default one.
+#[test]
+fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
+    let target_dir = Path::new(PLUGIN).parent().and_then(Path::parent).expect("target dir").join("packaged-crate");
+    let started = Instant::now();
+    let list = cargo()
+        .args(["package", "--list", "--locked", "--offline", "--allow-dirty"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cargo package --list");
+    let list = succeeded("cargo package --list", list);
+    let files: Vec<&str> = list.lines().collect();
+    for needed in ["Cargo.toml", "Cargo.lock", "build.rs", "LICENSE", "README.md", "src/main.rs", "src/lib.rs", "kubectl_complete-ciliumpool"] {
+        assert!(files.contains(&needed), "the package lacks {needed}: {files:?}");
+    }
+    let extra: Vec<&&str> = files
+        .iter()
+        .filter(|f| !f.starts_with("src/") && !["Cargo.toml", "Cargo.toml.orig", "Cargo.lock", "build.rs", "LICENSE", "README.md", "kubectl_complete-ciliumpool", ".cargo_vcs_info.json"].contains(f))
+        .collect();
+    assert!(extra.is_empty(), "the package ships files it does not need: {extra:?}");
+    assert!(files.iter().filter(|f| f.starts_with("src/")).all(|f| f.ends_with(".rs")), "{files:?}");
+
+    // --no-verify: the build below is the verification, in a place that is kept between runs.
+    let package = cargo()
+        .args(["package", "--locked", "--offline", "--allow-dirty", "--no-verify"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cargo package");
+    succeeded("cargo package", package);
+    let name = format!("kubectl-ciliumpool-{}", env!("CARGO_PKG_VERSION"));
+    let crate_file = target_dir.join("package").join(format!("{name}.crate"));
+    eprintln!("[packaging] cargo package: {:.1} s", started.elapsed().as_secs_f64());
+
+    // A fixed place, so the build's fingerprints stay valid from one run to the next.
+    let unpacked = target_dir.join("unpacked");
+    let _ = std::fs::remove_dir_all(&unpacked);
+    std::fs::create_dir_all(&unpacked).expect("mkdir unpacked");
+    succeeded("tar -xzf the .crate", Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(&unpacked).output().expect("run tar"));
+    let root = tempfile::tempdir().expect("temp dir");
+    let started = Instant::now();
+    let install = cargo()
+        .args(["install", "--locked", "--offline", "--debug", "--path"])
+        .arg(unpacked.join(&name))
+        .arg("--root")
+        .arg(root.path())
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cargo install");
+    succeeded("cargo install --path <unpacked crate>", install);
+    eprintln!("[packaging] cargo install of the packaged crate: {:.1} s", started.elapsed().as_secs_f64());
+
+    let installed = root.path().join("bin/kubectl-ciliumpool");
+    let version = succeeded("installed version -o json", Command::new(&installed).args(["version", "-o", "json", "-f", "examples/snapshot"]).current_dir(repo_root()).output().expect("run the installed plugin"));
+    let version: serde_json::Value = serde_json::from_str(&version).expect("version JSON");
+    assert_eq!(version["plugin"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(version["plugin"]["gitCommit"], "unknown", "the packaged crate has no .git");
+    assert_eq!(version["plugin"]["buildDate"], "2023-11-14T22:13:20Z", "SOURCE_DATE_EPOCH=1700000000");
+    let usage = succeeded("installed usage", Command::new(&installed).args(["usage", "-f", "examples/snapshot", "--no-headers"]).current_dir(repo_root()).output().expect("run the installed plugin"));
+    assert!(usage.lines().any(|line| line.starts_with("blue ")), "{usage}");
 }

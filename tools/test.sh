@@ -8,6 +8,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tools/testenv/build.sh >/dev/null
 # Cilium's own operator allocator as the judge of tests/cilium_oracle.rs (cold: ~1 min; cached).
 tools/cilium-oracle/build.sh >/dev/null
+# The workflow linter tests/release.rs runs on .github/workflows (cold: under a minute).
+ACTIONLINT="$(tools/actionlint/build.sh)"
+export ACTIONLINT
 eval "$(tools/testenv/up.sh)"
 trap 'tools/testenv/down.sh' EXIT
 

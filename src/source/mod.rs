@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod atomic;
+pub mod cilium;
 pub mod client;
 pub mod cluster;
 pub mod files;
