@@ -42,6 +42,7 @@ fn version_reads_server_crd_and_cilium_versions_from_the_apiserver() {
     cluster.apply_yaml(&workload("Deployment", "kube-system", "cilium-operator", "cilium-operator", &operator_image));
 
     let doc = version_json(&cluster, &[]);
+    assert_eq!(doc["schemaVersion"], 1);
     // The plugin's build, as build.rs embedded it.
     assert_eq!(doc["plugin"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(doc["plugin"]["gitCommit"], head_commit().unwrap_or_else(|| "unknown".to_string()).as_str());

@@ -22,7 +22,7 @@ pub const BUILD: Build = Build {
 };
 
 pub async fn run(ctx: &Context) -> anyhow::Result<i32> {
-    let mut doc = VersionDocument { plugin: BUILD, server: None, cilium_pod_ip_pool: None, cilium: None, notes: Vec::new() };
+    let mut doc = VersionDocument::new(BUILD);
     match &ctx.input {
         Input::Cluster(options) => {
             ask_cluster(options, &mut doc).await;

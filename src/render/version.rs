@@ -1,7 +1,7 @@
 //! `version` output: what was built and what the cluster said about itself (fields:
 //! docs/install.md, "What `version` reports").
 
-use super::{Render, Style};
+use super::{Render, SCHEMA_VERSION, Style};
 use crate::model::crd::{CrdInfo, CrdVersion};
 use crate::source::cilium::CiliumVersion;
 use serde::Serialize;
@@ -11,6 +11,7 @@ use serde::Serialize;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionDocument {
+    pub schema_version: u32,
     pub plugin: Build,
     pub server: Option<Server>,
     #[serde(rename = "ciliumPodIPPool")]
@@ -58,6 +59,13 @@ impl PoolCrd {
             stored_versions: crd.stored_versions.clone(),
             dialect: (!schema_unknown).then(|| crd.cluster_dialect().name()),
         }
+    }
+}
+
+impl VersionDocument {
+    /// The plugin's part alone; the cluster's parts are filled in when read.
+    pub fn new(plugin: Build) -> VersionDocument {
+        VersionDocument { schema_version: SCHEMA_VERSION, plugin, server: None, cilium_pod_ip_pool: None, cilium: None, notes: Vec::new() }
     }
 }
 
