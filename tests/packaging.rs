@@ -252,6 +252,43 @@ fn completion_prints_a_script_for_every_shell() {
     }
 }
 
+/// Makes `to` hold exactly the files of `from`, rewriting only those whose content differs. A
+/// `.crate` stores one fixed mtime for every file, so unpacking over an earlier copy would leave
+/// cargo's mtime-based fingerprints unaware of changed sources: here a changed file is new.
+fn sync_by_content(from: &Path, to: &Path) {
+    let mut wanted = std::collections::BTreeSet::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        for entry in std::fs::read_dir(from.join(&relative)).expect("read unpacked crate") {
+            let entry = entry.expect("directory entry");
+            let path = relative.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let content = std::fs::read(entry.path()).expect("read unpacked file");
+            let target = to.join(&path);
+            if std::fs::read(&target).ok().as_ref() != Some(&content) {
+                std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+                std::fs::write(&target, &content).expect("write unpacked file");
+            }
+            wanted.insert(path);
+        }
+    }
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        for entry in std::fs::read_dir(to.join(&relative)).expect("read unpacked copy") {
+            let entry = entry.expect("directory entry");
+            let path = relative.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() {
+                pending.push(path);
+            } else if !wanted.contains(&path) {
+                std::fs::remove_file(entry.path()).expect("remove a file the crate no longer has");
+            }
+        }
+    }
+}
+
 /// The cargo this test runs under (cargo sets `CARGO` for tests), else the one on PATH.
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -298,11 +335,11 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     let crate_file = target_dir.join("package").join(format!("{name}.crate"));
     eprintln!("[packaging] cargo package: {:.1} s", started.elapsed().as_secs_f64());
 
-    // A fixed place, so the build's fingerprints stay valid from one run to the next.
+    // Unpacked into a fixed place, so the build's fingerprints stay valid from one run to the next.
+    let staging = tempfile::tempdir().expect("temp dir");
+    succeeded("tar -xzf the .crate", Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(staging.path()).output().expect("run tar"));
     let unpacked = target_dir.join("unpacked");
-    let _ = std::fs::remove_dir_all(&unpacked);
-    std::fs::create_dir_all(&unpacked).expect("mkdir unpacked");
-    succeeded("tar -xzf the .crate", Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(&unpacked).output().expect("run tar"));
+    sync_by_content(staging.path(), &unpacked);
     let root = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
     let install = cargo()
@@ -324,6 +361,15 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     assert_eq!(version["plugin"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(version["plugin"]["gitCommit"], "unknown", "the packaged crate has no .git");
     assert_eq!(version["plugin"]["buildDate"], "2023-11-14T22:13:20Z", "SOURCE_DATE_EPOCH=1700000000");
-    let usage = succeeded("installed usage", Command::new(&installed).args(["usage", "-f", "examples/snapshot", "--no-headers"]).current_dir(repo_root()).output().expect("run the installed plugin"));
-    assert!(usage.lines().any(|line| line.starts_with("blue ")), "{usage}");
+    // Built from the same sources as the binary under test, so it answers the same (a stale
+    // build of an older package would not).
+    let run = |binary: &Path, args: &[&str]| {
+        let output = Command::new(binary).args(args).current_dir(repo_root()).output().expect("run the plugin");
+        (output.status.code(), stdout_of(&output))
+    };
+    for args in [&["usage", "-f", "examples/snapshot", "-o", "json"][..], &["check", "-f", "examples/snapshot", "-o", "json"], &["--help"]] {
+        assert_eq!(run(&installed, args), run(Path::new(PLUGIN), args), "the installed plugin and the one under test differ on {args:?}");
+    }
+    let ours: serde_json::Value = serde_json::from_str(&run(Path::new(PLUGIN), &["version", "-o", "json", "-f", "examples/snapshot"]).1).expect("version JSON");
+    assert_eq!(version.as_object().map(|o| o.keys().collect::<Vec<_>>()), ours.as_object().map(|o| o.keys().collect::<Vec<_>>()));
 }
