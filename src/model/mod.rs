@@ -1,6 +1,7 @@
 //! The version-neutral model: pools, nodes, pods, endpoints and the CRD, decoded from
 //! Kubernetes objects of any dialect. Pure: no IO.
 
+pub mod cilium;
 pub mod crd;
 pub mod edit;
 pub mod ip;

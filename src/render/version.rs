@@ -3,7 +3,7 @@
 
 use super::{Render, SCHEMA_VERSION, Style};
 use crate::model::crd::{CrdInfo, CrdVersion};
-use crate::source::cilium::CiliumVersion;
+use crate::model::cilium::CiliumVersion;
 use serde::Serialize;
 
 /// `version`'s result, also its `-o json|yaml` document. Parts the cluster did not tell are
