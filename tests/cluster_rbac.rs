@@ -69,6 +69,7 @@ fn cluster_with_pools() -> TestCluster {
         cilium_node("node-a", &[("blue", &["10.40.3.0/24"])], 16),
         pod("team", "db-0", "node-a", &["10.40.3.7"]),
         cilium_endpoint("team", "db-0", "192.168.0.1", &["10.40.3.7"]),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": {"ipam": "multi-pool"}}),
     ]);
     cluster
 }
@@ -90,9 +91,10 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         (0, "warning: pods: forbidden (403) — used addresses from CiliumEndpoints only"),
         (0, "warning: CiliumEndpoints: forbidden (403)"),
         (0, "warning: CRD ciliumpodippools.cilium.io: forbidden (403)"),
+        (0, "warning: ConfigMap kube-system/cilium-config: forbidden (403) — IPAM mode unknown"),
     ];
     assert_eq!(expected.len(), reader.len(), "every documented rule is tested");
-    let probes = [("list", "ciliumpodippools.cilium.io"), ("list", "pods"), ("list", "ciliumendpoints.cilium.io"), ("get", "customresourcedefinitions/ciliumpodippools.cilium.io")];
+    let probes = [("list", "ciliumpodippools.cilium.io"), ("list", "pods"), ("list", "ciliumendpoints.cilium.io"), ("get", "customresourcedefinitions/ciliumpodippools.cilium.io"), ("get", "configmaps/cilium-config -n kube-system")];
     for (k, (code, line)) in expected.iter().enumerate() {
         let user = format!("reader-{k}");
         let without: Vec<Value> = reader.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, r)| r.clone()).collect();
