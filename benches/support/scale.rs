@@ -11,6 +11,8 @@
 //! volumes, conditions, ownerReferences), about 6 KB of JSON per pod; compact ones only the fields the
 //! plugin reads.
 
+use proptest::prelude::Rng as _;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::{Value, json};
 
 /// What to generate.
@@ -36,16 +38,17 @@ pub enum Kind {
     Endpoint,
 }
 
-/// SplitMix64: small, seeded, good enough to vary sizes and names.
-struct Rng(u64);
+/// A seeded generator (proptest's, a dev-dependency already) for names, ids and sizes.
+struct Rng(TestRng);
 
 impl Rng {
+    fn seeded(seed: u64) -> Rng {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        Rng(TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+    }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
@@ -323,7 +326,7 @@ fn endpoint_object(pod: &Value, n: u32, rng: &mut Rng, realistic: bool) -> Value
 /// handed to `sink` one at a time so that a dump of any size needs no memory for the whole.
 pub fn generate(scale: &Scale, sink: &mut dyn FnMut(Kind, Value)) {
     assert!((1..=16).contains(&scale.pools), "1 to 16 pools");
-    let mut rng = Rng(scale.seed);
+    let mut rng = Rng::seeded(scale.seed);
     for p in 0..scale.pools {
         sink(Kind::Pool, pool_object(p, scale.cfp));
     }
