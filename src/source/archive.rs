@@ -131,9 +131,9 @@ fn read_member(reader: impl Read, shown: &str, budget: &mut u64) -> Result<Resul
 
 /// A reader that fails (instead of ending) after `left` bytes, so that a truncated stream is
 /// never mistaken for a complete one.
-struct Bounded<R> {
-    inner: R,
-    left: u64,
+pub(super) struct Bounded<R> {
+    pub(super) inner: R,
+    pub(super) left: u64,
 }
 
 impl<R: Read> Read for Bounded<R> {

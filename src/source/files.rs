@@ -226,20 +226,17 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 /// when anything is out of the ordinary (the caller then reads it whole).
 fn stream_file(path: &Path) -> Option<Vec<Value>> {
     let file = std::fs::File::open(path).ok()?;
-    parse_stream(Guarded { inner: file, read: 0 })
+    parse_stream(Guarded(archive::Bounded { inner: file, left: MAX_INPUT_BYTES }))
 }
 
-/// A reader that fails at a NUL byte or past [`MAX_INPUT_BYTES`], as [`read_text`] refuses them.
-struct Guarded<R> {
-    inner: R,
-    read: u64,
-}
+/// A reader that fails at a NUL byte, as [`read_text`] refuses binary data (the size limit is
+/// [`archive::Bounded`]'s).
+struct Guarded<R>(R);
 
 impl<R: Read> Read for Guarded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        if self.read > MAX_INPUT_BYTES || buf[..n].contains(&0) {
+        let n = self.0.read(buf)?;
+        if buf[..n].contains(&0) {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
         }
         Ok(n)
