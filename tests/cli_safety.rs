@@ -2,24 +2,14 @@
 //! reported, files that must not be lost, text that must not reach the terminal raw. Each test
 //! reproduces a defect found on an earlier version.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod support;
 
-fn plugin() -> Command {
-    let mut command = assert_cmd::cargo::cargo_bin_cmd!("kubectl-ciliumpool");
-    command.env("NO_COLOR", "1").env_remove("KUBECONFIG");
-    command
-}
+use std::path::Path;
+use support::cli::{output, plugin};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-/// (stdout, stderr, exit code).
-fn run(command: &mut Command) -> (String, String, i32) {
-    let out = command.output().unwrap();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), out.status.code().unwrap_or(-1))
 }
 
 fn pool(api_version: &str, name: &str, cidr: &str, team: &str) -> String {
@@ -57,14 +47,14 @@ fn a_pool_defined_twice_is_reported_and_never_edited_in_place() {
     write(&overlay, &pool("cilium.io/v2", "blue", "10.41.0.0/16", "prod"));
     let before = tree(repo);
 
-    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.41.0.1", "--in-place", "--yes", "-f"]).arg(repo));
+    let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.41.0.1", "--in-place", "--yes", "-f"]).arg(repo));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("CiliumPodIPPool blue is defined 2 times") && stderr.contains("base/pool.yaml") && stderr.contains("overlays/prod/pool.yaml"), "{stderr}");
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(tree(repo), before, "no file changed");
 
     // Reads go on, with a warning naming both files.
-    let (_, stderr, code) = run(plugin().args(["usage", "-f"]).arg(repo));
+    let (code, _, stderr) = output(plugin().args(["usage", "-f"]).arg(repo));
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("warning: CiliumPodIPPool blue is defined 2 times") && stderr.contains("base/pool.yaml") && stderr.contains("overlays/prod/pool.yaml"), "{stderr}");
 
@@ -72,7 +62,7 @@ fn a_pool_defined_twice_is_reported_and_never_edited_in_place() {
     let one = repo.join("one/pools.yaml");
     write(&one, &format!("{}---\n{}", pool("cilium.io/v2", "red", "10.50.0.0/16", "a"), pool("cilium.io/v2", "red", "10.51.0.0/16", "b")));
     let text = std::fs::read_to_string(&one).unwrap();
-    let (_, stderr, code) = run(plugin().args(["reserve-range", "red", "10.51.0.1", "--in-place", "-f"]).arg(&one));
+    let (code, _, stderr) = output(plugin().args(["reserve-range", "red", "10.51.0.1", "--in-place", "-f"]).arg(&one));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("red is defined 2 times") && stderr.contains("(2 documents)"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&one).unwrap(), text);
@@ -82,11 +72,11 @@ fn a_pool_defined_twice_is_reported_and_never_edited_in_place() {
     write(&legacy.path().join("base/pool.yaml"), &pool("cilium.io/v2alpha1", "blue", "10.40.0.0/16", "base"));
     write(&legacy.path().join("overlays/prod/pool.yaml"), &pool("cilium.io/v2alpha1", "blue", "10.41.0.0/16", "prod"));
     let before = tree(legacy.path());
-    let (_, stderr, code) = run(plugin().args(["migrate", "--in-place", "-f"]).arg(legacy.path()));
+    let (code, _, stderr) = output(plugin().args(["migrate", "--in-place", "-f"]).arg(legacy.path()));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("blue is defined 2 times") && stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(tree(legacy.path()), before);
-    let (stdout, stderr, code) = run(plugin().args(["migrate", "-f"]).arg(legacy.path()));
+    let (code, stdout, stderr) = output(plugin().args(["migrate", "-f"]).arg(legacy.path()));
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("warning: CiliumPodIPPool blue is defined 2 times"), "{stderr}");
     assert_eq!(stdout.matches("apiVersion: cilium.io/v2\n").count(), 2, "{stdout}");
@@ -111,7 +101,7 @@ fn control_sequences_from_the_data_never_reach_the_terminal() {
     ];
     for args in runs {
         for colour in ["never", "always"] {
-            let (stdout, stderr, code) = run(plugin().args(&args).args(["--color", colour, "-f"]).arg(&path));
+            let (code, stdout, stderr) = output(plugin().args(&args).args(["--color", colour, "-f"]).arg(&path));
             assert!(code <= 2, "{args:?}: {stderr}");
             for (stream, out) in [("stdout", &stdout), ("stderr", &stderr)] {
                 // With colour on, the only ESC bytes are the plugin's own SGR colours.
@@ -122,10 +112,10 @@ fn control_sequences_from_the_data_never_reach_the_terminal() {
         }
     }
     // Visible instead: the escaped name is shown.
-    let (stdout, _, _) = run(plugin().args(["usage", "-f"]).arg(&path));
+    let (_, stdout, _) = output(plugin().args(["usage", "-f"]).arg(&path));
     assert!(stdout.contains("blue\\e]52;c;ZWNobyBwd25lZA==\\x07"), "{stdout}");
     // JSON keeps the value, escaped as JSON.
-    let (stdout, _, _) = run(plugin().args(["usage", "-o", "json", "-f"]).arg(&path));
+    let (_, stdout, _) = output(plugin().args(["usage", "-o", "json", "-f"]).arg(&path));
     assert!(!stdout.contains('\x1b') && stdout.contains("\\u001b]52"), "{stdout}");
 }
 
@@ -141,7 +131,7 @@ fn in_place_writes_through_symlinks_and_refuses_hard_links() {
     std::fs::create_dir_all(&repo).unwrap();
     let link = repo.join("pools.yaml");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let (stdout, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&link));
+    let (code, stdout, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&link));
     assert_eq!(code, 0, "{stderr}");
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
     assert!(std::fs::read_to_string(&real).unwrap().contains("10.40.0.1"), "the target is edited");
@@ -151,7 +141,7 @@ fn in_place_writes_through_symlinks_and_refuses_hard_links() {
     let hard = dir.path().join("hard.yaml");
     std::fs::hard_link(&real, &hard).unwrap();
     let before = std::fs::read_to_string(&real).unwrap();
-    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.9", "--in-place", "-f"]).arg(&hard));
+    let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.9", "--in-place", "-f"]).arg(&hard));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("hard links"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&real).unwrap(), before);
@@ -165,7 +155,7 @@ fn stale_temporary_files_are_removed_by_the_next_write() {
     let path = dir.path().join("pools.yaml");
     write(&path, V2_POOL);
     write(&dir.path().join(".ciliumpool-AbC123"), "apiVersion: cilium.io/v2\nkind: CiliumPo");
-    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path));
+    let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path));
     assert_eq!(code, 0, "{stderr}");
     let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["pools.yaml".to_string()]);
@@ -183,7 +173,7 @@ fn multi_file_in_place_is_all_or_nothing() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::hard_link(dir.path().join("z/pool.yaml"), outside.path().join("link.yaml")).unwrap();
     let before = tree(dir.path());
-    let (_, stderr, code) = run(plugin().args(["migrate", "--in-place", "-f"]).arg(dir.path()));
+    let (code, _, stderr) = output(plugin().args(["migrate", "--in-place", "-f"]).arg(dir.path()));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("z/pool.yaml") && stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(tree(dir.path()), before, "the first file was not converted either");
@@ -202,12 +192,12 @@ fn walks_and_reads_are_bounded() {
     let fifo = dir.path().join("pipe.yaml");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     // Finishes (a loop or a FIFO would block forever; the harness's timeout is the failure).
-    let (stdout, stderr, code) = run(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
+    let (code, stdout, stderr) = output(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "ciliumpodippool/blue\n");
     assert!(!stderr.contains("defined"), "the symlinked copy is the same file, not a duplicate: {stderr}");
 
-    let (_, stderr, code) = run(plugin().args(["usage", "-f", "/dev/zero"]).timeout(std::time::Duration::from_secs(60)));
+    let (code, _, stderr) = output(plugin().args(["usage", "-f", "/dev/zero"]).timeout(std::time::Duration::from_secs(60)));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/dev/zero: binary data"), "{stderr}");
 }
@@ -223,11 +213,11 @@ fn inputs_kubectl_accepts_are_read() {
     let big = dir.path().join("big.json");
     write(&big, "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"green\", \"annotations\": {\"x\": 1e400}}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.60.0.0/16\"], \"maskSize\": 24}}}\n");
     for (path, pool) in [(&flow, "blue"), (&docs, "red"), (&big, "green")] {
-        let (stdout, stderr, code) = run(plugin().args(["usage", "-o", "name", "-f"]).arg(path));
+        let (code, stdout, stderr) = output(plugin().args(["usage", "-o", "name", "-f"]).arg(path));
         assert_eq!((code, stdout.as_str()), (0, format!("ciliumpodippool/{pool}\n").as_str()), "{}: {stderr}", path.display());
     }
     // The flow-style file is edited in place too.
-    let (_, stderr, code) = run(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&flow));
+    let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&flow));
     assert_eq!(code, 0, "{stderr}");
     assert!(std::fs::read_to_string(&flow).unwrap().contains("10.40.0.1"));
 }
@@ -241,17 +231,17 @@ fn check_refuses_foreign_input_and_reports_cidrs_the_operator_rejects() {
     let text = dir.path().join("notes.txt");
     write(&text, "just some notes\n");
     for input in [&empty, &text] {
-        let (stdout, stderr, code) = run(plugin().args(["check", "-f"]).arg(input));
+        let (code, stdout, stderr) = output(plugin().args(["check", "-f"]).arg(input));
         assert_eq!(code, 2, "{}: {stdout}{stderr}", input.display());
         assert!(stderr.contains("no Cilium object in the input"), "{stderr}");
     }
     let pools = dir.path().join("pools.yaml");
     write(&pools, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec:\n  ipv4:\n    cidrs: [\" 10.1.0.0/16\", 10.2.0.0/16]\n    maskSize: 24\n---\napiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: red}\nspec:\n  ipv4:\n    cidrs: [010.0.0.0/16]\n    maskSize: 24\n");
-    let (stdout, stderr, code) = run(plugin().args(["check", "-f"]).arg(&pools));
+    let (code, stdout, stderr) = output(plugin().args(["check", "-f"]).arg(&pools));
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("\" 10.1.0.0/16\"") || stdout.contains("' 10.1.0.0/16'") || stdout.contains(" 10.1.0.0/16"), "{stdout}");
     assert!(stdout.contains("010.0.0.0/16"), "{stdout}");
-    let (stdout, _, _) = run(plugin().args(["usage", "-o", "json", "-f"]).arg(&pools));
+    let (_, stdout, _) = output(plugin().args(["usage", "-o", "json", "-f"]).arg(&pools));
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["pools"][0]["families"][0]["totalAddresses"], 65536, "only 10.2.0.0/16 counts: {stdout}");
 }
@@ -263,17 +253,17 @@ fn gitops_checks_validate_every_pool() {
     let dir = tempfile::tempdir().unwrap();
     let cfp = dir.path().join("cfp.yaml");
     write(&cfp, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: cfp}\nspec:\n  ipv4:\n    cidrs:\n    - cidr: 10.20.0.0/16\n      reservedRange: 10.20.0.1-10.20.0.9\n    maskSize: 24\n");
-    let (stdout, stderr, code) = run(plugin().args(["migrate", "--check", "-f"]).arg(&cfp));
+    let (code, stdout, stderr) = output(plugin().args(["migrate", "--check", "-f"]).arg(&cfp));
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("cfp-v2") && !stdout.contains("All CiliumPodIPPool manifests"), "{stdout}");
-    let (_, _, code) = run(plugin().args(["migrate", "--check", "--schema", "cfp", "-f"]).arg(&cfp));
+    let (code, _, _) = output(plugin().args(["migrate", "--check", "--schema", "cfp", "-f"]).arg(&cfp));
     assert_eq!(code, 0);
 
     let repo = dir.path().join("repo");
     write(&repo.join("a.yaml"), "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n");
     write(&repo.join("b.yaml"), "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: nospec}\n");
     let before = tree(&repo);
-    let (_, stderr, code) = run(plugin().args(["migrate", "--in-place", "-f"]).arg(&repo));
+    let (code, _, stderr) = output(plugin().args(["migrate", "--in-place", "-f"]).arg(&repo));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("b.yaml") && stderr.contains("nospec") && stderr.contains("spec is missing"), "{stderr}");
     assert_eq!(tree(&repo), before);
@@ -299,7 +289,7 @@ fn no_credential_in_error_messages() {
     // A YAML error next to a token: the parser's message quotes the lines around it.
     let broken = dir.path().join("broken");
     write(&broken, "apiVersion: v1\nusers:\n- name: u\n  user:\n    token: tok-SECRET-yaml\n    password: [unclosed\n");
-    let (stdout, stderr, code) = run(plugin().args(["usage", "--kubeconfig"]).arg(&broken));
+    let (code, stdout, stderr) = output(plugin().args(["usage", "--kubeconfig"]).arg(&broken));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("line"), "{stderr}");
     assert_no_secret(&(stdout + &stderr), &["tok-SECRET-yaml", "unclosed"]);
@@ -311,7 +301,7 @@ fn no_credential_in_error_messages() {
     let exec = format!("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [arg-SECRET-arg]\n      env: [{{name: PLUGIN_KEY, value: env-SECRET-env}}]\n      interactiveMode: Never\n", plugin_path.display());
     let config = kubeconfig(dir.path(), "https://127.0.0.1:1", &exec);
     for verbosity in [&[][..], &["-v"][..]] {
-        let (stdout, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s"]).args(verbosity).arg("--kubeconfig").arg(&config));
+        let (code, stdout, stderr) = output(plugin().args(["usage", "--request-timeout", "5s"]).args(verbosity).arg("--kubeconfig").arg(&config));
         assert_eq!(code, 3, "{stderr}");
         assert!(stderr.contains("exec credential plugin"), "{stderr}");
         assert_no_secret(&(stdout + &stderr), &["SECRET"]);
@@ -319,7 +309,7 @@ fn no_credential_in_error_messages() {
 
     // Userinfo and access_token in the server URL; a token.
     let config = kubeconfig(dir.path(), "https://admin:pw-SECRET-url@127.0.0.1:1/?access_token=qs-SECRET-qs", "    token: tok-SECRET-tok\n");
-    let (stdout, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s", "--kubeconfig"]).arg(&config));
+    let (code, stdout, stderr) = output(plugin().args(["usage", "--request-timeout", "5s", "--kubeconfig"]).arg(&config));
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("https://127.0.0.1:1"), "{stderr}");
     assert_no_secret(&(stdout + &stderr), &["SECRET", "admin:"]);
@@ -331,7 +321,7 @@ fn missing_kubeconfig_entries_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let good = kubeconfig(dir.path(), "https://127.0.0.1:1", "    token: t0ken-value\n");
     let list = format!("{}:{}", good.display(), dir.path().join("missing").display());
-    let (_, stderr, code) = run(plugin().args(["usage", "--request-timeout", "5s"]).env("KUBECONFIG", &list));
+    let (code, _, stderr) = output(plugin().args(["usage", "--request-timeout", "5s"]).env("KUBECONFIG", &list));
     assert_eq!(code, 3, "the good entry is used: the request reaches for its server: {stderr}");
     assert!(stderr.contains("cannot reach the API server https://127.0.0.1:1"), "{stderr}");
 }
