@@ -1,6 +1,6 @@
 //! `check` output: one row per problem, and a summary line.
 
-use super::{Render, SCHEMA_VERSION, Style, Tone, table};
+use super::{Render, Sourced, Style, Tone, table};
 use crate::allocator::{Problem, Severity};
 use crate::model::Origin;
 use serde::Serialize;
@@ -12,17 +12,9 @@ pub struct Check<'a> {
     pub ipam: &'a crate::allocator::IpamReport,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CheckDocument<'a> {
-    schema_version: u32,
-    source: &'a Origin,
-    problems: &'a [&'a Problem],
-}
-
 impl Render for Check<'_> {
     fn document(&self) -> impl Serialize {
-        CheckDocument { schema_version: SCHEMA_VERSION, source: self.origin, problems: &self.problems }
+        Sourced { source: self.origin, key: "problems", value: &self.problems }
     }
 
     fn names(&self) -> Option<String> {

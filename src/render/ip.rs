@@ -1,6 +1,6 @@
 //! `ip` output: one row per address, and the JSON/YAML document (docs/ip.md).
 
-use super::{Render, SCHEMA_VERSION, Style, Tone};
+use super::{Render, Sourced, Style, Tone};
 use crate::allocator::lookup::{BlockState, Holder, IpAnswer};
 use crate::model::Origin;
 use serde::Serialize;
@@ -13,17 +13,9 @@ pub struct Ip<'a> {
     pub answers: &'a [IpAnswer],
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct IpDocument<'a> {
-    schema_version: u32,
-    source: &'a Origin,
-    addresses: &'a [IpAnswer],
-}
-
 impl Render for Ip<'_> {
     fn document(&self) -> impl Serialize {
-        IpDocument { schema_version: SCHEMA_VERSION, source: self.origin, addresses: self.answers }
+        Sourced { source: self.origin, key: "addresses", value: self.answers }
     }
 
     fn names(&self) -> Option<String> {

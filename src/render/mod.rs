@@ -21,6 +21,24 @@ use serde::Serialize;
 /// a bump (docs/design/json-contract.md).
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A document about one input with one list in it: `schemaVersion`, `source`, then `key`.
+pub(crate) struct Sourced<'a, T> {
+    pub source: &'a crate::model::Origin,
+    pub key: &'static str,
+    pub value: T,
+}
+
+impl<T: Serialize> Serialize for Sourced<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("schemaVersion", &SCHEMA_VERSION)?;
+        map.serialize_entry("source", self.source)?;
+        map.serialize_entry(self.key, &self.value)?;
+        map.end()
+    }
+}
+
 /// `-o`: how results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

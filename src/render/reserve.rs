@@ -1,6 +1,6 @@
 //! `reserve-range` output: the impact preview and the list of reservations (docs/reserve-range.md).
 
-use super::{Render, SCHEMA_VERSION, Style, Tone, human, table};
+use super::{Render, SCHEMA_VERSION, Sourced, Style, Tone, human, table};
 use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};
 use crate::allocator::{Count, PoolReport, Problem, blocks};
 use crate::model::Origin;
@@ -85,17 +85,9 @@ pub struct Reservations<'a> {
     pub invalid: Vec<&'a Problem>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReservationsDocument<'a> {
-    schema_version: u32,
-    source: &'a Origin,
-    reserved_ranges: &'a [ListedRange],
-}
-
 impl Render for Reservations<'_> {
     fn document(&self) -> impl Serialize {
-        ReservationsDocument { schema_version: SCHEMA_VERSION, source: self.origin, reserved_ranges: &self.ranges }
+        Sourced { source: self.origin, key: "reservedRanges", value: &self.ranges }
     }
 
     fn names(&self) -> Option<String> {
