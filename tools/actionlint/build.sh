@@ -13,6 +13,8 @@ set -euo pipefail
 exec 3>&1 1>&2   # fd 3 = real stdout (for the final line); all progress -> stderr
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../cache.sh
+source "$HERE/../cache.sh"
 ACTIONLINT_VERSION="v1.7.12"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
@@ -55,7 +57,7 @@ if command -v flock >/dev/null; then   # concurrent cold builds: the second one 
   [[ ${ACTIONLINT_REBUILD:-} != 1 && -x $OUT/actionlint ]] && publish_cached
 fi
 
-TMP="$(mktemp -d "$CACHE_ROOT/.tmp.$KEY.XXXXXX")"
+TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'rm -rf "$TMP"' EXIT
 start=$SECONDS
 log "building actionlint $ACTIONLINT_VERSION with $GO_VERSION"
@@ -65,14 +67,7 @@ go -C "$HERE" build -trimpath -ldflags "-s -w -X github.com/rhysd/actionlint.ver
   github.com/rhysd/actionlint/cmd/actionlint
 smoke "$TMP/actionlint" || die "smoke check failed for the fresh build in $TMP"
 
-# Publish atomically (rename of a complete directory); a rebuild moves the old entry aside first.
-if [[ -e $OUT ]]; then
-  old="$(mktemp -d "$CACHE_ROOT/.old.$KEY.XXXXXX")"
-  mv -T "$OUT" "$old/entry"
-  rm -rf "$old"
-fi
-chmod 755 "$TMP"
-mv -T "$TMP" "$OUT"
+cache_publish "$TMP" "$OUT"
 trap - EXIT
 log "built in $((SECONDS - start)) s: $OUT/actionlint"
 echo "$OUT/actionlint" >&3

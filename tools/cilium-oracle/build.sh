@@ -27,6 +27,8 @@ CILIUM_VERSION="v1.20.2"
 RECIPE=1
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../cache.sh
+source "$HERE/../cache.sh"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-mod=mod -buildvcs=false"
 
 log() { printf '[cilium-oracle/build] %s\n' "$*"; }
@@ -97,8 +99,7 @@ if command -v flock >/dev/null; then
   fi
 fi
 
-find "$CACHE_ROOT" -maxdepth 1 -name '.tmp.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
-TMP="$(mktemp -d "$CACHE_ROOT/.tmp.$KEY.XXXXXX")"
+TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
 start=$SECONDS
 
@@ -165,13 +166,6 @@ go -C "$TREE" build -trimpath -ldflags "-s -w -X main.ciliumVersion=$CILIUM_VERS
 "$TMP/out/cilium-oracle" version >/dev/null || die "the fresh binary does not run"
 printf 'cilium %s\n%s\nrecipe %s\nsources %s\n' "$CILIUM_VERSION" "$(go version)" "$RECIPE" "$SRC_HASH" >"$TMP/out/VERSIONS"
 
-# Publish atomically (rename of a complete directory).
-if [[ -e $OUT ]]; then
-  old="$(mktemp -d "$CACHE_ROOT/.old.$KEY.XXXXXX")"
-  mv -T "$OUT" "$old/entry"
-  rm -rf "$old"
-fi
-chmod 755 "$TMP/out"
-mv -T "$TMP/out" "$OUT"
+cache_publish "$TMP/out" "$OUT"
 log "built in $((SECONDS - start)) s: $BIN"
 echo "$BIN" >&3

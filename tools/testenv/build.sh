@@ -10,6 +10,8 @@ set -euo pipefail
 exec 3>&1 1>&2   # fd 3 = real stdout (for the final line); all progress -> stderr
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../cache.sh
+source "$HERE/../cache.sh"
 K8S_MOD="$HERE/k8s"
 KREW_MOD="$HERE/krew"
 
@@ -96,9 +98,7 @@ if command -v flock >/dev/null; then
   fi
 fi
 
-# Leftovers of builds killed hard (SIGKILL) long ago.
-find "$CACHE_ROOT" -maxdepth 1 -name '.tmp.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
-TMP="$(mktemp -d "$CACHE_ROOT/.tmp.$KEY.XXXXXX")"
+TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'rm -rf "$TMP"' EXIT
 # Builds run in the background + `wait`, so a signal is handled at once (bash defers traps while a
 # foreground child runs) and the child is stopped instead of finishing a half-abandoned build.
@@ -156,15 +156,7 @@ wrapper-hash $MOD_HASH
 recipe $RECIPE
 EOF
 
-# Publish atomically: rename(2) of a complete directory. A pre-existing entry (TESTENV_REBUILD=1)
-# is moved aside first; an interrupted build only ever leaves a .tmp.* directory behind.
-if [[ -e $OUT ]]; then
-  old="$(mktemp -d "$CACHE_ROOT/.old.$KEY.XXXXXX")"
-  mv -T "$OUT" "$old/entry"
-  rm -rf "$old"
-fi
-chmod 755 "$TMP"
-mv -T "$TMP" "$OUT"
+cache_publish "$TMP" "$OUT"
 trap - EXIT
 log "built in $((SECONDS - start)) s: $OUT"
 echo "$OUT" >&3
