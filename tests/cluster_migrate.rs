@@ -413,3 +413,93 @@ fn invalid_pool_is_blocked_named_and_left_alone() {
     let (code, _, _) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
     assert_eq!(code, 1, "no finalize while a pool is blocked");
 }
+
+/// What Cilium's operator does for a CRD whose storage version changed (cilium/cilium#48210,
+/// #48411; docs/design/cilium.md#migration): a no-op merge patch of each object, which makes the
+/// apiserver re-encode it in the storage version. Returns the resourceVersion after the patch.
+fn operator_no_op_write(cluster: &TestCluster, name: &str) -> String {
+    let api = ciliumpool::source::client::pools_api(&cluster.client(), "v2");
+    let written = cluster
+        .block_on(api.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({}))))
+        .unwrap_or_else(|e| panic!("no-op patch of {name}: {e}"));
+    written.metadata.resource_version.expect("resourceVersion")
+}
+
+#[test]
+fn operator_storage_migration_midway_then_trimmed_needs_no_write() {
+    let cluster = migrated_cluster_setup(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let before = resource_versions(&cluster);
+    let names: Vec<String> = before.keys().cloned().collect();
+    let (first_half, second_half) = names.split_at(POOLS / 2);
+
+    // The operator has rewritten half of the pools but not trimmed storedVersions yet.
+    for name in first_half {
+        let after = operator_no_op_write(&cluster, name);
+        assert_ne!(after, before[name], "{name}: the no-op patch re-encoded the v2alpha1-stored object as v2 (a new resourceVersion)");
+    }
+    let again = operator_no_op_write(&cluster, &first_half[0]);
+    assert_eq!(again, resource_versions(&cluster)[&first_half[0]], "a second no-op patch of a v2-stored object writes nothing");
+    assert_eq!(stored_versions(&cluster), r#"["v2alpha1","v2"]"#);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "mid-way is not done: {out}{err}");
+    assert!(out.contains("storage:         pending: v2 is the storage version, but storedVersions [v2alpha1, v2] means objects may still be stored as v2alpha1"), "{out}");
+    assert!(out.contains("safe to remove v2alpha1: no — because 40 of 40 pools are not migrated yet"), "{out}");
+    assert!(out.contains("status.storedVersions is [v2alpha1, v2]: objects may still be stored as v2alpha1"), "{out}");
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-o", "json"]);
+    assert_eq!(code, 1);
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["storage"]["state"], "pending", "{out}");
+    assert_eq!(status["storage"]["migratedByStorage"], 0, "no pool can be proven stored as v2 before the trim");
+    let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert!(out.contains("40 pools: 0 migrated, 40 rewrite"), "unproven pools are still planned for a rewrite: {out}");
+
+    // The operator finishes: the other half, then storedVersions trimmed through /status.
+    for name in second_half {
+        operator_no_op_write(&cluster, name);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    cluster.kubectl(&[
+        "patch", "crd", "ciliumpodippools.cilium.io", "--subresource", "status", "--type", "merge", "--field-manager", "cilium-operator-generic",
+        "-p", r#"{"status":{"storedVersions":["v2"]}}"#,
+    ]);
+    let trimmed_rv = resource_versions(&cluster);
+
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("storage:         every object stored as v2 (storedVersions [v2], set by cilium-operator-generic at "), "{out}");
+    assert!(out.contains("pools:           40 (40 migrated (40 by storage), 0 rewrite, 0 convert, 0 conflict, 0 blocked)"), "{out}");
+    assert!(out.contains("safe to remove v2alpha1: yes"), "{out}");
+    assert!(out.contains("note: downgrade to a Cilium that only knows v2alpha1"), "the downgrade caveat is stated: {out}");
+    let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-o", "json"]);
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["storage"]["state"], "v2");
+    assert_eq!(status["storage"]["migratedByStorage"], POOLS);
+    assert_eq!(status["storage"]["storedVersionsWritten"]["manager"], "cilium-operator-generic");
+    assert!(status["pools"].as_array().unwrap().iter().all(|p| p["state"] == "migrated" && p["migratedBy"] == "storage"), "{out}");
+    // Every pool was created through v2alpha1: those writers are known, but wrote before the trim.
+    let writers = status["v2alpha1Writers"].as_array().unwrap();
+    assert!(!writers.is_empty() && writers.iter().all(|w| w["afterMigration"] == false), "{out}");
+
+    // `migrate` writes nothing: no resourceVersion moves, no backup is taken.
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("Nothing to do: 40 pools: 40 migrated (40 by storage)"), "{out}");
+    assert_eq!(resource_versions(&cluster), trimmed_rv, "migrate wrote to a pool stored as v2");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no backup either");
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("already [v2]"), "{out}");
+
+    // The downgrade caveat, checked: Cilium 1.20's v2alpha1-only CRD is refused while storedVersions lists v2.
+    let refused = cluster.kubectl_command().args(["apply", "-f"]).arg(support::cilium_crd("ciliumpodippools.yaml")).output().unwrap();
+    assert!(!refused.status.success(), "the apiserver accepted a CRD without the stored version v2");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("missing from spec.versions"), "{}", String::from_utf8_lossy(&refused.stderr));
+
+    // A client writing v2alpha1 after the trim: the verdict turns to no and names it.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    cluster.kubectl(&["label", "ciliumpodippools.v2alpha1.cilium.io", "pool-03", "cost-center=42"]);
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("safe to remove v2alpha1: no — because kubectl-label (Update) still write(s) cilium.io/v2alpha1 after migration"), "{out}");
+}

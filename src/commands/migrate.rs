@@ -41,6 +41,8 @@ pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
 /// Everything preflight reads: the CRD and the pools through both versions.
 struct ClusterView {
     crd: CrdInfo,
+    /// Who set the CRD's `status.storedVersions`, and when.
+    stored_versions_written: Option<core::FieldWrite>,
     via_alpha: Vec<Value>,
     via_v2: Vec<Value>,
     plan: Plan,
@@ -48,9 +50,9 @@ struct ClusterView {
 
 impl ClusterView {
     async fn read(conn: &client::Connection, page_size: u32) -> Result<ClusterView> {
-        let PoolViews { crd, via_alpha, via_v2 } = PoolViews::read(conn, page_size).await?;
+        let PoolViews { crd, crd_object, via_alpha, via_v2 } = PoolViews::read(conn, page_size).await?;
         let plan = core::plan(&crd, &via_alpha, &via_v2);
-        Ok(ClusterView { crd, via_alpha, via_v2, plan })
+        Ok(ClusterView { stored_versions_written: core::stored_versions_write(&crd_object), crd, via_alpha, via_v2, plan })
     }
 }
 
@@ -235,9 +237,12 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
 // --- status and finalize --------------------------------------------------------------------
 
 fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
-    let writers = core::alpha_writers(&live.via_v2);
+    // Pools migrated by storage (no annotation) were migrated by the time storedVersions became [v2].
+    let storage_migrated_at = live.stored_versions_written.as_ref().filter(|_| live.plan.storage == core::StorageState::V2).map(|w| w.time.as_str());
+    let writers = core::alpha_writers(&live.via_v2, storage_migrated_at);
     let verdict = core::verdict(&live.crd, &live.plan, &writers);
-    ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, writers: &writers, verdict: &verdict })?;
+    let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
+    ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, storage: &storage, writers: &writers, verdict: &verdict })?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 

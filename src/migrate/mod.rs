@@ -8,5 +8,5 @@ pub mod plan;
 pub mod status;
 
 pub use convert::{Change, Converted, to_v2};
-pub use plan::{Plan, PoolPlan, State, plan};
-pub use status::{AlphaWriter, Verdict, alpha_writers, verdict};
+pub use plan::{MigratedBy, Plan, PoolPlan, State, plan};
+pub use status::{AlphaWriter, FieldWrite, Storage, StorageState, Verdict, alpha_writers, stored_versions_write, verdict};

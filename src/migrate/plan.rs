@@ -2,6 +2,7 @@
 //! both API versions. Pure: the command reads, this decides.
 
 use super::convert::{Change, to_v2, v2alpha1_projection};
+use super::status::StorageState;
 use crate::model::{CrdInfo, Dialect};
 use serde::Serialize;
 use serde_json::Value;
@@ -41,11 +42,24 @@ impl State {
     }
 }
 
+/// What makes a `migrated` pool migrated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MigratedBy {
+    /// It carries `cilium.io/migrated-to-v2` and has the v2 shape.
+    Annotation,
+    /// Not annotated, but `status.storedVersions` is `[v2]`: it is stored as v2 (Cilium's operator
+    /// migrated storage itself) and already has the v2 shape.
+    Storage,
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolPlan {
     pub name: String,
     pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrated_by: Option<MigratedBy>,
     /// Why: what changes, what conflicts, what blocks.
     pub detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,6 +71,8 @@ pub struct PoolPlan {
 pub struct Plan {
     /// The v2 shape writes follow.
     pub dialect: Dialect,
+    /// Where the objects are stored, from the CRD (`storage`, `status.storedVersions`).
+    pub storage: StorageState,
     pub pools: Vec<PoolPlan>,
     /// A reason that blocks the whole cluster (v2 not served, v2alpha1 still the storage version).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,6 +88,10 @@ impl Plan {
         self.pools.iter().filter(|p| p.state.writes()).count()
     }
 
+    pub fn migrated_by(&self, by: MigratedBy) -> usize {
+        self.pools.iter().filter(|p| p.migrated_by == Some(by)).count()
+    }
+
     /// Counts per state, every state present (zeros included), in a stable order.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         State::ALL.iter().map(|s| (s.name(), self.count(*s))).collect()
@@ -81,6 +101,7 @@ impl Plan {
     pub fn block_writes(&mut self, reason: &str) {
         for pool in self.pools.iter_mut().filter(|p| p.state.writes()) {
             pool.state = State::Blocked;
+            pool.migrated_by = None;
             pool.detail = reason.to_string();
         }
     }
@@ -97,6 +118,7 @@ fn name_of(obj: &Value) -> &str {
 /// (`via_alpha` is empty when v2alpha1 is not served).
 pub fn plan(crd: &CrdInfo, via_alpha: &[Value], via_v2: &[Value]) -> Plan {
     let dialect = crd.cluster_dialect();
+    let storage = StorageState::of(crd);
     let blocked = if !crd.serves("v2") {
         Some(V2_NOT_SERVED)
     } else if crd.storage_version() != Some("v2") {
@@ -111,31 +133,36 @@ pub fn plan(crd: &CrdInfo, via_alpha: &[Value], via_v2: &[Value]) -> Plan {
         .into_iter()
         .map(|name| {
             let resource_version = v2.get(name).or(alpha.get(name)).and_then(|o| o.pointer("/metadata/resourceVersion")).and_then(Value::as_str).map(str::to_string);
-            let (state, detail) = match (blocked, v2.get(name)) {
-                (Some(reason), _) => (State::Blocked, reason.to_string()),
-                (None, None) => (State::Blocked, "listed through v2alpha1 but not through v2 (deleted meanwhile?); rerun".to_string()),
-                (None, Some(obj)) => plan_pool(dialect, alpha.get(name).copied(), obj),
+            let (state, detail, migrated_by) = match (blocked, v2.get(name)) {
+                (Some(reason), _) => (State::Blocked, reason.to_string(), None),
+                (None, None) => (State::Blocked, "listed through v2alpha1 but not through v2 (deleted meanwhile?); rerun".to_string(), None),
+                (None, Some(obj)) => plan_pool(dialect, storage, alpha.get(name).copied(), obj),
             };
-            PoolPlan { name: name.to_string(), state, detail, resource_version }
+            PoolPlan { name: name.to_string(), state, migrated_by, detail, resource_version }
         })
         .collect();
-    Plan { dialect, pools, blocked: blocked.map(str::to_string) }
+    Plan { dialect, storage, pools, blocked: blocked.map(str::to_string) }
 }
 
-fn plan_pool(dialect: Dialect, alpha: Option<&Value>, v2: &Value) -> (State, String) {
+fn plan_pool(dialect: Dialect, storage: StorageState, alpha: Option<&Value>, v2: &Value) -> (State, String, Option<MigratedBy>) {
     let converted = match to_v2(v2, dialect) {
         Ok(c) => c,
-        Err(reason) => return (State::Blocked, reason),
+        Err(reason) => return (State::Blocked, reason, None),
     };
     let conflict = alpha.filter(|a| v2alpha1_projection(a) != v2alpha1_projection(v2)).map(|a| {
         let fields = differing_fields(&v2alpha1_projection(a), &v2alpha1_projection(v2));
         format!("v2alpha1 and v2 views differ in {}; v2 wins", fields.join(", "))
     });
     match (converted.change, conflict) {
-        (Change::None, _) => (State::Migrated, "annotated and stored through v2".to_string()),
-        (_, Some(conflict)) => (State::Conflict, conflict),
-        (Change::Rewrite, None) => (State::Rewrite, "re-encode through v2 and annotate".to_string()),
-        (Change::Reshape, None) => (State::Convert, "string cidrs become {cidr} objects; annotate".to_string()),
+        (Change::None, _) => (State::Migrated, "annotated and stored through v2".to_string(), Some(MigratedBy::Annotation)),
+        // One stored copy, already v2: a rewrite would only add the annotation, and two views of
+        // the same stored object cannot disagree beyond what pruning explains.
+        (Change::Rewrite, _) if storage == StorageState::V2 => {
+            (State::Migrated, "stored as v2 (storedVersions [v2]); not annotated, nothing to write".to_string(), Some(MigratedBy::Storage))
+        }
+        (_, Some(conflict)) => (State::Conflict, conflict, None),
+        (Change::Rewrite, None) => (State::Rewrite, "re-encode through v2 and annotate".to_string(), None),
+        (Change::Reshape, None) => (State::Convert, "string cidrs become {cidr} objects; annotate".to_string(), None),
     }
 }
 
@@ -211,6 +238,32 @@ mod tests {
         let p = plan(&alpha_only, &alpha, &[]);
         assert_eq!(p.blocked.as_deref(), Some(V2_NOT_SERVED));
         assert_eq!(p.writes(), 0);
+    }
+
+    #[test]
+    fn storage_migrated_pools_count_as_migrated_by_storage() {
+        let trimmed = |item_type: &str, stored: &[&str]| {
+            CrdInfo::decode(&json!({"spec": {"versions": [
+                {"name": "v2alpha1", "served": true, "storage": false},
+                {"name": "v2", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"properties": {"spec": {"properties": {
+                    "ipv4": {"properties": {"cidrs": {"items": {"type": item_type}}}}}}}}}}]},
+                "status": {"storedVersions": stored}}))
+        };
+        let alpha = vec![pool("v2alpha1", "a", json!(["10.0.0.0/16"]), false), pool("v2alpha1", "b", json!(["10.1.0.0/16"]), true)];
+        let v2 = vec![pool("v2", "a", json!(["10.0.0.0/16"]), false), pool("v2", "b", json!(["10.1.0.0/16"]), true)];
+        let p = plan(&trimmed("string", &["v2"]), &alpha, &v2);
+        assert_eq!(p.storage, StorageState::V2);
+        assert_eq!(states(&p), [("a", State::Migrated), ("b", State::Migrated)]);
+        assert_eq!((p.migrated_by(MigratedBy::Storage), p.migrated_by(MigratedBy::Annotation)), (1, 1));
+        assert_eq!(p.writes(), 0, "nothing is written to pools stored as v2");
+        // Not trimmed yet: an unannotated pool may still be stored as v2alpha1.
+        let p = plan(&trimmed("string", &["v2alpha1", "v2"]), &alpha, &v2);
+        assert_eq!(p.storage, StorageState::Pending);
+        assert_eq!(states(&p), [("a", State::Rewrite), ("b", State::Migrated)]);
+        // Stored as v2 but still string cidrs on a CFP CRD: the shape must still change.
+        let p = plan(&trimmed("object", &["v2"]), &alpha, &v2);
+        assert_eq!(states(&p), [("a", State::Convert), ("b", State::Convert)]);
+        assert_eq!(p.migrated_by(MigratedBy::Storage), 0);
     }
 
     #[test]

@@ -1,12 +1,111 @@
 //! `migrate --status`: who still writes v2alpha1, and whether v2alpha1 can be removed (docs/design/cilium.md#migration).
 
 use super::convert::V2ALPHA1_API_VERSION;
-use super::plan::{Plan, State};
-use crate::model::CrdInfo;
+use super::plan::{MigratedBy, Plan, State};
+use crate::model::{CrdInfo, Dialect};
 use crate::model::pool::MIGRATED_ANNOTATION;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// Where the pools are stored, as far as the CRD tells (an object's own storage version is not
+/// visible through the API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageState {
+    /// v2 is the storage version and `status.storedVersions` is `[v2]`: nothing is stored as
+    /// v2alpha1 (whoever rewrote the objects: `migrate`, or Cilium's operator by itself).
+    V2,
+    /// v2 is the storage version but `storedVersions` still lists v2alpha1: some objects may still
+    /// be stored as v2alpha1 (the storage migration has not started, or has not finished).
+    Pending,
+    /// v2alpha1 is still the storage version (or v2 is not served).
+    V2alpha1,
+    /// `status.storedVersions` could not be read.
+    Unknown,
+}
+
+impl StorageState {
+    pub fn of(crd: &CrdInfo) -> StorageState {
+        match (crd.storage_version(), &crd.stored_versions) {
+            (Some("v2"), Some(stored)) if !stored.is_empty() && stored.iter().all(|v| v == "v2") => StorageState::V2,
+            (Some("v2"), Some(_)) => StorageState::Pending,
+            (Some("v2"), None) => StorageState::Unknown,
+            _ => StorageState::V2alpha1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageState::V2 => "v2",
+            StorageState::Pending => "pending",
+            StorageState::V2alpha1 => "v2alpha1",
+            StorageState::Unknown => "unknown",
+        }
+    }
+}
+
+/// The last write to one field of an object, from its `metadata.managedFields`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldWrite {
+    pub manager: String,
+    /// RFC 3339, to the second.
+    pub time: String,
+}
+
+/// Who last set the CRD's `status.storedVersions`, and when: the `/status` write that trimmed it
+/// to `[v2]` (our `--finalize`, or Cilium's operator after its storage migration).
+pub fn stored_versions_write(crd_object: &Value) -> Option<FieldWrite> {
+    let entries = crd_object.pointer("/metadata/managedFields").and_then(Value::as_array)?;
+    entries
+        .iter()
+        .filter(|e| e.pointer("/fieldsV1/f:status/f:storedVersions").is_some())
+        .filter_map(|e| Some(FieldWrite { manager: e.get("manager")?.as_str()?.to_string(), time: e.get("time")?.as_str()?.to_string() }))
+        .max_by(|a, b| a.time.cmp(&b.time))
+}
+
+/// The storage facts `--status` reports.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Storage {
+    pub state: StorageState,
+    pub storage_version: Option<String>,
+    pub stored_versions: Option<Vec<String>>,
+    /// The write that set `storedVersions` (its manager and time), when managedFields show it.
+    pub stored_versions_written: Option<FieldWrite>,
+    /// Pools counted as migrated because of the annotation, and because storage is v2.
+    pub migrated_by_annotation: usize,
+    pub migrated_by_storage: usize,
+}
+
+impl Storage {
+    pub fn new(crd: &CrdInfo, plan: &Plan, stored_versions_written: Option<FieldWrite>) -> Storage {
+        Storage {
+            state: plan.storage,
+            storage_version: crd.storage_version().map(str::to_string),
+            stored_versions: crd.stored_versions.clone(),
+            stored_versions_written,
+            migrated_by_annotation: plan.migrated_by(MigratedBy::Annotation),
+            migrated_by_storage: plan.migrated_by(MigratedBy::Storage),
+        }
+    }
+
+    /// The "storage:" line of `--status`.
+    pub fn line(&self) -> String {
+        match self.state {
+            StorageState::V2 => {
+                let by = self.stored_versions_written.as_ref().map(|w| format!(", set by {} at {}", w.manager, w.time)).unwrap_or_default();
+                format!("every object stored as v2 (storedVersions [v2]{by})")
+            }
+            StorageState::Pending => format!(
+                "pending: v2 is the storage version, but storedVersions [{}] means objects may still be stored as v2alpha1 (storage migration not started or not finished; the API does not show which objects)",
+                self.stored_versions.clone().unwrap_or_default().join(", ")
+            ),
+            StorageState::V2alpha1 => "v2alpha1 (v2 is not the storage version)".to_string(),
+            StorageState::Unknown => "v2; storedVersions could not be read".to_string(),
+        }
+    }
+}
 
 /// A field manager whose last write to some pool went through v2alpha1.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -22,8 +121,10 @@ pub struct AlphaWriter {
 }
 
 /// Managers with v2alpha1 `Update`/`Apply` entries in the pools' `managedFields`. An entry is
-/// "after migration" when it is newer than the entry that owns the migration annotation.
-pub fn alpha_writers(pools_via_v2: &[Value]) -> Vec<AlphaWriter> {
+/// "after migration" when it is newer than the entry that owns the migration annotation or, for a
+/// pool without it, than `storage_migrated_at` (when storedVersions became `[v2]`; a storage
+/// migration's no-op writes leave no trace in managedFields).
+pub fn alpha_writers(pools_via_v2: &[Value], storage_migrated_at: Option<&str>) -> Vec<AlphaWriter> {
     let mut by_manager: BTreeMap<(String, String), AlphaWriter> = BTreeMap::new();
     for pool in pools_via_v2 {
         let entries: Vec<&Value> = pool.pointer("/metadata/managedFields").and_then(Value::as_array).into_iter().flatten().collect();
@@ -33,7 +134,8 @@ pub fn alpha_writers(pools_via_v2: &[Value]) -> Vec<AlphaWriter> {
             .iter()
             .filter(|e| e.pointer("/fieldsV1/f:metadata/f:annotations").and_then(|a| a.get(&annotation_key)).is_some())
             .map(|e| text(e, "time"))
-            .max();
+            .max()
+            .or_else(|| storage_migrated_at.map(str::to_string));
         for entry in entries {
             let operation = text(entry, "operation");
             if text(entry, "apiVersion") != V2ALPHA1_API_VERSION || !matches!(operation.as_str(), "Update" | "Apply") {
@@ -89,14 +191,15 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
     if plan.blocked.is_none() && unmigrated > 0 {
         pending.push(format!("{unmigrated} of {} pools are not migrated yet (run `kubectl ciliumpool migrate`)", plan.pools.len()));
     }
-    match &crd.stored_versions {
+    match (&crd.stored_versions, plan.storage) {
         _ if plan.blocked.is_some() => {}
-        Some(stored) if stored.iter().all(|v| v == "v2") => {}
-        Some(stored) => pending.push(format!(
-            "status.storedVersions is [{}] (run `kubectl ciliumpool migrate --finalize` once every pool is migrated)",
+        (_, StorageState::V2) => {}
+        (Some(stored), _) => pending.push(format!(
+            "status.storedVersions is [{}]: objects may still be stored as v2alpha1 (the operator of Cilium 1.21, on main today, rewrites every pool and \
+             trims it itself; or run `kubectl ciliumpool migrate`, then `migrate --finalize`)",
             stored.join(", ")
         )),
-        None => pending.push("status.storedVersions could not be read".to_string()),
+        (None, _) => pending.push("status.storedVersions could not be read".to_string()),
     }
     let still: Vec<String> = writers.iter().filter(|w| w.after_migration).map(|w| format!("{} ({})", w.manager, w.operation)).collect();
     if !still.is_empty() {
@@ -107,8 +210,24 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
     if !earlier.is_empty() {
         notes.push(format!("wrote cilium.io/v2alpha1 before migration: {}; make sure their sources (GitOps, Helm, scripts) now use v2", earlier.join(", ")));
     }
-    notes.push("after removing v2alpha1, downgrading to a Cilium release without cilium.io/v2 needs a restore from the backup".to_string());
+    notes.push(downgrade_caveat(crd.cluster_dialect()).to_string());
     Verdict { safe_to_remove_v2alpha1: pending.is_empty(), pending, notes }
+}
+
+/// What a downgrade to a Cilium that only knows v2alpha1 (1.20 and older) needs, per dialect
+/// (docs/design/cilium.md#migration).
+pub fn downgrade_caveat(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::CfpV2 => {
+            "downgrade to a Cilium that only knows v2alpha1: it reads pools through v2alpha1, where converted {cidr} items are pruned to empty objects — \
+             restore the v2alpha1 view from the backup of `migrate` first, and keep v2alpha1 served in the CRD"
+        }
+        _ => {
+            "downgrade to a Cilium that only knows v2alpha1: it reads pools through v2alpha1, so the CRD must still serve v2alpha1 (once removed, add it back \
+             as served, not storage: the older operator does not replace a CRD with a newer schema-version label, and the apiserver refuses its \
+             v2alpha1-only CRD while storedVersions lists v2); it does not see v2-only fields (reserved ranges in pool[]) and may allocate from them"
+        }
+    }
 }
 
 #[cfg(test)]
@@ -133,7 +252,7 @@ mod tests {
                 entry("kubectl-ciliumpool", "v2", "2026-01-02T00:00:00Z", true),
                 entry("argocd", "v2alpha1", "2026-01-03T00:00:00Z", false)]}}),
         ];
-        let writers = alpha_writers(&pools);
+        let writers = alpha_writers(&pools, None);
         assert_eq!(writers.len(), 2);
         assert_eq!((writers[0].manager.as_str(), writers[0].after_migration), ("argocd", true));
         assert_eq!((writers[1].manager.as_str(), writers[1].pools, writers[1].after_migration), ("kubectl-create", 2, false));
@@ -156,5 +275,38 @@ mod tests {
         let still = AlphaWriter { manager: "argocd".into(), operation: "Apply".into(), pools: 1, last_write: "t".into(), after_migration: true };
         let v = verdict(&finished, &plan(&finished, &[], &[]), &[still]);
         assert!(v.line().contains("argocd (Apply) still write"), "{}", v.line());
+    }
+
+    #[test]
+    fn storage_migration_verdict_uses_the_trim_time() {
+        let crd_object = json!({"metadata": {"managedFields": [
+            {"manager": "kube-apiserver", "operation": "Update", "subresource": "status", "time": "2026-01-01T00:00:00Z",
+             "fieldsV1": {"f:status": {"f:conditions": {}}}},
+            {"manager": "cilium-operator-generic", "operation": "Update", "subresource": "status", "time": "2026-01-05T00:00:00Z",
+             "fieldsV1": {"f:status": {"f:storedVersions": {}}}}]},
+            "spec": {"versions": [{"name": "v2alpha1", "served": true, "storage": false}, {"name": "v2", "served": true, "storage": true}]},
+            "status": {"storedVersions": ["v2"]}});
+        let written = stored_versions_write(&crd_object).expect("the storedVersions write");
+        assert_eq!(written, FieldWrite { manager: "cilium-operator-generic".into(), time: "2026-01-05T00:00:00Z".into() });
+        let crd = CrdInfo::decode(&crd_object);
+        let pools = vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a", "managedFields": [
+            entry("kubectl-create", "v2alpha1", "2026-01-01T00:00:00Z", false)]}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}})];
+        let p = plan(&crd, &[], &pools);
+        let writers = alpha_writers(&pools, Some(&written.time));
+        assert_eq!((writers[0].manager.as_str(), writers[0].after_migration), ("kubectl-create", false));
+        let v = verdict(&crd, &p, &writers);
+        assert!(v.safe_to_remove_v2alpha1, "{:?}", v.pending);
+        assert!(v.notes.iter().any(|n| n.contains("kubectl-create")), "an earlier writer is a note: {:?}", v.notes);
+        assert!(v.notes.iter().any(|n| n.starts_with("downgrade to a Cilium that only knows v2alpha1")), "{:?}", v.notes);
+        let storage = Storage::new(&crd, &p, Some(written));
+        assert_eq!((storage.state, storage.migrated_by_storage, storage.migrated_by_annotation), (StorageState::V2, 1, 0));
+        assert!(storage.line().contains("set by cilium-operator-generic at 2026-01-05T00:00:00Z"), "{}", storage.line());
+
+        let mut late = pools.clone();
+        late[0]["metadata"]["managedFields"].as_array_mut().unwrap().push(entry("argocd", "v2alpha1", "2026-01-06T00:00:00Z", false));
+        let writers = alpha_writers(&late, Some("2026-01-05T00:00:00Z"));
+        let v = verdict(&crd, &plan(&crd, &[], &late), &writers);
+        assert!(!v.safe_to_remove_v2alpha1);
+        assert!(v.line().contains("argocd (Update) still write"), "{}", v.line());
     }
 }

@@ -1,7 +1,7 @@
 //! `migrate` output: the plan, the status report. Pure: data in, text out.
 
 use super::{Render, SCHEMA_VERSION, Style, Tone, table};
-use crate::migrate::{AlphaWriter, Plan, State, Verdict};
+use crate::migrate::{AlphaWriter, MigratedBy, Plan, State, Storage, Verdict};
 use crate::model::CrdInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -15,9 +15,15 @@ pub fn tone(state: State) -> Tone {
     }
 }
 
-/// "0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"
+/// "0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"; "40 migrated (40 by storage), ..."
+/// when pools count as migrated because nothing is stored as v2alpha1.
 pub fn state_counts(plan: &Plan) -> String {
-    State::ALL.iter().map(|s| format!("{} {}", plan.count(*s), s.name())).collect::<Vec<_>>().join(", ")
+    let by_storage = plan.migrated_by(MigratedBy::Storage);
+    let count = |s: State| match s {
+        State::Migrated if by_storage > 0 => format!("{} migrated ({by_storage} by storage)", plan.count(s)),
+        _ => format!("{} {}", plan.count(s), s.name()),
+    };
+    State::ALL.iter().map(|s| count(*s)).collect::<Vec<_>>().join(", ")
 }
 
 /// "40 pools: 0 migrated, 38 rewrite, 2 convert, 0 conflict, 0 blocked"
@@ -81,6 +87,7 @@ impl Render for PlanView<'_> {
 pub struct Status<'a> {
     pub crd: &'a CrdInfo,
     pub plan: &'a Plan,
+    pub storage: &'a Storage,
     pub writers: &'a [AlphaWriter],
     pub verdict: &'a Verdict,
 }
@@ -90,6 +97,7 @@ pub struct Status<'a> {
 struct StatusDocument<'a> {
     schema_version: u32,
     crd: &'a CrdInfo,
+    storage: &'a Storage,
     counts: BTreeMap<&'static str, usize>,
     pools: &'a [crate::migrate::PoolPlan],
     v2alpha1_writers: &'a [AlphaWriter],
@@ -101,6 +109,7 @@ impl Render for Status<'_> {
         StatusDocument {
             schema_version: SCHEMA_VERSION,
             crd: self.crd,
+            storage: self.storage,
             counts: self.plan.counts(),
             pools: &self.plan.pools,
             v2alpha1_writers: self.writers,
@@ -125,8 +134,9 @@ fn status_text(doc: &Status, style: &Style) -> String {
         .collect();
     let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| format!("[{}]", s.join(", ")));
     let mut out = format!(
-        "versions:        {}\nstoredVersions:  {stored}\nv2 dialect:      {}\npools:           {} ({})\n",
+        "versions:        {}\nstoredVersions:  {stored}\nstorage:         {}\nv2 dialect:      {}\npools:           {} ({})\n",
         versions.join(", "),
+        doc.storage.line(),
         crd.cluster_dialect().name(),
         plan.pools.len(),
         state_counts(plan)
@@ -187,9 +197,10 @@ mod tests {
         let plan = plan(&crd, &[], &pools);
         let server = BTreeMap::from([("blue".to_string(), "accepted".to_string())]);
         insta::assert_snapshot!("plan", plan_table(&plan, &server, &Style::plain()));
-        let writers = alpha_writers(&pools);
+        let writers = alpha_writers(&pools, None);
         let verdict = verdict(&crd, &plan, &writers);
-        let status = Status { crd: &crd, plan: &plan, writers: &writers, verdict: &verdict };
+        let storage = Storage::new(&crd, &plan, None);
+        let status = Status { crd: &crd, plan: &plan, storage: &storage, writers: &writers, verdict: &verdict };
         insta::assert_snapshot!("status", status_text(&status, &Style::plain()));
     }
 }

@@ -162,6 +162,8 @@ pub async fn require(conn: &Connection, needed: &[Permission]) -> Result<()> {
 /// What `migrate` plans from: the pool CRD and every pool as read through each version.
 pub struct PoolViews {
     pub crd: CrdInfo,
+    /// The CRD as read (its managedFields tell who set `status.storedVersions`, and when).
+    pub crd_object: Value,
     pub via_alpha: Vec<Value>,
     pub via_v2: Vec<Value>,
 }
@@ -171,14 +173,15 @@ impl PoolViews {
     pub async fn read(conn: &Connection, page_size: u32) -> Result<PoolViews> {
         let crds: Api<DynamicObject> = Api::all_with(conn.client.clone(), &crd_resource());
         let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
-        let crd = CrdInfo::decode(&serde_json::to_value(&crd)?);
+        let crd_object = serde_json::to_value(&crd)?;
+        let crd = CrdInfo::decode(&crd_object);
         let via = |version: &'static str| {
             let served = crd.serves(version);
             async move { if served { list_pools(conn, version, page_size).await } else { Ok(Vec::new()) } }
         };
         let via_alpha = via("v2alpha1").await?;
         let via_v2 = via("v2").await?;
-        Ok(PoolViews { crd, via_alpha, via_v2 })
+        Ok(PoolViews { crd, crd_object, via_alpha, via_v2 })
     }
 }
 
