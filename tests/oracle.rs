@@ -1,16 +1,27 @@
-//! `usage -o json` against an independent, deliberately naive reading of docs/design/cilium.md#figures.
+//! `usage -o json` against an independent, deliberately naive reading of docs/design/cilium.md
+//! (#blocks, #used-addresses, #figures) and docs/design/problems.md.
 //!
-//! The pools here are small enough (IPv4 /20../26, IPv6 /116../128) that the oracle can list
-//! every block and every address with plain loops and sets: slow, but obviously right. The
-//! binary must never enumerate, so the two share nothing but the documents. Snapshots are random
-//! but seeded; a failure names its case, keeps its files, and `ORACLE_CASE=<n>` reruns just it.
+//! The oracle lists every block and every reserved address with plain loops and sets: slow, but
+//! obviously right. Most pools are small (IPv4 /20../26, IPv6 /116../128); some CIDRs split into
+//! 2^9..2^12 (IPv4) or up to 2^16 blocks (IPv6, the operator's limit; beyond it the pool is
+//! rejected), with /64 blocks whose address counts pass u64 and so reach the JSON string form.
+//! The binary must never enumerate, so the two share nothing but the documents. It compares every
+//! family and CIDR figure, `nextBlock`, the runway (read through the library: it is not in the
+//! JSON), the set of problems as (kind, object, severity) and every `nodes[]` row. Snapshots are
+//! random but seeded; a failure names its case, keeps its files, and `ORACLE_CASE=<n>` reruns
+//! just it.
 //!
 //! Readings where the documents leave room, as docs/design/json-contract.md settles them:
 //! * a reserved range counts only if both ends parse, are the CIDR's family, start ≤ end and
 //!   both lie inside that CIDR; upstream `pool[].cidr` must be string-equal to a `cidrs` entry;
 //! * a block belongs to the pool it is listed under, nowhere else: a deleted pool's block inside
 //!   a live pool's CIDR, or another pool's block of a shared CIDR, is not the live pool's;
-//! * used = distinct in-use IPs inside the pool's own allocated blocks, whichever node lists them;
+//! * within its pool a listed block belongs to the first CIDR it overlaps and occupies every
+//!   block of that CIDR it touches, whatever its length (Cilium's `cidrset.Occupy`); a node
+//!   listing the pool in several `allocated[]` entries keeps only the last entry's blocks, and the
+//!   operator's restore is replayed node by node, the results united;
+//! * used = distinct in-use IPs inside the pool's own listed blocks (last entries), whichever
+//!   node lists them; a `nodes[]` row counts those inside all its entries' blocks;
 //! * usable(block) has no 65,536-address cap (that is the agent's bitmap, not the pool's size);
 //! * when a v2 pool and its v2alpha1 copy are both in the input, the v2 copy counts.
 
@@ -251,6 +262,7 @@ struct Generator {
     /// Every block listed by any node, per pool name.
     held: BTreeMap<String, Vec<Held>>,
     used_ips: Vec<String>,
+    big_regions: u64,
 }
 
 impl Generator {
@@ -349,16 +361,52 @@ impl Generator {
         }
     }
 
+    /// A region of its own for a CIDR of many blocks: IPv4 /14s from 10.64.0.0 (beyond the
+    /// 4096-address slots), IPv6 /32s under fd10::/16.
+    fn big_region(&mut self, fam: Fam) -> u128 {
+        self.big_regions += 1;
+        match fam {
+            Fam::V4 => 0x0A40_0000 + (u128::from(self.big_regions) << 18),
+            Fam::V6 => (0xfd10u128 << 112) | (u128::from(self.big_regions) << 96),
+        }
+    }
+
+    /// (mask, CIDR length) of a family split into many blocks: IPv4 2^9..2^12 blocks; IPv6
+    /// exactly 2^16 blocks (the operator's limit), fewer, or more (the operator rejects the pool),
+    /// with blocks of 2^64 addresses so that address counts pass u64.
+    fn big_shape(&mut self, fam: Fam) -> (u32, u32) {
+        match fam {
+            Fam::V4 => {
+                let mask = self.rng.between(24, 28) as u32;
+                (mask, mask - self.rng.between(9, 12) as u32)
+            }
+            Fam::V6 => {
+                let mask = *self.rng.pick(&[116u32, 64]);
+                let bits = match self.rng.below(10) {
+                    0..5 => 16,
+                    5..7 => self.rng.between(9, 15) as u32,
+                    _ => self.rng.between(17, 18) as u32,
+                };
+                (mask, mask - bits)
+            }
+        }
+    }
+
     fn pool_family(&mut self, fam: Fam, dialect: Dialect) -> PoolFamily {
+        let big = self.rng.percent(12);
         let (mask, shortest, longest) = match fam {
+            _ if big => {
+                let (mask, len) = self.big_shape(fam);
+                (mask, len, len)
+            }
             Fam::V4 => (*self.rng.pick(&[22u32, 23, 24, 25, 26, 27, 28, 30, 31, 32]), 20u32, 26u32),
             Fam::V6 => (*self.rng.pick(&[120u32, 122, 124, 126, 127, 128]), 116, 128),
         };
         let mut cidrs = Vec::new();
-        for _ in 0..self.rng.between(1, 3) {
-            let len = self.rng.between(shortest.max(mask - 8).into(), longest.min(mask).into()) as u32;
+        for _ in 0..self.rng.between(1, if big { 2 } else { 3 }) {
+            let len = if big { shortest } else { self.rng.between(shortest.max(mask - 8).into(), longest.min(mask).into()) as u32 };
             let size = prefix_size(fam, len);
-            let net = self.fresh_slot(fam) + self.rng.below_u128(SLOT_SIZE / size) * size;
+            let net = if big { self.big_region(fam) } else { self.fresh_slot(fam) + self.rng.below_u128(SLOT_SIZE / size) * size };
             let spelling = match self.rng.below(10) {
                 0 | 1 if size > 1 => format!("{}/{len}", addr_text(fam, net + 1 + self.rng.below_u128(size - 1))),
                 2 if fam == Fam::V6 => format!("{}/{len}", expanded_v6_text(net)),
@@ -372,6 +420,16 @@ impl Generator {
             };
             let ranges = (0..range_count).map(|_| self.range(fam, net, len, mask)).collect();
             cidrs.push(Cidr { spelling, net, len, ranges });
+        }
+        if !big && self.rng.percent(7) {
+            // A CIDR overlapping one of the family's own (inside it, or equal): the operator
+            // rejects the whole pool.
+            let inner = self.rng.pick(&cidrs).clone();
+            let len = self.rng.between(inner.len.into(), mask.into()) as u32;
+            let size = prefix_size(fam, len);
+            let net = inner.net + self.rng.below_u128(prefix_size(fam, inner.len) / size) * size;
+            let at = self.rng.below(cidrs.len() as u64 + 1) as usize;
+            cidrs.insert(at, Cidr { spelling: format!("{}/{len}", addr_text(fam, net)), net, len, ranges: Vec::new() });
         }
         let mut stray_entries = Vec::new();
         if dialect == Dialect::Upstream && self.rng.percent(20) {
@@ -399,7 +457,10 @@ impl Generator {
     /// invalid in every way the documents name.
     fn range(&mut self, fam: Fam, net: u128, len: u32, mask: u32) -> Range {
         let size = prefix_size(fam, len);
-        let block = prefix_size(fam, mask);
+        // The oracle lists every reserved address: in CIDRs of many or huge blocks ranges stay
+        // a few thousand addresses long (and never the whole CIDR).
+        let huge = size > 1 << 20;
+        let block = prefix_size(fam, mask).min(if huge { 1 << 11 } else { u128::MAX });
         let last = last_of(fam, net, len);
         let spell = |rng: &mut Rng, addr: u128| {
             if fam == Fam::V6 && rng.percent(15) { expanded_v6_text(addr) } else { addr_text(fam, addr) }
@@ -421,7 +482,8 @@ impl Generator {
                 let end = (start + self.rng.below_u128(3 * block)).min(last);
                 (spell(&mut self.rng, start), spell(&mut self.rng, end))
             }
-            45..60 => (spell(&mut self.rng, net), spell(&mut self.rng, last)),
+            45..60 if !huge => (spell(&mut self.rng, net), spell(&mut self.rng, last)),
+            45..60 => (spell(&mut self.rng, last - 5), spell(&mut self.rng, last)),
             60..68 => {
                 let junk = self.rng.pick(&["gateway", "10.0.0.256", "", "fd00::g", "1.2.3", "10.0.0.1/32"]).to_string();
                 let fine = addr_text(fam, net);
@@ -475,7 +537,10 @@ impl Generator {
                     blocks.push((family.fam, cidr.net + self.rng.below_u128(count) * block_size, family.mask));
                 }
                 if self.rng.percent(15) {
-                    let net = self.fresh_slot(family.fam) + self.rng.below_u128(SLOT_SIZE / block_size) * block_size;
+                    let net = match SLOT_SIZE.checked_div(block_size).filter(|&n| n > 0) {
+                        Some(per_slot) => self.fresh_slot(family.fam) + self.rng.below_u128(per_slot) * block_size,
+                        None => self.big_region(family.fam),
+                    };
                     blocks.push((family.fam, net, family.mask));
                 }
             }
@@ -493,12 +558,37 @@ impl Generator {
                 let again = *self.rng.pick(&blocks);
                 blocks.push(again);
             }
+            if self.rng.percent(14) {
+                let family = self.rng.pick(&pool.families).clone();
+                blocks.push(self.block_of_another_length(family));
+            }
             self.rng.shuffle(&mut blocks);
             self.held.entry(pool.name.clone()).or_default().extend(blocks.iter().copied());
-            allocations.push((pool.name.clone(), blocks.iter().map(|&(fam, net, len)| format!("{}/{len}", addr_text(fam, net))).collect()));
+            let mut texts: Vec<String> = blocks.iter().map(|&(fam, net, len)| format!("{}/{len}", addr_text(fam, net))).collect();
+            if self.rng.percent(4) {
+                // What an agent should never write: not a CIDR.
+                let junk = self.rng.pick(&["not-a-cidr", "10.0.0.0/33", "fd00::/129"]).to_string();
+                texts.insert(self.rng.below(texts.len() as u64 + 1) as usize, junk);
+            }
+            if !texts.is_empty() && self.rng.percent(12) {
+                // One pool in two allocated[] entries (a hand edit), sometimes a block in both.
+                let cut = self.rng.below(texts.len() as u64 + 1) as usize;
+                let mut first = texts[..cut].to_vec();
+                let second = texts[cut..].to_vec();
+                if self.rng.percent(30) {
+                    first.push(self.rng.pick(&texts).clone());
+                }
+                allocations.push((pool.name.clone(), first));
+                allocations.push((pool.name.clone(), second));
+            } else {
+                allocations.push((pool.name.clone(), texts));
+            }
             if self.rng.percent(70) {
                 requested.push((pool.name.clone(), self.rng.below(300), self.rng.below(300)));
             }
+        }
+        if self.rng.percent(5) {
+            requested.push(("ghost-requested".to_string(), self.rng.below(300), 0));
         }
         if self.rng.percent(20) {
             // Blocks of a pool that was deleted (or never existed).
@@ -523,6 +613,22 @@ impl Generator {
             allocations.push((ghost, blocks.iter().map(|&(fam, net, len)| format!("{}/{len}", addr_text(fam, net))).collect()));
         }
         Node { name, allocations, requested, addresses: Vec::new(), health: [None, None], ingress: [None, None] }
+    }
+
+    /// A block whose length is not the pool's maskSize, in one of the family's CIDRs: a few bits
+    /// longer (inside one block), shorter (over several), or one bit shorter than the CIDR itself.
+    fn block_of_another_length(&mut self, family: PoolFamily) -> Held {
+        let fam = family.fam;
+        let cidr = self.rng.pick(&family.cidrs).clone();
+        let delta = *self.rng.pick(&[-2i64, -1, 1, 2]);
+        let len = if self.rng.percent(20) { i64::from(cidr.len) - 1 } else { i64::from(family.mask) + delta };
+        let len = len.clamp(1, i64::from(fam.bits())) as u32;
+        if len <= cidr.len {
+            let size = prefix_size(fam, len);
+            return (fam, cidr.net - cidr.net % size, len);
+        }
+        let size = prefix_size(fam, len);
+        (fam, cidr.net + self.rng.below_u128(prefix_size(fam, cidr.len) / size) * size, len)
     }
 
     /// CiliumInternalIP, health and ingress addresses, mostly from the node's own blocks;
@@ -773,13 +879,43 @@ fn pool_object(pool: &Pool) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The oracle: docs/design/cilium.md#figures and docs/design/json-contract.md, read literally, by enumeration.
+// The oracle: docs/design/cilium.md (#blocks, #used-addresses, #figures), docs/design/problems.md
+// and docs/design/json-contract.md, read literally, by enumeration.
 
 #[derive(Debug, Default)]
 struct Figures {
     family: BTreeMap<&'static str, u128>,
     /// Per CIDR spelling: capacityBlocks, allocatedBlocks, withheldBlocks, freeBlocks.
     cidrs: BTreeMap<String, BTreeMap<&'static str, u128>>,
+    /// The lowest free block of the first CIDR that has one.
+    next_block: Option<String>,
+    /// Free blocks / blocks a median node holds (rounded up, at least 1).
+    runway: u128,
+}
+
+/// One row of `nodes[].pools[]`.
+#[derive(Debug, PartialEq)]
+struct NodePoolRow {
+    pool: String,
+    blocks: Vec<String>,
+    used: u128,
+    needed: (u64, u64),
+}
+
+/// (kind, object, severity) of one problem.
+type ProblemKey = (String, String, &'static str);
+
+#[derive(Debug, Default)]
+struct Expected {
+    figures: BTreeMap<(String, &'static str), Figures>,
+    problems: BTreeSet<ProblemKey>,
+    nodes: BTreeMap<String, Vec<NodePoolRow>>,
+}
+
+impl Expected {
+    fn problem(&mut self, kind: &str, object: String, severity: &'static str) {
+        self.problems.insert((kind.to_string(), object, severity));
+    }
 }
 
 fn usable_per_block(block_size: u128, allow_first: bool, allow_last: bool) -> u128 {
@@ -802,7 +938,7 @@ fn valid_range(range: &Range, fam: Fam, net: u128, len: u32) -> Option<(u128, u1
 fn in_use(world: &World) -> BTreeSet<(Fam, u128)> {
     let mut ips: Vec<&String> = Vec::new();
     for pod in &world.pods {
-        if !pod.host_network && !matches!(pod.phase, Some("Succeeded" | "Failed")) {
+        if pod_holds_ips(pod) {
             ips.extend(&pod.ips);
         }
     }
@@ -818,45 +954,179 @@ fn in_use(world: &World) -> BTreeSet<(Fam, u128)> {
     ips.into_iter().filter_map(|ip| parse_addr(ip)).collect()
 }
 
-fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
-    let in_use = in_use(world);
-    let mut out = BTreeMap::new();
-    for pool in &world.pools {
-        for family in &pool.families {
-            let fam = family.fam;
-            let block_size = prefix_size(fam, family.mask);
-            let cidrs: Vec<(&Cidr, u128, u32)> = family
-                .cidrs
-                .iter()
-                .map(|c| {
-                    let (parsed_fam, net, len) = parse_cidr(&c.spelling).expect("generated CIDRs parse");
-                    assert_eq!(parsed_fam, fam);
-                    (c, net, len)
-                })
-                .collect();
-            let inside_cidrs = |start: u128, end: u128| cidrs.iter().any(|&(_, net, len)| contains(fam, net, len, start) && contains(fam, net, len, end));
+fn pod_holds_ips(pod: &Pod) -> bool {
+    !pod.host_network && !matches!(pod.phase, Some("Succeeded" | "Failed"))
+}
 
-            let mut allocated: BTreeSet<u128> = BTreeSet::new();
-            let mut orphans: BTreeSet<(u128, u32)> = BTreeSet::new();
-            for node in &world.nodes {
-                for (name, blocks) in &node.allocations {
-                    if name != &pool.name {
-                        continue;
-                    }
-                    for block in blocks {
-                        let (block_fam, net, len) = parse_cidr(block).expect("generated blocks parse");
-                        if block_fam != fam {
-                            continue;
-                        }
-                        if len == family.mask && inside_cidrs(net, last_of(fam, net, len)) {
-                            allocated.insert(net);
-                        } else {
-                            orphans.insert((net, len));
-                        }
-                    }
+fn overlap(fam: Fam, a: (u128, u32), b: (u128, u32)) -> bool {
+    a.0 <= last_of(fam, b.0, b.1) && b.0 <= last_of(fam, a.0, a.1)
+}
+
+fn prefix_text(fam: Fam, net: u128, len: u32) -> String {
+    format!("{}/{len}", addr_text(fam, net))
+}
+
+/// A block of a pool family: (CIDR index, block index in it).
+type BlockAt = (usize, u128);
+
+/// One pool family as the restored operator sees it, worked out block by block.
+struct FamilyView {
+    fam: Fam,
+    mask: u32,
+    block_size: u128,
+    /// Every CIDR in spec order: (spelling, network, length).
+    cidrs: Vec<(String, u128, u32)>,
+    /// The operator accepts the pool (every family): then every CIDR here is usable.
+    accepted: bool,
+    /// Per CIDR: the indices of the blocks the restored operator holds occupied.
+    occupied: Vec<BTreeSet<u128>>,
+    /// Blocks the nodes' last entry for the pool lists, in a usable CIDR: (owner CIDR, holders).
+    held: BTreeMap<(u128, u32), (usize, BTreeSet<String>)>,
+    /// Blocks the nodes' last entry lists outside every usable CIDR.
+    orphans: BTreeSet<(u128, u32)>,
+    /// Per CIDR: the valid reserved ranges, and how many are invalid.
+    valid: Vec<Vec<(u128, u128)>>,
+    invalid: Vec<usize>,
+}
+
+impl FamilyView {
+    fn block_count(&self, cidr: usize) -> u128 {
+        prefix_size(self.fam, self.cidrs[cidr].2) / self.block_size
+    }
+
+    fn block(&self, cidr: usize, index: u128) -> (u128, u128) {
+        let start = self.cidrs[cidr].1 + index * self.block_size;
+        (start, start + (self.block_size - 1))
+    }
+
+    /// Every block of `cidr` that `start..=end` touches, one by one.
+    fn touched(&self, cidr: usize, start: u128, end: u128) -> BTreeSet<u128> {
+        (0..self.block_count(cidr)).filter(|&i| {
+            let (first, last) = self.block(cidr, i);
+            first <= end && start <= last
+        }).collect()
+    }
+
+    /// The CIDR a listed block belongs to: the first in spec order it overlaps, if usable.
+    fn owner(&self, block: (u128, u32)) -> Option<usize> {
+        let first = self.cidrs.iter().position(|&(_, net, len)| overlap(self.fam, (net, len), block))?;
+        self.accepted.then_some(first)
+    }
+
+    fn reserved_indices(&self, cidr: usize) -> BTreeSet<u128> {
+        self.valid[cidr].iter().flat_map(|&(start, end)| self.touched(cidr, start, end)).collect()
+    }
+}
+
+/// Whether the operator's UpsertPool accepts the pool: no two CIDRs of a family overlap, no
+/// IPv6 CIDR of more than 2^16 blocks.
+fn accepted(pool: &Pool) -> bool {
+    pool.families.iter().all(|family| {
+        family.cidrs.iter().enumerate().all(|(i, c)| {
+            let earlier_overlap = family.cidrs[..i].iter().any(|e| overlap(family.fam, (e.net, e.len), (c.net, c.len)));
+            let too_many_blocks = family.fam == Fam::V6 && family.mask - c.len > 16;
+            !(earlier_overlap || too_many_blocks)
+        })
+    })
+}
+
+/// The listed blocks of a node entry, of one family.
+fn entry_blocks(blocks: &[String], fam: Fam) -> Vec<(u128, u32)> {
+    blocks.iter().filter_map(|b| parse_cidr(b)).filter(|b| b.0 == fam).map(|(_, net, len)| (net, len)).collect()
+}
+
+fn family_view(world: &World, pool: &Pool, family: &PoolFamily, ranges_of: &BTreeMap<String, Vec<Range>>) -> FamilyView {
+    let fam = family.fam;
+    let cidrs: Vec<(String, u128, u32)> = family
+        .cidrs
+        .iter()
+        .map(|c| {
+            let (parsed_fam, net, len) = parse_cidr(&c.spelling).expect("generated CIDRs parse");
+            assert_eq!(parsed_fam, fam);
+            (c.spelling.clone(), net, len)
+        })
+        .collect();
+    let mut view = FamilyView {
+        fam,
+        mask: family.mask,
+        block_size: prefix_size(fam, family.mask),
+        cidrs,
+        accepted: accepted(pool),
+        occupied: Vec::new(),
+        held: BTreeMap::new(),
+        orphans: BTreeSet::new(),
+        valid: Vec::new(),
+        invalid: Vec::new(),
+    };
+    view.occupied = vec![BTreeSet::new(); view.cidrs.len()];
+    for (spelling, net, len) in view.cidrs.clone() {
+        let ranges = ranges_of.get(&spelling).cloned().unwrap_or_default();
+        let valid: Vec<(u128, u128)> = ranges.iter().filter_map(|r| valid_range(r, fam, net, len)).collect();
+        view.invalid.push(ranges.len() - valid.len());
+        view.valid.push(valid);
+    }
+    for node in &world.nodes {
+        let entries: Vec<&Vec<String>> = node.allocations.iter().filter(|(name, _)| name == &pool.name).map(|(_, b)| b).collect();
+        let Some(last) = entries.last() else { continue };
+        // The restore replays AllocateToNode: every entry's blocks are occupied in turn (a block
+        // whose blocks are all taken already is not the node's), then what the node owns outside
+        // its last entry is released. Nodes are replayed each on their own and united.
+        let mut mine: BTreeSet<BlockAt> = BTreeSet::new();
+        let mut owned: Vec<((u128, u32), BTreeSet<BlockAt>)> = Vec::new();
+        for block in entries.iter().flat_map(|e| entry_blocks(e, fam)) {
+            let Some(cidr) = view.owner(block) else { continue };
+            let touched: BTreeSet<BlockAt> = view.touched(cidr, block.0, last_of(fam, block.0, block.1)).into_iter().map(|i| (cidr, i)).collect();
+            if owned.iter().any(|(b, _)| *b == block) || touched.is_subset(&mine) {
+                continue;
+            }
+            mine.extend(touched.iter().copied());
+            owned.push((block, touched));
+        }
+        let kept = entry_blocks(last, fam);
+        for (block, touched) in &owned {
+            if !kept.contains(block) {
+                mine.retain(|t| !touched.contains(t));
+            }
+        }
+        for (cidr, index) in mine {
+            view.occupied[cidr].insert(index);
+        }
+        for block in kept {
+            match view.owner(block) {
+                Some(cidr) => {
+                    view.held.entry(block).or_insert_with(|| (cidr, BTreeSet::new())).1.insert(node.name.clone());
+                }
+                None => {
+                    view.orphans.insert(block);
                 }
             }
+        }
+    }
+    view
+}
 
+fn median(mut values: Vec<u128>) -> Option<f64> {
+    values.sort();
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2] as f64),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) as f64 / 2.0),
+    }
+}
+
+fn oracle(world: &World) -> Expected {
+    let in_use = in_use(world);
+    let mut expected = Expected::default();
+    let pool_object = |name: &str| format!("CiliumPodIPPool/{name}");
+    // Usable CIDRs of accepted pools, for overlapping-pools and pod-ip-unallocated.
+    let mut live_cidrs: Vec<(String, Fam, u128, u32)> = Vec::new();
+    for pool in &world.pools {
+        if !accepted(pool) {
+            expected.problem("invalid-pool", pool_object(&pool.name), "error");
+        }
+        for family in &pool.families {
+            let fam = family.fam;
             // Reservations per CIDR, as written: CFP `reservedRange`, upstream `pool[]` entries
             // matched to `cidrs` by string equality.
             let mut ranges_of: BTreeMap<String, Vec<Range>> = BTreeMap::new();
@@ -865,23 +1135,31 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                     ranges_of.entry(cidr.spelling.clone()).or_default().extend(cidr.ranges.iter().cloned());
                 }
                 for (text, ranges) in &family.stray_entries {
-                    if let Some(list) = ranges_of.get_mut(text) {
-                        list.extend(ranges.iter().cloned());
+                    match ranges_of.get_mut(text) {
+                        Some(list) => list.extend(ranges.iter().cloned()),
+                        None if !ranges.is_empty() => expected.problem("invalid-reserved-range", pool_object(&pool.name), "error"),
+                        None => {}
                     }
                 }
             }
+            let view = family_view(world, pool, family, &ranges_of);
+            for (i, &(_, net, len)) in view.cidrs.iter().enumerate() {
+                let earlier_overlap = view.cidrs[..i].iter().any(|&(_, n, l)| overlap(fam, (n, l), (net, len)));
+                if fam == Fam::V6 && !earlier_overlap && view.mask - len > 16 {
+                    expected.problem("ipv6-too-many-blocks", pool_object(&pool.name), "error");
+                }
+            }
+            let usable_cidrs: Vec<usize> = if view.accepted { (0..view.cidrs.len()).collect() } else { Vec::new() };
 
             let mut figures = Figures::default();
             let mut reserved: BTreeSet<u128> = BTreeSet::new();
-            let (mut total, mut capacity, mut allocated_count, mut withheld_count) = (0u128, 0u128, 0u128, 0u128);
-            for &(cidr, net, len) in &cidrs {
-                let valid: Vec<(u128, u128)> = ranges_of
-                    .get(&cidr.spelling)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| valid_range(r, fam, net, len))
-                    .collect();
-                for &(start, end) in &valid {
+            let (mut capacity, mut allocated_count, mut withheld_count) = (0u128, 0u128, 0u128);
+            for &i in &usable_cidrs {
+                let (spelling, _, _) = &view.cidrs[i];
+                if view.invalid[i] > 0 {
+                    expected.problem("invalid-reserved-range", pool_object(&pool.name), "error");
+                }
+                for &(start, end) in &view.valid[i] {
                     let mut a = start;
                     loop {
                         reserved.insert(a);
@@ -890,25 +1168,35 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                         }
                         a += 1;
                     }
-                }
-                let size = prefix_size(fam, len);
-                let (mut cap, mut alloc, mut withheld) = (0u128, 0u128, 0u128);
-                for index in 0..size / block_size {
-                    let block = net + index * block_size;
-                    cap += 1;
-                    let block_last = last_of(fam, block, family.mask);
-                    if allocated.contains(&block) {
-                        alloc += 1;
-                    } else if valid.iter().any(|&(start, end)| start <= block_last && block <= end) {
-                        withheld += 1;
+                    let touched = view.touched(i, start, end).len() as u128;
+                    if touched * view.block_size > 2 * (end - start + 1) {
+                        expected.problem("reservation-withholds-more", pool_object(&pool.name), "info");
+                    }
+                    let over_held = view.held.iter().any(|(&(net, len), &(owner, _))| owner == i && net <= end && start <= last_of(fam, net, len));
+                    if over_held {
+                        expected.problem("reservation-over-allocated", pool_object(&pool.name), "warning");
                     }
                 }
-                total += size;
+                let reserved_idx = view.reserved_indices(i);
+                let (mut cap, mut alloc, mut withheld) = (0u128, 0u128, 0u128);
+                for index in 0..view.block_count(i) {
+                    cap += 1;
+                    if view.occupied[i].contains(&index) {
+                        alloc += 1;
+                    } else if reserved_idx.contains(&index) {
+                        withheld += 1;
+                    } else if figures.next_block.is_none() {
+                        figures.next_block = Some(prefix_text(fam, view.block(i, index).0, view.mask));
+                    }
+                }
+                if reserved_idx.len() as u128 == cap && alloc == 0 {
+                    expected.problem("cidr-drained", pool_object(&pool.name), "info");
+                }
                 capacity += cap;
                 allocated_count += alloc;
                 withheld_count += withheld;
                 figures.cidrs.insert(
-                    cidr.spelling.clone(),
+                    spelling.clone(),
                     BTreeMap::from([
                         ("capacityBlocks", cap),
                         ("allocatedBlocks", alloc),
@@ -916,30 +1204,148 @@ fn oracle(world: &World) -> BTreeMap<(String, &'static str), Figures> {
                         ("freeBlocks", cap - alloc - withheld),
                     ]),
                 );
+                live_cidrs.push((pool.name.clone(), fam, view.cidrs[i].1, view.cidrs[i].2));
             }
-            let usable = usable_per_block(block_size, pool.allow_first, pool.allow_last);
+            // Nested or disjoint: the addresses of the CIDRs no other CIDR of the family contains.
+            let total: u128 = view
+                .cidrs
+                .iter()
+                .enumerate()
+                .filter(|&(i, &(_, net, len))| {
+                    !view.cidrs.iter().enumerate().any(|(j, &(_, n, l))| {
+                        let inside = n <= net && last_of(fam, net, len) <= last_of(fam, n, l);
+                        inside && ((n, l) != (net, len) || j < i)
+                    })
+                })
+                .map(|(_, &(_, _, len))| prefix_size(fam, len))
+                .sum();
+            let usable = usable_per_block(view.block_size, pool.allow_first, pool.allow_last);
             let used = in_use
                 .iter()
-                .filter(|&&(ip_fam, ip)| ip_fam == fam && allocated.iter().any(|&b| contains(fam, b, family.mask, ip)))
+                .filter(|&&(ip_fam, ip)| ip_fam == fam && view.held.keys().any(|&(net, len)| contains(fam, net, len, ip)))
                 .count() as u128;
             let free = capacity - allocated_count - withheld_count;
+            if !view.orphans.is_empty() {
+                expected.problem("orphan-block", pool_object(&pool.name), "warning");
+            }
+            let allocatable = allocated_count + free;
+            if allocatable > 0 && free == 0 {
+                expected.problem("pool-nearly-exhausted", pool_object(&pool.name), "error");
+            } else if allocatable > 0 && 10 * allocated_count >= 9 * allocatable {
+                expected.problem("pool-nearly-exhausted", pool_object(&pool.name), "warning");
+            }
+            let mut per_node: BTreeMap<&str, u128> = BTreeMap::new();
+            for (_, holders) in view.held.values() {
+                for node in holders {
+                    *per_node.entry(node).or_default() += 1;
+                }
+            }
+            let median_blocks = median(per_node.values().copied().collect());
+            figures.runway = free / median_blocks.map_or(1, |m| (m.ceil() as u128).max(1));
             figures.family = BTreeMap::from([
                 ("totalAddresses", total),
                 ("capacityBlocks", capacity),
                 ("allocatedBlocks", allocated_count),
                 ("withheldBlocks", withheld_count),
                 ("freeBlocks", free),
-                ("orphanBlocks", orphans.len() as u128),
+                ("orphanBlocks", view.orphans.len() as u128),
                 ("reservedAddresses", reserved.len() as u128),
                 ("allocatedAddresses", allocated_count * usable),
                 ("usedAddresses", used),
                 ("idleAddresses", (allocated_count * usable).saturating_sub(used)),
                 ("freeAddresses", free * usable),
             ]);
-            out.insert((pool.name.clone(), fam.name()), figures);
+            expected.figures.insert((pool.name.clone(), fam.name()), figures);
         }
     }
-    out
+    cluster_problems(world, &live_cidrs, &mut expected);
+    expected.nodes = node_rows(world, &in_use);
+    expected
+}
+
+/// The problems of nodes and pods, and of pools against each other.
+fn cluster_problems(world: &World, live_cidrs: &[(String, Fam, u128, u32)], expected: &mut Expected) {
+    let pool_names: BTreeSet<&str> = world.pools.iter().map(|p| p.name.as_str()).collect();
+    // Every parsed block any node lists (any pool, any entry), with the nodes listing it.
+    let mut listed: BTreeMap<(Fam, u128, u32), BTreeSet<&str>> = BTreeMap::new();
+    for node in &world.nodes {
+        let object = format!("CiliumNode/{}", node.name);
+        let mut entries_per_pool: BTreeMap<&str, usize> = BTreeMap::new();
+        for (pool, blocks) in &node.allocations {
+            *entries_per_pool.entry(pool).or_default() += 1;
+            for block in blocks {
+                match parse_cidr(block) {
+                    None => expected.problem("invalid-node-block", object.clone(), "error"),
+                    Some(parsed) => {
+                        listed.entry(parsed).or_default().insert(&node.name);
+                        if !pool_names.contains(pool.as_str()) {
+                            expected.problem("orphan-block", object.clone(), "warning");
+                        }
+                    }
+                }
+            }
+        }
+        if entries_per_pool.values().any(|&n| n > 1) {
+            expected.problem("pool-split-entries", object.clone(), "warning");
+        }
+        if node.requested.iter().any(|(pool, _, _)| !pool_names.contains(pool.as_str())) {
+            expected.problem("unknown-pool-requested", object.clone(), "warning");
+        }
+    }
+    for (&(fam, net, len), nodes) in &listed {
+        if nodes.len() > 1 {
+            expected.problem("block-multiple-owners", format!("block/{}", prefix_text(fam, net, len)), "error");
+        }
+    }
+    for (i, (a_pool, a_fam, a_net, a_len)) in live_cidrs.iter().enumerate() {
+        for (b_pool, b_fam, b_net, b_len) in &live_cidrs[i + 1..] {
+            if a_pool != b_pool && a_fam == b_fam && overlap(*a_fam, (*a_net, *a_len), (*b_net, *b_len)) {
+                let first = a_pool.min(b_pool);
+                expected.problem("overlapping-pools", format!("CiliumPodIPPool/{first}"), "error");
+            }
+        }
+    }
+    for pod in world.pods.iter().filter(|p| pod_holds_ips(p)) {
+        let object = format!("Pod/{}/{}", pod.namespace, pod.name);
+        for (fam, ip) in pod.ips.iter().filter_map(|ip| parse_addr(ip)) {
+            let most_specific = listed.iter().filter(|((f, net, len), _)| *f == fam && contains(*f, *net, *len, ip)).max_by_key(|((_, _, len), _)| *len);
+            match most_specific {
+                Some((_, holders)) if !holders.contains(pod.node.as_str()) => expected.problem("pod-ip-foreign-block", object.clone(), "error"),
+                Some(_) => {}
+                None => {
+                    if live_cidrs.iter().any(|&(_, f, net, len)| f == fam && contains(f, net, len, ip)) {
+                        expected.problem("pod-ip-unallocated", object.clone(), "warning");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `nodes[]`: per node, the pools it lists or requests (in that order, once each), the blocks
+/// of all its entries for the pool, the distinct in-use addresses in them and what it requests.
+fn node_rows(world: &World, in_use: &BTreeSet<(Fam, u128)>) -> BTreeMap<String, Vec<NodePoolRow>> {
+    let mut rows = BTreeMap::new();
+    for node in &world.nodes {
+        let mut names: Vec<&str> = Vec::new();
+        for name in node.allocations.iter().map(|(p, _)| p.as_str()).chain(node.requested.iter().map(|(p, _, _)| p.as_str())) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let pools = names
+            .into_iter()
+            .map(|name| {
+                let blocks: Vec<String> = node.allocations.iter().filter(|(p, _)| p == name).flat_map(|(_, b)| b.iter().cloned()).collect();
+                let parsed: Vec<(Fam, u128, u32)> = blocks.iter().filter_map(|b| parse_cidr(b)).collect();
+                let used = in_use.iter().filter(|&&(fam, ip)| parsed.iter().any(|&(f, net, len)| f == fam && contains(f, net, len, ip))).count() as u128;
+                let needed = node.requested.iter().find(|(p, _, _)| p == name).map_or((0, 0), |&(_, v4, v6)| (v4, v6));
+                NodePoolRow { pool: name.to_string(), blocks, used, needed }
+            })
+            .collect();
+        rows.insert(node.name.clone(), pools);
+    }
+    rows
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1053,7 +1459,7 @@ fn mismatch(what: String, value: &Value, want: u128) -> Option<String> {
     }
 }
 
-fn compare(expected: &BTreeMap<(String, &'static str), Figures>, actual: &Value) -> Vec<String> {
+fn compare(expected: &Expected, actual: &Value, runway: &BTreeMap<(String, String), Option<u128>>) -> Vec<String> {
     let mut differences = Vec::new();
     let mut actual_rows: BTreeMap<(String, String), &Value> = BTreeMap::new();
     for pool in actual["pools"].as_array().into_iter().flatten() {
@@ -1062,15 +1468,23 @@ fn compare(expected: &BTreeMap<(String, &'static str), Figures>, actual: &Value)
             actual_rows.insert(key, family);
         }
     }
-    let expected_keys: BTreeSet<(String, String)> = expected.keys().map(|(p, f)| (p.clone(), f.to_string())).collect();
+    let expected_keys: BTreeSet<(String, String)> = expected.figures.keys().map(|(p, f)| (p.clone(), f.to_string())).collect();
     let actual_keys: BTreeSet<(String, String)> = actual_rows.keys().cloned().collect();
     if expected_keys != actual_keys {
         differences.push(format!("pool/family rows: expected {expected_keys:?}, got {actual_keys:?}"));
     }
-    for ((pool, fam), figures) in expected {
-        let Some(row) = actual_rows.get(&(pool.clone(), fam.to_string())) else { continue };
+    for ((pool, fam), figures) in &expected.figures {
+        let key = (pool.clone(), fam.to_string());
+        let Some(row) = actual_rows.get(&key) else { continue };
         for (field, &want) in &figures.family {
             differences.extend(mismatch(format!("{pool}/{fam} {field}"), &row[*field], want));
+        }
+        let want_next = figures.next_block.as_deref().map_or(Value::Null, |b| json!(b));
+        if row["nextBlock"] != want_next {
+            differences.push(format!("{pool}/{fam} nextBlock: expected {want_next}, got {}", row["nextBlock"]));
+        }
+        if runway.get(&key) != Some(&Some(figures.runway)) {
+            differences.push(format!("{pool}/{fam} runway: expected {} node(s), the library says {:?}", figures.runway, runway.get(&key)));
         }
         let actual_cidrs: BTreeMap<&str, &Value> =
             row["cidrs"].as_array().into_iter().flatten().map(|c| (c["cidr"].as_str().unwrap_or("?"), c)).collect();
@@ -1085,18 +1499,67 @@ fn compare(expected: &BTreeMap<(String, &'static str), Figures>, actual: &Value)
             }
         }
     }
+    let actual_problems: BTreeSet<(String, String, String)> = actual["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| (p["kind"].as_str().unwrap_or("?").to_string(), p["object"].as_str().unwrap_or("?").to_string(), p["severity"].as_str().unwrap_or("?").to_string()))
+        .collect();
+    let want_problems: BTreeSet<(String, String, String)> = expected.problems.iter().map(|(k, o, s)| (k.clone(), o.clone(), s.to_string())).collect();
+    for missing in want_problems.difference(&actual_problems) {
+        differences.push(format!("problem missing: {missing:?}"));
+    }
+    for extra in actual_problems.difference(&want_problems) {
+        differences.push(format!("problem not expected: {extra:?}"));
+    }
+    let actual_nodes: BTreeMap<&str, &Value> = actual["nodes"].as_array().into_iter().flatten().map(|n| (n["name"].as_str().unwrap_or("?"), n)).collect();
+    if actual_nodes.keys().copied().collect::<BTreeSet<_>>() != expected.nodes.keys().map(String::as_str).collect() {
+        differences.push(format!("nodes: expected {:?}, got {:?}", expected.nodes.keys(), actual_nodes.keys()));
+    }
+    for (name, rows) in &expected.nodes {
+        let Some(node) = actual_nodes.get(name.as_str()) else { continue };
+        let got: Vec<Value> = node["pools"].as_array().cloned().unwrap_or_default();
+        let got_pools: Vec<&str> = got.iter().map(|p| p["pool"].as_str().unwrap_or("?")).collect();
+        let want_pools: Vec<&str> = rows.iter().map(|r| r.pool.as_str()).collect();
+        if got_pools != want_pools {
+            differences.push(format!("node {name} pools: expected {want_pools:?}, got {got_pools:?}"));
+            continue;
+        }
+        for (row, got) in rows.iter().zip(&got) {
+            let at = format!("node {name} pool {}", row.pool);
+            let blocks: Vec<&str> = got["blocks"].as_array().into_iter().flatten().map(|b| b.as_str().unwrap_or("?")).collect();
+            if blocks != row.blocks.iter().map(String::as_str).collect::<Vec<_>>() {
+                differences.push(format!("{at} blocks: expected {:?}, got {blocks:?}", row.blocks));
+            }
+            differences.extend(mismatch(format!("{at} usedAddresses"), &got["usedAddresses"], row.used));
+            differences.extend(mismatch(format!("{at} neededAddresses.ipv4"), &got["neededAddresses"]["ipv4"], row.needed.0.into()));
+            differences.extend(mismatch(format!("{at} neededAddresses.ipv6"), &got["neededAddresses"]["ipv6"], row.needed.1.into()));
+        }
+    }
     differences
+}
+
+/// The runway of every pool family as the library computes it (it is not in the JSON).
+fn library_runway(dir: &Path) -> BTreeMap<(String, String), Option<u128>> {
+    let snapshot = ciliumpool::source::from_files(&[dir.display().to_string()], None, false).expect("the snapshot loads");
+    let report = ciliumpool::allocator::analyze(&snapshot);
+    report
+        .pools
+        .iter()
+        .flat_map(|p| p.families.iter().map(move |f| ((p.name.clone(), f.family.name().to_string()), f.runway_nodes.and_then(|r| r.to_u128()))))
+        .collect()
 }
 
 /// Runs one seeded case; on a difference, keeps the snapshot directory and describes it.
 fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), String> {
-    let mut generator = Generator { rng: Rng(0x0C11_1DB0_0700 ^ case), v6_like_v4: case % 2 == 1, used_slots: BTreeSet::new(), held: BTreeMap::new(), used_ips: Vec::new() };
+    let mut generator = Generator { rng: Rng(0x0C11_1DB0_0700 ^ case), v6_like_v4: case % 2 == 1, used_slots: BTreeSet::new(), held: BTreeMap::new(), used_ips: Vec::new(), big_regions: 0 };
     let world = generator.world();
     let expected = oracle(&world);
     let mut layout_rng = Rng(case.wrapping_mul(31).wrapping_add(7));
     let dir = tempfile::Builder::new().prefix(&format!("oracle-case-{case}-")).tempdir().unwrap();
     let files = write_snapshot(&mut layout_rng, objects(&world), dir.path(), &mut *features);
     features.extend(world_features(&world, &expected));
+    let runway = library_runway(dir.path());
 
     let mut cmd = cargo_bin_cmd!("kubectl-ciliumpool");
     cmd.args(["usage", "-o", "json"]);
@@ -1122,7 +1585,7 @@ fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), Stri
         vec![format!("exit {:?}: {}", output.status.code(), String::from_utf8_lossy(&output.stderr))]
     } else {
         match serde_json::from_str::<Value>(&stdout) {
-            Ok(actual) => compare(&expected, &actual),
+            Ok(actual) => compare(&expected, &actual, &runway),
             Err(e) => vec![format!("output is not JSON ({e}): {stdout}")],
         }
     };
@@ -1134,12 +1597,12 @@ fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), Stri
 }
 
 /// What a case exercises, so that a generator change cannot quietly make the test vacuous.
-fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Figures>) -> BTreeSet<&'static str> {
+fn world_features(world: &World, expected: &Expected) -> BTreeSet<&'static str> {
     let mut seen = BTreeSet::new();
     let listed: Vec<(&str, &str, Held)> = world
         .nodes
         .iter()
-        .flat_map(|n| n.allocations.iter().flat_map(move |(pool, blocks)| blocks.iter().map(move |b| (n.name.as_str(), pool.as_str(), parse_cidr(b).unwrap()))))
+        .flat_map(|n| n.allocations.iter().flat_map(move |(pool, blocks)| blocks.iter().filter_map(move |b| Some((n.name.as_str(), pool.as_str(), parse_cidr(b)?)))))
         .collect();
     let in_listed = |ip: &str| parse_addr(ip).is_some_and(|(fam, a)| listed.iter().any(|&(_, _, (f, net, len))| f == fam && contains(f, net, len, a)));
     for pool in &world.pools {
@@ -1227,7 +1690,64 @@ fn world_features(world: &World, expected: &BTreeMap<(String, &'static str), Fig
     if listed.iter().any(|(_, _, b)| b.0 == Fam::V4) && listed.iter().any(|(_, _, b)| b.0 == Fam::V6) {
         seen.insert("node: IPv4 and IPv6 blocks");
     }
-    for figures in expected.values() {
+    for pool in &world.pools {
+        if !accepted(pool) {
+            seen.insert("pool: rejected by the operator");
+        }
+        for family in &pool.families {
+            for (i, c) in family.cidrs.iter().enumerate() {
+                let bits = family.mask - c.len;
+                if bits > 8 {
+                    seen.insert("pool: CIDR of more than 2^8 blocks");
+                }
+                if family.fam == Fam::V6 && bits == 16 {
+                    seen.insert("pool: IPv6 CIDR of exactly 2^16 blocks");
+                }
+                if family.fam == Fam::V6 && bits > 16 {
+                    seen.insert("pool: IPv6 CIDR of more than 2^16 blocks");
+                }
+                if family.cidrs[..i].iter().any(|e| overlap(family.fam, (e.net, e.len), (c.net, c.len))) {
+                    seen.insert("pool: overlapping CIDRs inside one pool");
+                }
+            }
+        }
+    }
+    for node in &world.nodes {
+        let pools: Vec<&str> = node.allocations.iter().map(|(p, _)| p.as_str()).collect();
+        if pools.iter().enumerate().any(|(i, p)| pools[..i].contains(p)) {
+            seen.insert("node: pool in two allocated[] entries");
+        }
+        for (pool, blocks) in &node.allocations {
+            let Some(family_of) = world.pools.iter().find(|p| &p.name == pool) else { continue };
+            for block in blocks {
+                let Some((fam, net, len)) = parse_cidr(block) else {
+                    seen.insert("node: block that is not a CIDR");
+                    continue;
+                };
+                let Some(family) = family_of.families.iter().find(|f| f.fam == fam) else { continue };
+                let in_cidr = family.cidrs.iter().any(|c| overlap(fam, (c.net, c.len), (net, len)));
+                if in_cidr && len > family.mask {
+                    seen.insert("node: block longer than maskSize");
+                }
+                if in_cidr && len < family.mask && family.cidrs.iter().all(|c| c.len <= len) {
+                    seen.insert("node: block shorter than maskSize");
+                }
+                if family.cidrs.iter().any(|c| len < c.len && contains(fam, net, len, c.net)) {
+                    seen.insert("node: block containing a pool CIDR");
+                }
+            }
+        }
+    }
+    for (kind, _, _) in &expected.problems {
+        seen.insert(PROBLEM_KINDS.iter().find(|(k, _)| k == kind).map_or("problem: a kind the oracle does not list", |(_, feature)| feature));
+    }
+    for figures in expected.figures.values() {
+        if figures.family.values().chain(figures.cidrs.values().flat_map(|c| c.values())).any(|&v| v > u128::from(u64::MAX)) {
+            seen.insert("figure: a count beyond u64 (a JSON string)");
+        }
+        if figures.next_block.is_none() && figures.family["capacityBlocks"] > 0 {
+            seen.insert("figure: no next block");
+        }
         for (field, feature) in [
             ("orphanBlocks", "figure: orphan blocks"),
             ("withheldBlocks", "figure: withheld blocks"),
@@ -1293,7 +1813,53 @@ fn usage_json_agrees_with_a_naive_reading_of_domain_section_6() {
     }
 }
 
+/// Every problem kind the generator can make the plugin raise, and its feature name.
+const PROBLEM_KINDS: &[(&str, &str)] = &[
+    ("invalid-pool", "problem: invalid-pool"),
+    ("ipv6-too-many-blocks", "problem: ipv6-too-many-blocks"),
+    ("invalid-reserved-range", "problem: invalid-reserved-range"),
+    ("pool-split-entries", "problem: pool-split-entries"),
+    ("orphan-block", "problem: orphan-block"),
+    ("invalid-node-block", "problem: invalid-node-block"),
+    ("unknown-pool-requested", "problem: unknown-pool-requested"),
+    ("block-multiple-owners", "problem: block-multiple-owners"),
+    ("overlapping-pools", "problem: overlapping-pools"),
+    ("reservation-over-allocated", "problem: reservation-over-allocated"),
+    ("reservation-withholds-more", "problem: reservation-withholds-more"),
+    ("cidr-drained", "problem: cidr-drained"),
+    ("pool-nearly-exhausted", "problem: pool-nearly-exhausted"),
+    ("pod-ip-foreign-block", "problem: pod-ip-foreign-block"),
+    ("pod-ip-unallocated", "problem: pod-ip-unallocated"),
+];
+
 const ALL_FEATURES: &[&str] = &[
+    "pool: rejected by the operator",
+    "pool: CIDR of more than 2^8 blocks",
+    "pool: IPv6 CIDR of exactly 2^16 blocks",
+    "pool: IPv6 CIDR of more than 2^16 blocks",
+    "pool: overlapping CIDRs inside one pool",
+    "node: pool in two allocated[] entries",
+    "node: block that is not a CIDR",
+    "node: block longer than maskSize",
+    "node: block shorter than maskSize",
+    "node: block containing a pool CIDR",
+    "figure: a count beyond u64 (a JSON string)",
+    "figure: no next block",
+    "problem: invalid-pool",
+    "problem: ipv6-too-many-blocks",
+    "problem: invalid-reserved-range",
+    "problem: pool-split-entries",
+    "problem: orphan-block",
+    "problem: invalid-node-block",
+    "problem: unknown-pool-requested",
+    "problem: block-multiple-owners",
+    "problem: overlapping-pools",
+    "problem: reservation-over-allocated",
+    "problem: reservation-withholds-more",
+    "problem: cidr-drained",
+    "problem: pool-nearly-exhausted",
+    "problem: pod-ip-foreign-block",
+    "problem: pod-ip-unallocated",
     "layout: kind List in YAML",
     "layout: multi-document YAML",
     "layout: kind List in JSON",
