@@ -1,0 +1,148 @@
+//! Problem kinds on small hand-made clusters (docs/design/problems.md): each input that must raise
+//! a kind raises exactly it, on the right object with the right severity, and its near misses —
+//! the inputs a careless check would also flag — raise nothing. Read through `check -o json`.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// A healthy cluster: pools `a` (10.1.0.0/24) and `b` (10.2.0.0/24) in /26 blocks, node n1 holds
+/// a's first block, n2 its second, a pod on n1 uses an address of n1's block.
+fn base() -> Vec<Value> {
+    vec![
+        pool("a", &["10.1.0.0/24"]),
+        pool("b", &["10.2.0.0/24"]),
+        node("n1", &[("a", &["10.1.0.0/26"])]),
+        node("n2", &[("a", &["10.1.0.64/26"])]),
+        pod("p1", "n1", "10.1.0.5", "Running", false),
+    ]
+}
+
+fn pool(name: &str, cidrs: &[&str]) -> Value {
+    json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name},
+           "spec": {"ipv4": {"cidrs": cidrs, "maskSize": 26}}})
+}
+
+fn node(name: &str, allocated: &[(&str, &[&str])]) -> Value {
+    let allocated: Vec<Value> = allocated.iter().map(|(pool, cidrs)| json!({"pool": pool, "cidrs": cidrs})).collect();
+    json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name},
+           "spec": {"ipam": {"pools": {"allocated": allocated}}}})
+}
+
+fn pod(name: &str, node: &str, ip: &str, phase: &str, host_network: bool) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"nodeName": node, "hostNetwork": host_network, "containers": [{"name": "c", "image": "i"}]},
+           "status": {"phase": phase, "podIP": ip, "podIPs": [{"ip": ip}]}})
+}
+
+/// Replaces the object of the same kind and name, or adds it.
+fn with(mut objects: Vec<Value>, object: Value) -> Vec<Value> {
+    objects.retain(|o| o["kind"] != object["kind"] || o["metadata"]["name"] != object["metadata"]["name"]);
+    objects.push(object);
+    objects
+}
+
+/// (kind, object, severity) of every problem `check` reports, and its exit code.
+fn problems(objects: &[Value]) -> (BTreeSet<(String, String, String)>, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.json");
+    std::fs::write(&file, serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": objects})).unwrap()).unwrap();
+    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(["check", "-o", "json", "-f"]).arg(&file).output().unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "check failed ({code}): {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let set = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["object"].as_str().unwrap().to_string(), p["severity"].as_str().unwrap().to_string()))
+        .collect();
+    (set, code)
+}
+
+fn one(kind: &str, object: &str, severity: &str) -> BTreeSet<(String, String, String)> {
+    BTreeSet::from([(kind.to_string(), object.to_string(), severity.to_string())])
+}
+
+#[test]
+fn the_base_cluster_is_clean() {
+    assert_eq!(problems(&base()), (BTreeSet::new(), 0));
+}
+
+#[test]
+fn block_multiple_owners() {
+    let shared = with(base(), node("n2", &[("a", &["10.1.0.64/26", "10.1.0.0/26"])]));
+    assert_eq!(problems(&shared), (one("block-multiple-owners", "block/10.1.0.0/26", "error"), 1));
+    // Two nodes listing the block under different pools still share it.
+    let across_pools = with(base(), node("n2", &[("a", &["10.1.0.64/26"]), ("b", &["10.1.0.0/26"])]));
+    assert!(problems(&across_pools).0.contains(&("block-multiple-owners".into(), "block/10.1.0.0/26".into(), "error".into())));
+    // One node listing its block twice is no second owner.
+    let twice = with(base(), node("n1", &[("a", &["10.1.0.0/26", "10.1.0.0/26"])]));
+    assert_eq!(problems(&twice), (BTreeSet::new(), 0));
+    // Neighbouring blocks are not the same block.
+    let neighbours = with(base(), node("n2", &[("a", &["10.1.0.64/26", "10.1.0.128/26"])]));
+    assert_eq!(problems(&neighbours), (BTreeSet::new(), 0));
+}
+
+#[test]
+fn overlapping_pools() {
+    // b's CIDR inside a's: reported once, on the pool listed first.
+    let inside = with(base(), pool("b", &["10.1.0.128/25"]));
+    assert_eq!(problems(&inside), (one("overlapping-pools", "CiliumPodIPPool/a", "error"), 1));
+    // Adjacent, not overlapping.
+    let adjacent = with(base(), pool("b", &["10.1.1.0/24"]));
+    assert_eq!(problems(&adjacent), (BTreeSet::new(), 0));
+    // Two CIDRs of one pool overlapping: the operator rejects that pool (invalid-pool; its blocks
+    // become orphans), it is no overlap between pools.
+    let own = with(base(), pool("a", &["10.1.0.0/24", "10.1.0.0/25"]));
+    let (found, code) = problems(&own);
+    assert_eq!(code, 1);
+    assert!(found.contains(&("invalid-pool".into(), "CiliumPodIPPool/a".into(), "error".into())), "{found:?}");
+    assert!(!found.iter().any(|(kind, _, _)| kind == "overlapping-pools"), "{found:?}");
+    // Same integers, other family: an IPv6 pool over ::a01:0/120 does not overlap 10.1.0.0/24.
+    let v6 = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "b"},
+                    "spec": {"ipv6": {"cidrs": ["::a01:0/120"], "maskSize": 122}}});
+    assert_eq!(problems(&with(base(), v6)), (BTreeSet::new(), 0));
+}
+
+#[test]
+fn pod_ip_foreign_block() {
+    // On n1 with an address of n2's block.
+    let foreign = with(base(), pod("p2", "n1", "10.1.0.70", "Running", false));
+    assert_eq!(problems(&foreign), (one("pod-ip-foreign-block", "Pod/default/p2", "error"), 1));
+    // Pending pods hold their addresses too.
+    let pending = with(base(), pod("p2", "n1", "10.1.0.70", "Pending", false));
+    assert_eq!(problems(&pending).0, one("pod-ip-foreign-block", "Pod/default/p2", "error"));
+    // Not when the pod is host-network or has finished, nor in its own node's block.
+    for quiet in [pod("p2", "n1", "10.1.0.70", "Running", true), pod("p2", "n1", "10.1.0.70", "Succeeded", false), pod("p2", "n2", "10.1.0.70", "Running", false)] {
+        assert_eq!(problems(&with(base(), quiet.clone())), (BTreeSet::new(), 0), "{quiet}");
+    }
+    // A block listed by both nodes belongs to both: no foreign block.
+    let shared = with(with(base(), node("n1", &[("a", &["10.1.0.0/26", "10.1.0.64/26"])])), pod("p2", "n1", "10.1.0.70", "Running", false));
+    assert_eq!(problems(&shared).0, one("block-multiple-owners", "block/10.1.0.64/26", "error"));
+}
+
+#[test]
+fn pod_ip_unallocated() {
+    // In pool a's CIDR, in no node's block.
+    let unallocated = with(base(), pod("p2", "n1", "10.1.0.130", "Running", false));
+    assert_eq!(problems(&unallocated), (one("pod-ip-unallocated", "Pod/default/p2", "warning"), 1));
+    // Outside every pool, or finished: nothing.
+    for quiet in [pod("p2", "n1", "192.168.0.1", "Running", false), pod("p2", "n1", "10.1.0.130", "Failed", false)] {
+        assert_eq!(problems(&with(base(), quiet.clone())), (BTreeSet::new(), 0), "{quiet}");
+    }
+    // In a rejected pool's CIDR the operator holds nothing: that is no pool CIDR either.
+    let rejected = with(with(base(), pool("b", &["10.2.0.0/24", "10.2.0.0/25"])), pod("p2", "n1", "10.2.0.9", "Running", false));
+    assert!(!problems(&rejected).0.iter().any(|(kind, _, _)| kind == "pod-ip-unallocated"));
+}
+
+#[test]
+fn invalid_node_block() {
+    for junk in ["10.1.0.0/33", "not-a-cidr", "10.1.0.0"] {
+        let bad = with(base(), node("n1", &[("a", &["10.1.0.0/26", junk])]));
+        assert_eq!(problems(&bad), (one("invalid-node-block", "CiliumNode/n1", "error"), 1), "{junk}");
+    }
+    // A valid block of a pool that does not exist is an orphan, not an invalid block.
+    let ghost = with(base(), node("n1", &[("a", &["10.1.0.0/26"]), ("gone", &["10.9.0.0/26"])]));
+    assert_eq!(problems(&ghost), (one("orphan-block", "CiliumNode/n1", "warning"), 1));
+}
