@@ -85,6 +85,17 @@ fn plugin(cluster: &TestCluster, dir: &Path, args: &[&str]) -> (i32, String, Str
     cli::output(cluster.plugin().current_dir(dir).args(args))
 }
 
+/// Runs `migrate --yes` where nothing is to be written: it says so (`counts`), exits 0, no
+/// pool's resourceVersion moves and `dir` still holds `backups` files (no new backup).
+fn assert_migrate_writes_nothing(cluster: &TestCluster, dir: &Path, counts: &str, backups: usize) {
+    let before = resource_versions(cluster);
+    let (code, out, err) = plugin(cluster, dir, &["migrate", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with(&format!("Nothing to do: {counts}")), "{out}");
+    assert_eq!(resource_versions(cluster), before, "migrate wrote to a pool although nothing was to be written");
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), backups, "no backup when nothing is written");
+}
+
 /// The objects in one marked section of a backup file.
 fn backup_section(text: &str, api_version: &str) -> String {
     let begin = format!("# BEGIN view {api_version} (");
@@ -150,12 +161,8 @@ fn upstream_plan_apply_rerun_status_finalize() {
         assert_eq!(after["metadata"]["annotations"][MIGRATED_ANNOTATION], "true", "{name}: marked");
     }
 
-    let migrated_rv = resource_versions(&cluster);
-    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("Nothing to do: 40 pools: 40 migrated"), "{out}");
-    assert_eq!(resource_versions(&cluster), migrated_rv, "a rerun writes nothing");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a rerun with nothing to do writes no backup");
+    // A rerun writes nothing; the one backup in `dir` is the first run's.
+    assert_migrate_writes_nothing(&cluster, dir.path(), "40 pools: 40 migrated, 0 rewrite", 1);
 
     let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code"]);
     assert_eq!(code, 0, "nothing left to write: {err}");
@@ -482,11 +489,8 @@ fn operator_storage_migration_midway_then_trimmed_needs_no_write() {
     assert!(!writers.is_empty() && writers.iter().all(|w| w["afterMigration"] == false), "{out}");
 
     // `migrate` writes nothing: no resourceVersion moves, no backup is taken.
-    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes"]);
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.starts_with("Nothing to do: 40 pools: 40 migrated (40 by storage)"), "{out}");
-    assert_eq!(resource_versions(&cluster), trimmed_rv, "migrate wrote to a pool stored as v2");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no backup either");
+    assert_eq!(resource_versions(&cluster), trimmed_rv, "--status wrote nothing");
+    assert_migrate_writes_nothing(&cluster, dir.path(), "40 pools: 40 migrated (40 by storage), 0 rewrite", 0);
     let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
     assert_eq!(code, 0);
     assert!(out.contains("already [v2]"), "{out}");

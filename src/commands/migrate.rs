@@ -246,9 +246,13 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 
-const DOWNGRADE_WARNING: &str = "Finalizing removes v2alpha1 from the CRD's status.storedVersions. After that, v2alpha1 can be \
-dropped from the CRD, and a downgrade to a Cilium release without cilium.io/v2 is only possible by restoring the backup \
-written by `migrate`. With the CFP dialect, readers of v2alpha1 (an older operator) already cannot read converted pools.";
+/// What `--finalize` warns about before it asks.
+fn finalize_warning(dialect: Dialect) -> String {
+    format!(
+        "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {}.",
+        core::status::downgrade_caveat(dialect)
+    )
+}
 
 async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterView, ctx: &Context) -> Result<i32> {
     if let Some(reason) = &live.plan.blocked {
@@ -264,7 +268,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         return Err(condition(format!("{unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written")));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    warn_line!("{DOWNGRADE_WARNING}");
+    warn_line!("{}", finalize_warning(live.plan.dialect));
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
         warn_line!("aborted; nothing was written");
         return Ok(2);
