@@ -306,6 +306,6 @@ fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
     {
         problems.push(Severity::Warning, ProblemKind::StorageMigrationPending, format!("CustomResourceDefinition/{POOL_CRD_NAME}"),
             format!("status.storedVersions is {:?}: objects may still be stored as v2alpha1", crd.stored_versions.clone().unwrap_or_default()),
-            "run kubectl ciliumpool migrate, then migrate --finalize", None);
+            "wait for Cilium's operator to migrate storage (main branch, for 1.21), or run kubectl ciliumpool migrate, then migrate --finalize; see migrate --status", None);
     }
 }
