@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Dialect, TestCluster, cilium_node, pod};
+use support::{Dialect, TestCluster, cilium_endpoint, cilium_node, pod};
 
 /// Two pools: blue (10.40.0.0/16, /24 blocks, the gateway 10.40.255.254 reserved and
 /// 10.40.2.10-10.40.2.20 reserved inside a block node-b holds) and batch (10.50.0.0/20 in /26
@@ -24,10 +24,15 @@ fn pools() -> Vec<Value> {
 fn multi_pool_cluster() -> TestCluster {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
     let mut objects = pools();
-    objects.push(cilium_node("node-a", &[("blue", &["10.40.0.0/24", "10.40.1.0/24"]), ("batch", &["10.50.0.0/26", "fd00:50::/120"])], 2));
+    let mut node_a = cilium_node("node-a", &[("blue", &["10.40.0.0/24", "10.40.1.0/24"]), ("batch", &["10.50.0.0/26", "fd00:50::/120"])], 2);
+    // The agent's router address comes out of the node's first blue block.
+    node_a["spec"]["addresses"] = json!([{"type": "InternalIP", "ip": "192.168.0.10"}, {"type": "CiliumInternalIP", "ip": "10.40.0.1"}]);
+    objects.push(node_a);
     objects.push(cilium_node("node-b", &[("blue", &["10.40.2.0/24"])], 1));
     objects.push(pod("shop", "web-0", "node-a", &["10.40.0.17"]));
     objects.push(pod("jobs", "job-0", "node-a", &["10.50.0.5", "fd00:50::5"]));
+    // An endpoint with no Pod object (e.g. a pod deleted a moment ago, its endpoint not yet).
+    objects.push(cilium_endpoint("shop", "web-9", "192.168.0.10", &["10.40.0.99"]));
     cluster.create_objects(objects);
     cluster
 }
@@ -64,6 +69,8 @@ fn ip_answers_every_block_state_on_a_live_multi_pool_cluster() {
         "10.40.3.9",     // in blue, a block no node holds and no range touches: free
         "fd00:50::5",    // batch IPv6, allocated to node-a, held by pod jobs/job-0
         "fd00:50::105",  // batch IPv6, block fd00:50::100/120 free
+        "10.40.0.1",     // node-a's CiliumInternalIP
+        "10.40.0.99",    // held by CiliumEndpoint shop/web-9 only
     ];
     let a = answers(&cluster, &asked, 0);
 
@@ -95,6 +102,11 @@ fn ip_answers_every_block_state_on_a_live_multi_pool_cluster() {
     assert_eq!(holders(&a[5]), [("pod".to_string(), "jobs/job-0".to_string())]);
 
     assert_eq!(place(&a[6]), (Some("batch"), Some("fd00:50::/112"), Some("fd00:50::100/120"), Some("free")));
+
+    assert_eq!(place(&a[7]), (Some("blue"), Some("10.40.0.0/16"), Some("10.40.0.0/24"), Some("allocated")));
+    assert_eq!(a[7]["heldBy"], json!([{"kind": "node", "name": "node-a", "detail": "CiliumInternalIP"}]));
+    assert_eq!(place(&a[8]).3, Some("allocated"));
+    assert_eq!(holders(&a[8]), [("endpoint".to_string(), "shop/web-9".to_string())]);
 
     // Outside every pool: 10.50.16.1 is just past batch's 10.50.0.0/20; exit 1, nothing placed.
     let a = answers(&cluster, &["10.50.16.1", "192.168.7.7", "10.50.0.5"], 1);

@@ -240,8 +240,9 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     // Pools migrated by storage (no annotation) were migrated by the time storedVersions became [v2].
     let storage_migrated_at = live.stored_versions_written.as_ref().filter(|_| live.plan.storage == core::StorageState::V2).map(|w| w.time.as_str());
     let writers = core::alpha_writers(&live.via_v2, storage_migrated_at);
-    let verdict = core::verdict(&live.crd, &live.plan, &writers);
+    let mut verdict = core::verdict(&live.crd, &live.plan, &writers);
     let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
+    verdict.notes.extend(storage.undated_writers_note(&writers));
     ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, storage: &storage, writers: &writers, verdict: &verdict })?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }

@@ -90,6 +90,16 @@ impl Storage {
         }
     }
 
+    /// When nothing tells when storedVersions became `[v2]`, v2alpha1 writers of pools migrated by
+    /// storage cannot be dated: they all show as before the migration. Says so, when it matters.
+    pub fn undated_writers_note(&self, writers: &[AlphaWriter]) -> Option<String> {
+        (self.state == StorageState::V2 && self.stored_versions_written.is_none() && self.migrated_by_storage > 0 && !writers.is_empty()).then(|| {
+            "the CRD's managedFields do not say when storedVersions became [v2]: v2alpha1 writers of pools migrated by storage cannot be dated \
+             (AFTER MIGRATION shows no); check their sources"
+                .to_string()
+        })
+    }
+
     /// The "storage:" line of `--status`.
     pub fn line(&self) -> String {
         match self.state {
@@ -298,7 +308,10 @@ mod tests {
         assert!(v.safe_to_remove_v2alpha1, "{:?}", v.pending);
         assert!(v.notes.iter().any(|n| n.contains("kubectl-create")), "an earlier writer is a note: {:?}", v.notes);
         assert!(v.notes.iter().any(|n| n.starts_with("downgrade to a Cilium that only knows v2alpha1")), "{:?}", v.notes);
+        let undated = Storage::new(&crd, &p, None);
+        assert!(undated.undated_writers_note(&writers).is_some_and(|n| n.contains("cannot be dated")));
         let storage = Storage::new(&crd, &p, Some(written));
+        assert_eq!(storage.undated_writers_note(&writers), None);
         assert_eq!((storage.state, storage.migrated_by_storage, storage.migrated_by_annotation), (StorageState::V2, 1, 0));
         assert!(storage.line().contains("set by cilium-operator-generic at 2026-01-05T00:00:00Z"), "{}", storage.line());
 
