@@ -1,18 +1,41 @@
-//! Properties of the embedded allocator (engineering §5), through the library API on random
-//! snapshots: block states partition capacity, a reservation only ever takes free blocks, input
-//! order does not matter, IPv4 and IPv6 never mix; and exact IPv6 counts far beyond what could
-//! be enumerated. Figures are read from the serialized report, i.e. the JSON contract.
+//! Properties of the embedded allocator, through the library API on random snapshots: block
+//! states partition capacity; a new node's block is allocated exactly once (and taken from the
+//! free or, under a reservation, the withheld blocks); a new address in a block is used exactly
+//! once (not twice for two pods, not for host-network or finished pods); a reservation only ever
+//! turns free blocks into withheld ones; input order does not matter; IPv4 and IPv6 never mix;
+//! and exact IPv6 counts far beyond what could be enumerated. Figures are read from the
+//! serialized report, i.e. the JSON contract. Each property runs under the regression seeds and
+//! one fresh seed per run; a failure prints its seed (`ALLOCATOR_PROPS_SEED=<n>` reruns it).
 
 use ciliumpool::allocator::analyze;
 use ciliumpool::model::{Addr, Dialect, Family, Prefix, Snapshot};
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-fn config() -> Config {
-    Config { cases: 128, rng_seed: RngSeed::Fixed(0x00C1_11A0_0001), failure_persistence: None, ..Config::default() }
+/// Seeds that once found a bug or that earlier runs used: every run replays them.
+const REGRESSION_SEEDS: [u64; 2] = [0x00C1_11A0_0001, 0x0D15_EA5E_0002];
+
+/// The regression seeds and one fresh seed per run; `ALLOCATOR_PROPS_SEED=<n>` runs only `n`.
+fn seeds() -> Vec<u64> {
+    if let Ok(one) = std::env::var("ALLOCATOR_PROPS_SEED") {
+        return vec![one.parse().expect("ALLOCATOR_PROPS_SEED is a u64")];
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock after 1970");
+    let fresh = (now.as_nanos() as u64) ^ u64::from(std::process::id()).rotate_left(32);
+    REGRESSION_SEEDS.iter().copied().chain([fresh]).collect()
+}
+
+/// Runs `test` on values of `strategy` under every seed; a failure names its seed and how to rerun it.
+fn check<S: Strategy>(name: &str, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+    for seed in seeds() {
+        let config = Config { cases: 48, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, ..Config::default() };
+        if let Err(failure) = TestRunner::new(config).run(&strategy, &test) {
+            panic!("{name} fails with seed {seed} (rerun: ALLOCATOR_PROPS_SEED={seed} cargo test --test allocator_props {name}):\n{failure}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -395,13 +418,56 @@ fn only_family(objects: &[Value], family: Family) -> Vec<Value> {
 // ---------------------------------------------------------------------------------------------
 // Properties.
 
-proptest! {
-    #![proptest_config(config())]
+/// Whether the block `prefix` of pool `p` touches a reserved range that counts in that pool's
+/// dialect (all ranges upstream, the first per CIDR in CFP, none in v2alpha1).
+fn reserved(scenario: &Scenario, p: usize, fam: &FamilySpec, prefix: &Prefix) -> bool {
+    let pool = &scenario.pools[p];
+    let mut seen_cidrs = Vec::new();
+    fam.ranges.iter().any(|range| {
+        let c = range.cidr % fam.cidr_lens.len();
+        let first_of_cidr = !seen_cidrs.contains(&c);
+        seen_cidrs.push(c);
+        let counts = match pool.dialect {
+            Dialect::V2alpha1 => false,
+            Dialect::CfpV2 => first_of_cidr,
+            Dialect::UpstreamV2 => true,
+        };
+        let (start, end) = range_bounds(p, fam, range);
+        let (start, end) = (Addr::parse(&start).unwrap().value, Addr::parse(&end).unwrap().value);
+        counts && start <= prefix.last() && prefix.first() <= end
+    })
+}
 
-    /// Every block of a CIDR is exactly one of allocated, withheld or free; a family's figures
-    /// are the sums over its CIDRs; addresses follow blocks at one usable size per block.
-    #[test]
-    fn block_states_partition_capacity(scenario in scenario()) {
+fn figure(row: &Value, field: &str) -> u128 {
+    count(&row[field])
+}
+
+/// Every string anywhere in the objects (to pick an address nothing uses yet).
+fn strings(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::String(s) => {
+            out.insert(s.clone());
+        }
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+fn running_pod(name: &str, node: &str, ip: &str, host_network: bool, phase: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "props"},
+           "spec": {"nodeName": node, "hostNetwork": host_network}, "status": {"phase": phase, "podIPs": [{"ip": ip}]}})
+}
+
+fn node_row<'a>(report: &'a Value, node: &str, pool: &str) -> Option<&'a Value> {
+    report["nodes"].as_array()?.iter().find(|n| n["name"] == node)?["pools"].as_array()?.iter().find(|p| p["pool"] == pool)
+}
+
+/// Every block of a CIDR is exactly one of allocated, withheld or free; a family's figures
+/// are the sums over its CIDRs; addresses follow blocks at one usable size per block.
+#[test]
+fn block_states_partition_capacity() {
+    check("block_states_partition_capacity", scenario(), |scenario| {
         let report = report(objects(&scenario));
         let rows = rows(&report);
         prop_assert!(!rows.is_empty());
@@ -420,12 +486,98 @@ proptest! {
             let used = count(&row["usedAddresses"]);
             prop_assert_eq!(count(&row["idleAddresses"]), allocated_addresses.saturating_sub(used), "{} {} idle", pool, family);
         }
-    }
+        Ok(())
+    });
+}
 
-    /// A reservation can only turn free blocks into withheld ones: it never frees a block,
-    /// never evicts one, and touches no other pool or family.
-    #[test]
-    fn adding_a_reservation_never_frees_or_evicts(scenario in scenario(), which in any::<usize>(), ipv6 in any::<bool>(), added in range_spec()) {
+/// A node joining with one block of a pool's CIDR: if no node listed that block before, the
+/// pool family gains exactly one allocated block, taken from the free blocks — or from the
+/// withheld ones when a counting reservation touches it — and nothing else in the report moves
+/// but the new node's row; if some node listed it already, no figure moves.
+#[test]
+fn a_new_nodes_block_is_allocated_exactly_once() {
+    let added = (any::<usize>(), any::<bool>(), 0usize..3, 0u64..64);
+    check("a_new_nodes_block_is_allocated_exactly_once", (scenario(), added), |(scenario, (which, ipv6, cidr, index))| {
+        let p = which % scenario.pools.len();
+        let fam = family_of(&scenario.pools[p], ipv6).clone();
+        let (_, prefix) = block(&scenario, &BlockSpec { pool: p, ipv6, cidr, index, place: Place::InCidr });
+        let already = scenario.nodes.iter().flat_map(|n| &n.blocks).map(|b| block(&scenario, b)).any(|(pool, b)| pool == pool_name(p) && b == prefix);
+        let before_objects = objects(&scenario);
+        let mut after_objects = before_objects.clone();
+        after_objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "node-new"},
+            "spec": {"ipam": {"pools": {"allocated": [{"pool": pool_name(p), "cidrs": [prefix.to_string()]}]}}}}));
+        let (before, after) = (report(before_objects), report(after_objects));
+        let key = (pool_name(p), fam.family.name().to_string());
+        let (rows_before, rows_after) = (rows(&before), rows(&after));
+        for (other, row) in &rows_before {
+            if *other != key {
+                prop_assert_eq!(row, &rows_after[other], "{:?} moved", other);
+            }
+        }
+        let (b, a) = (&rows_before[&key], &rows_after[&key]);
+        let gained = u128::from(!already);
+        let was_withheld = !already && reserved(&scenario, p, &fam, &prefix);
+        prop_assert_eq!(figure(a, "capacityBlocks"), figure(b, "capacityBlocks"));
+        prop_assert_eq!(figure(a, "allocatedBlocks"), figure(b, "allocatedBlocks") + gained, "{} {}", prefix, if already { "was listed" } else { "was not listed" });
+        prop_assert_eq!(figure(a, "withheldBlocks") + u128::from(was_withheld), figure(b, "withheldBlocks"), "{}", prefix);
+        prop_assert_eq!(figure(a, "freeBlocks") + gained - u128::from(was_withheld), figure(b, "freeBlocks"), "{}", prefix);
+        prop_assert_eq!(figure(a, "orphanBlocks"), figure(b, "orphanBlocks"));
+        let row = node_row(&after, "node-new", &pool_name(p));
+        prop_assert_eq!(row.map(|r| r["blocks"].clone()), Some(json!([prefix.to_string()])));
+        prop_assert_eq!(&before["nodes"], &json!(after["nodes"].as_array().unwrap().iter().filter(|n| n["name"] != "node-new").cloned().collect::<Vec<_>>()));
+        Ok(())
+    });
+}
+
+/// A running pod with an address nothing used yet, inside a block a node lists under a pool
+/// (in its CIDRs): that pool family and that node's row count exactly one more used address.
+/// A second pod with the same address, a host-network pod or a finished one count for nothing.
+#[test]
+fn a_new_address_in_a_block_is_used_exactly_once() {
+    check("a_new_address_in_a_block_is_used_exactly_once", (scenario(), any::<usize>(), any::<u64>()), |(scenario, pick, offset)| {
+        let listed: Vec<(usize, String, Prefix)> = scenario
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.blocks.iter().filter(|b| matches!(b.place, Place::InCidr)).map(move |b| (i, b)))
+            .map(|(i, b)| {
+                let (pool, prefix) = block(&scenario, b);
+                (i, pool, prefix)
+            })
+            .collect();
+        prop_assume!(!listed.is_empty());
+        let (node, pool, prefix) = listed[pick % listed.len()].clone();
+        let objects = objects(&scenario);
+        let mut taken = std::collections::BTreeSet::new();
+        objects.iter().for_each(|o| strings(o, &mut taken));
+        let size = 1u128 << (prefix.family.bits() - prefix.len);
+        let fresh = (0..size.min(64)).map(|k| addr(prefix.family, prefix.first() + (u128::from(offset) + k) % size)).find(|ip| !taken.contains(ip));
+        prop_assume!(fresh.is_some());
+        let ip = fresh.unwrap();
+        let node_name = format!("node-{node}");
+        let used = |extra: Vec<Value>| {
+            let mut all = objects.clone();
+            all.extend(extra);
+            let report = report(all);
+            let family = count(&rows(&report)[&(pool.clone(), prefix.family.name().to_string())]["usedAddresses"]);
+            let row = count(&node_row(&report, &node_name, &pool).expect("the node's row")["usedAddresses"]);
+            (family, row)
+        };
+        let (family_before, row_before) = used(Vec::new());
+        let pod = |name: &str, host: bool, phase: &str| running_pod(name, &node_name, &ip, host, phase);
+        prop_assert_eq!(used(vec![pod("new", false, "Running")]), (family_before + 1, row_before + 1), "{} in {}", ip, prefix);
+        prop_assert_eq!(used(vec![pod("new", false, "Running"), pod("twin", false, "Pending")]), (family_before + 1, row_before + 1), "{} twice", ip);
+        prop_assert_eq!(used(vec![pod("host", true, "Running"), pod("done", false, "Succeeded"), pod("failed", false, "Failed")]), (family_before, row_before), "{} not held", ip);
+        Ok(())
+    });
+}
+
+/// A reservation can only turn free blocks into withheld ones: it never frees a block,
+/// never evicts one, and touches no other pool or family.
+#[test]
+fn adding_a_reservation_never_frees_or_evicts() {
+    let strategy = (scenario(), any::<usize>(), any::<bool>(), range_spec());
+    check("adding_a_reservation_never_frees_or_evicts", strategy, |(scenario, which, ipv6, added)| {
         let mut before = scenario;
         let p = which % before.pools.len();
         // Upstream v2 holds any number of ranges per CIDR, so the new one is always written.
@@ -446,27 +598,34 @@ proptest! {
                 prop_assert_eq!(*cap_b, cap_a, "{:?} {} capacity", key, what);
                 prop_assert_eq!(*alloc_b, alloc_a, "{:?} {} allocated", key, what);
                 prop_assert!(free_a <= *free_b, "{:?} {}: free went from {} to {}", key, what, free_b, free_a);
-                prop_assert!(withheld_a >= *withheld_b, "{:?} {}: withheld went from {} to {}", key, what, withheld_b, withheld_a);
+                prop_assert_eq!(*withheld_b + (*free_b - free_a), withheld_a, "{:?} {}: what stops being free becomes withheld", key, what);
             }
             prop_assert!(count(&row_after["reservedAddresses"]) > 0, "{:?}: a valid range reserves at least one address", key);
             prop_assert!(count(&row_after["reservedAddresses"]) >= count(&row_before["reservedAddresses"]));
             prop_assert_eq!(&row_before["usedAddresses"], &row_after["usedAddresses"]);
         }
-    }
+        Ok(())
+    });
+}
 
-    /// The same objects in any order give the same report, problems included.
-    #[test]
-    fn input_order_does_not_matter((ordered, shuffled) in scenario().prop_flat_map(|s| {
+/// The same objects in any order give the same report, problems included.
+#[test]
+fn input_order_does_not_matter() {
+    let strategy = scenario().prop_flat_map(|s| {
         let objects = objects(&s);
         (Just(objects.clone()), Just(objects).prop_shuffle())
-    })) {
+    });
+    check("input_order_does_not_matter", strategy, |(ordered, shuffled)| {
         prop_assert_eq!(report(ordered), report(shuffled));
-    }
+        Ok(())
+    });
+}
 
-    /// Removing everything of one family (pool families, blocks, addresses) leaves the other
-    /// family's figures exactly as they were.
-    #[test]
-    fn ipv4_and_ipv6_never_mix(scenario in scenario()) {
+/// Removing everything of one family (pool families, blocks, addresses) leaves the other
+/// family's figures exactly as they were.
+#[test]
+fn ipv4_and_ipv6_never_mix() {
+    check("ipv4_and_ipv6_never_mix", scenario(), |scenario| {
         let objects = objects(&scenario);
         let full = rows(&report(objects.clone()));
         for family in Family::ALL {
@@ -477,7 +636,8 @@ proptest! {
                 prop_assert_eq!(Some(row), alone.get(key), "{:?} depends on the other family", key);
             }
         }
-    }
+        Ok(())
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

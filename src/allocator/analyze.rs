@@ -415,3 +415,152 @@ fn node_reports(snapshot: &Snapshot, in_use: &InUse) -> Vec<NodeReport> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The analysis step by step, on objects small enough to work out by hand.
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn pool_object(name: &str, spec: Value) -> Value {
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name}, "spec": spec})
+    }
+
+    fn node_object(name: &str, entries: &[(&str, &[&str])]) -> Value {
+        let allocated: Vec<Value> = entries.iter().map(|(pool, cidrs)| json!({"pool": pool, "cidrs": cidrs})).collect();
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name}, "spec": {"ipam": {"pools": {"allocated": allocated}}}})
+    }
+
+    fn snapshot(objects: Vec<Value>) -> Snapshot {
+        Snapshot::from_objects(objects)
+    }
+
+    /// Block indices of the pool's first CIDR occupied after the restore replay of `entries` (one node).
+    fn occupied_indices(cidrs: &[&str], mask: u8, entries: &[(&str, &[&str])]) -> Vec<u128> {
+        let snap = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": cidrs, "maskSize": mask}})), node_object("n", entries)]);
+        let pool = &snap.pools[0];
+        let fam = &pool.families[0];
+        let (usable, owners) = usable_cidrs(pool, fam, true, &mut Problems::default());
+        let occupied = occupied_blocks(pool, Family::Ipv4, &snap.nodes, &usable, &owners, mask);
+        let first = &usable[0].prefix;
+        let mut out = Vec::new();
+        for &(start, end) in occupied.intersection(&IntervalSet::single(first.first(), first.last())).ranges() {
+            let (a, b) = blocks::indices_overlapping(first, mask, start, end);
+            out.extend(a..=b);
+        }
+        out
+    }
+
+    #[test]
+    fn the_operator_rejects_what_upsert_pool_refuses() {
+        let why = |spec: Value| operator_rejection(&Pool::decode(&pool_object("p", spec), None));
+        assert_eq!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.1.0/24"], "maskSize": 26}})), None);
+        assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.0.128/25"], "maskSize": 26}})).unwrap().contains("overlap"));
+        assert!(why(json!({"ipv4": {"cidrs": ["fd00::/120"], "maskSize": 26}})).unwrap().contains("is not an ipv4 CIDR"));
+        assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 33}})).unwrap().contains("longer than"));
+        // 2^16 blocks is the limit for IPv6; one bit more is refused. IPv4 has no such limit.
+        assert_eq!(why(json!({"ipv6": {"cidrs": ["fd00::/100"], "maskSize": 116}})), None);
+        assert!(why(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).unwrap().contains("more than 2^16"));
+        assert_eq!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/8"], "maskSize": 28}})), None);
+        // One bad family rejects the whole pool.
+        assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).is_some());
+    }
+
+    #[test]
+    fn usable_cidrs_leave_out_what_has_no_blocks() {
+        let pool = Pool::decode(&pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.1.0/27", "10.0.2.0/25"], "maskSize": 26}})), None);
+        let mut problems = Problems::default();
+        let (usable, owners) = usable_cidrs(&pool, &pool.families[0], true, &mut problems);
+        let names: Vec<&str> = usable.iter().map(|c| c.original).collect();
+        assert_eq!(names, ["10.0.0.0/24", "10.0.2.0/25"], "a /27 holds no /26 block");
+        assert_eq!(owners.iter().map(|(_, i)| *i).collect::<Vec<_>>(), [Some(0), None, Some(1)]);
+        let found = problems.finish();
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].kind, found[0].severity), (crate::allocator::ProblemKind::InvalidPool, crate::allocator::Severity::Error));
+        // In a rejected pool no CIDR is usable, but every one still owns the blocks it overlaps.
+        let (usable, owners) = usable_cidrs(&pool, &pool.families[0], false, &mut Problems::default());
+        assert!(usable.is_empty());
+        assert_eq!(owners.len(), 3);
+    }
+
+    #[test]
+    fn listed_cidrs_occupy_every_block_they_touch() {
+        let cidr = ["10.0.0.0/24"];
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.64/26"])]), [1]);
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/25"])]), [0, 1], "shorter: every block it covers");
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.200/29"])]), [3], "longer: the block containing it");
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/23"])]), [0, 1, 2, 3], "containing the CIDR: all of it");
+        assert!(occupied_indices(&cidr, 26, &[("p", &["10.9.0.0/26"])]).is_empty(), "outside: nothing");
+        assert!(occupied_indices(&cidr, 26, &[("other", &["10.0.0.0/26"])]).is_empty(), "another pool's block");
+    }
+
+    #[test]
+    fn a_block_containing_several_cidrs_occupies_only_the_first() {
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.1.0/24", "10.0.0.0/24"], "maskSize": 26}})),
+            node_object("n", &[("p", &["10.0.0.0/23"])]),
+        ]);
+        let fam = &analyze(&snap).pools[0].families[0];
+        let allocated: Vec<u64> = fam.cidrs.iter().map(|c| c.allocated_blocks.to_u64().unwrap()).collect();
+        assert_eq!(allocated, [4, 0], "the first CIDR in spec order that it overlaps");
+    }
+
+    #[test]
+    fn split_entries_keep_only_the_last_entrys_blocks() {
+        let cidr = ["10.0.0.0/24"];
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/26", "10.0.0.64/26"]), ("p", &["10.0.0.64/26"])]), [1]);
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.64/26"]), ("p", &["10.0.0.0/26", "10.0.0.64/26"])]), [0, 1]);
+        // Releasing an earlier entry's block clears it even where the kept /25 covers it.
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.0/25"])]), [1]);
+        // A block whose blocks the node had occupied already is not the node's: not released.
+        assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/25", "10.0.0.0/26"]), ("p", &["10.0.0.0/25"])]), [0, 1]);
+        // held_blocks (used addresses, orphans, runway) reads the last entry only.
+        let snap = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": cidr, "maskSize": 26}})), node_object("n", &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.128/26"])])]);
+        let held = held_blocks(&snap.pools[0], Family::Ipv4, &snap.nodes);
+        assert_eq!(held.keys().map(|p| p.to_string()).collect::<Vec<_>>(), ["10.0.0.128/26"]);
+    }
+
+    #[test]
+    fn median_of_blocks_per_node() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0]), Some(3.0));
+        assert_eq!(median(vec![1.0, 4.0]), Some(2.5));
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+    }
+
+    #[test]
+    fn runway_and_next_block_follow_the_free_blocks() {
+        // 8 blocks; n1 holds 2, n2 holds 1 (median 1.5, rounded up to 2); block 2 is reserved.
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26, "pool": [{"cidr": "10.0.0.0/23", "reservedRanges": [{"start": "10.0.0.130", "end": "10.0.0.130"}]}]}})),
+            node_object("n1", &[("p", &["10.0.0.0/26", "10.0.0.64/26"])]),
+            node_object("n2", &[("p", &["10.0.0.192/26"])]),
+        ]);
+        let fam = &analyze(&snap).pools[0].families[0];
+        assert_eq!((fam.allocated_blocks, fam.withheld_blocks, fam.free_blocks), (Count::from(3u64), Count::from(1u64), Count::from(4u64)));
+        assert_eq!(fam.median_blocks_per_node, Some(1.5));
+        assert_eq!(fam.runway_nodes, Some(Count::from(2u64)));
+        assert_eq!(fam.next_block.map(|b| b.to_string()).as_deref(), Some("10.0.1.0/26"));
+        assert_eq!(fam.nodes_holding, 2);
+        // No node holds a block: every free block is one node's worth.
+        let empty = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26}}))]);
+        let fam = &analyze(&empty).pools[0].families[0];
+        assert_eq!((fam.runway_nodes, fam.next_block.map(|b| b.to_string())), (Some(Count::from(8u64)), Some("10.0.0.0/26".to_string())));
+    }
+
+    #[test]
+    fn node_rows_count_both_families_of_every_entry() {
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})),
+            node_object("n", &[("p", &["10.0.0.0/26", "fd00::/122"]), ("p", &["10.0.0.64/26"])]),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "d"}, "spec": {"nodeName": "n"},
+                   "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}, {"ip": "10.0.0.70"}]}}),
+        ]);
+        let report = analyze(&snap);
+        let row = &report.nodes[0].pools[0];
+        assert_eq!(row.blocks, ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
+        assert_eq!(row.used_addresses, Some(Count::from(3u64)));
+        // usable: two IPv4 /26 (62 each) and one IPv6 /122 (62).
+        assert_eq!(row.usable_addresses, Count::from(186u64));
+    }
+}
