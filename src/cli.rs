@@ -14,7 +14,12 @@ use std::time::Duration;
         Reads CiliumPodIPPools, CiliumNodes, Pods and CiliumEndpoints from the cluster in your \
         kubeconfig, or from files with -f (no cluster is contacted then), and computes every figure \
         with the operator's block semantics.",
-    after_help = "Exit codes: 0 success, 1 a condition you asked about was found, 2 invalid input (nothing written), 3 cluster or API failure."
+    after_help = "Examples:\n  \
+    kubectl ciliumpool usage                          # every pool of the current context\n  \
+    kubectl ciliumpool check                          # what is inconsistent, and what to do\n  \
+    kubectl ciliumpool usage -f examples/snapshot     # offline, from files or a sysdump\n  \
+    kubectl ciliumpool <command> --help               # each command's flags and examples\n\n\
+Exit codes: 0 success, 1 a condition you asked about was found (or a question was answered no), 2 invalid input (nothing written), 3 cluster or API failure, 130 interrupted (Ctrl-C)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -23,50 +28,55 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The help heading of the flags every command takes that choose the cluster (kubectl's).
+const CONNECTION: &str = "Cluster connection (kubectl flags)";
+/// The help heading of the flags every command takes that choose input and output.
+const INPUT_OUTPUT: &str = "Input and output (every command)";
+
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = CONNECTION)]
     pub kubeconfig: Option<String>,
     /// The kubeconfig context to use
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
     pub context: Option<String>,
     /// The kubeconfig cluster to use
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
     pub cluster: Option<String>,
     /// The kubeconfig user to use
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
     pub user: Option<String>,
     /// Username to impersonate
-    #[arg(long = "as", global = true, value_name = "USER")]
+    #[arg(long = "as", global = true, value_name = "USER", help_heading = CONNECTION)]
     pub as_user: Option<String>,
     /// Group to impersonate (repeatable)
-    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = CONNECTION)]
     pub as_group: Vec<String>,
-    /// How long to wait for a single request, e.g. 30s, 1m; 0 waits forever
-    #[arg(long, global = true, value_name = "DURATION", default_value = "0", value_parser = parse_timeout)]
-    pub request_timeout: Duration,
+    /// How long one request may take in all (connecting, then the answer), e.g. 5s, 1m; 0 waits forever [default: 30s to connect and 30s for the first byte of each answer]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout, help_heading = CONNECTION)]
+    pub request_timeout: Option<Duration>,
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
-    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = CONNECTION)]
     pub namespace: Option<String>,
     /// Namespace of the Cilium installation: its ConfigMap cilium-config names the IPAM mode, its operator and agent images the version
-    #[arg(long, global = true, value_name = "NAMESPACE", default_value = "kube-system")]
+    #[arg(long, global = true, value_name = "NAMESPACE", default_value = "kube-system", help_heading = CONNECTION)]
     pub cilium_namespace: String,
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
-    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath, help_heading = INPUT_OUTPUT)]
     pub filename: Vec<String>,
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table, help_heading = INPUT_OUTPUT)]
     pub output: Output,
     /// Do not print table headers (and footers)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub no_headers: bool,
     /// When to colour output
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, help_heading = INPUT_OUTPUT)]
     pub color: ColorChoice,
-    /// Print diagnostics to stderr
-    #[arg(short = 'v', long, global = true)]
-    pub verbose: bool,
+    /// Diagnostics on stderr (what was read, what was skipped); kubectl's forms -v=N, -v N and --v=N are taken, any N above 0 turns them on; a bare -v or --verbose is -v=1
+    #[arg(short = 'v', long = "v", visible_alias = "verbose", global = true, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1", default_value_t = 0, hide_default_value = true, help_heading = INPUT_OUTPUT)]
+    pub verbosity: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -106,6 +116,9 @@ pub enum Command {
     /// Print a shell completion script
     Completion(CompletionArgs),
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
+    #[command(after_help = "Examples:\n  \
+    kubectl ciliumpool version                        # the server part gives up after 2s\n  \
+    kubectl ciliumpool version -o json")]
     Version,
 }
 
@@ -116,6 +129,13 @@ pub enum ByKind {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool usage                          # every pool, IPv4 and IPv6\n  \
+    kubectl ciliumpool usage blue --show-blocks       # one row per block: node, state, range\n  \
+    kubectl ciliumpool usage --by node -o wide\n  \
+    kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8   # exit 1 when breached (CI, cron)\n  \
+    kubectl ciliumpool usage -o openmetrics > /var/lib/node_exporter/ciliumpool.prom\n  \
+    kubectl ciliumpool usage --watch")]
 pub struct UsageArgs {
     /// Pools to show (default: all)
     pub pools: Vec<String>,
@@ -125,8 +145,8 @@ pub struct UsageArgs {
     /// One row per allocated, withheld or orphan block; free blocks as ranges
     #[arg(long, conflicts_with = "by")]
     pub show_blocks: bool,
-    /// Exit 1 when any selected pool's utilization is above PCT percent
-    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(f64))]
+    /// Exit 1 when any selected pool's utilization is above PCT percent (90 or 90%)
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_above: Option<f64>,
     /// Exit 1 when any selected pool has fewer than N free blocks
     #[arg(long, value_name = "N")]
@@ -137,6 +157,10 @@ pub struct UsageArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool inspect blue                   # reservations, draining, nodes, next block\n  \
+    kubectl ciliumpool inspect                        # a picker on a terminal (Esc cancels)\n  \
+    kubectl ciliumpool inspect blue -o json")]
 pub struct InspectArgs {
     /// The pool to inspect (default: a picker on a terminal, all pools otherwise)
     pub pool: Option<String>,
@@ -154,6 +178,11 @@ pub struct IpArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool check                          # every problem, with what to do\n  \
+    kubectl ciliumpool check --severity error -o name # the objects with errors, for scripts\n  \
+    kubectl ciliumpool check -f ./sysdump/            # offline, from an extracted cilium sysdump\n\n\
+Exit codes: 0 no problem at or above --severity, 1 problems found.")]
 pub struct CheckArgs {
     /// Only report problems of at least this severity
     #[arg(long, value_enum, default_value_t = MinSeverity::Info)]
@@ -168,6 +197,10 @@ pub enum MinSeverity {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    source <(kubectl ciliumpool completion bash)\n  \
+    kubectl ciliumpool completion zsh > \"${fpath[1]}/_kubectl-ciliumpool\"\n\n\
+`kubectl ciliumpool <TAB>` completes through kubectl_complete-ciliumpool (installed beside the plugin).")]
 pub struct CompletionArgs {
     /// The shell
     #[arg(value_enum)]
@@ -181,7 +214,8 @@ pub struct CompletionArgs {
     kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16     # step 1 of decommissioning a CIDR\n  \
     kubectl ciliumpool reserve-range blue --remove 10.40.255.254\n  \
     kubectl ciliumpool reserve-range --list\n  \
-    kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n\n\
+    kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n  \
+    kubectl ciliumpool reserve-range                   # guided: pool, CIDR, range, preview, [y/N]\n\n\
 Reservations act on whole blocks: every block the range touches is withheld. Blocks already on a \
 node are not evicted. The impact is shown before anything is written.")]
 pub struct ReserveArgs {
@@ -235,7 +269,14 @@ pub enum Schema {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Runbook: docs/migration.md. Offline (-f): converts manifests and prints them, or rewrites them with --in-place.")]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool migrate --dry-run              # the plan: what would be written, and why\n  \
+    kubectl ciliumpool migrate                        # backup, then migrate (asks first)\n  \
+    kubectl ciliumpool migrate --status               # exit 0 once v2alpha1 can be removed\n  \
+    kubectl ciliumpool migrate --finalize             # storedVersions [v2]\n  \
+    kubectl ciliumpool migrate -f manifests/ --check  # CI: exit 1 while a manifest needs converting\n  \
+    kubectl ciliumpool migrate -f manifests/ --in-place\n\n\
+Runbook: docs/migration.md. Offline (-f): converts manifests and prints them (each file marked with a `# Source:` line), or rewrites them with --in-place.")]
 pub struct MigrateArgs {
     /// Print the plan and stop; =server also sends every write as a server-side dry run
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None)]
@@ -292,9 +333,72 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--fail-above`: a number of percent, with or without `%`, from 0 to 100.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim_end();
+    match number.parse::<f64>() {
+        Ok(pct) if (0.0..=100.0).contains(&pct) => Ok(pct),
+        Ok(_) => Err("not a percentage between 0 and 100".to_string()),
+        Err(_) => Err("not a percentage; use e.g. 90 or 90%".to_string()),
+    }
+}
+
+/// kubectl's spellings of its verbosity flag, `-v N`, `--v N` and `-vN`, as the `-v=N` clap
+/// reads (a bare `-v` stays `-v`: it means `-v=1`). Arguments after `--` are left alone.
+pub fn kubectl_verbosity(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut args = args.into_iter().peekable();
+    let is_level = |word: &str| !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit());
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        let word = arg.to_str().unwrap_or_default();
+        if word == "-v" || word == "--v" {
+            if let Some(level) = args.next_if(|next| next.to_str().is_some_and(is_level)) {
+                out.push(format!("--v={}", level.to_string_lossy()).into());
+                continue;
+            }
+        } else if let Some(level) = word.strip_prefix("-v").filter(|rest| is_level(rest)) {
+            out.push(format!("--v={level}").into());
+            continue;
+        }
+        out.push(arg);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("95%"), Ok(95.0));
+        assert_eq!(parse_percent("95"), Ok(95.0));
+        assert_eq!(parse_percent("12.5 %"), Ok(12.5));
+        assert!(parse_percent("101%").is_err());
+        assert!(parse_percent("ninety").is_err());
+    }
+
+    #[test]
+    fn verbosity_in_kubectl_forms() {
+        let parsed = |words: &[&str]| {
+            let args = kubectl_verbosity(["kubectl-ciliumpool"].iter().chain(words).map(std::ffi::OsString::from));
+            Cli::try_parse_from(args).map(|cli| cli.global.verbosity).map_err(|e| e.to_string())
+        };
+        for words in [&["-v=4", "version"][..], &["-v", "4", "version"], &["--v=4", "version"], &["--v", "4", "version"], &["version", "-v4"]] {
+            assert_eq!(parsed(words), Ok(4), "{words:?}");
+        }
+        assert_eq!(parsed(&["-v", "version"]), Ok(1));
+        assert_eq!(parsed(&["usage", "-v", "-f", "x"]), Ok(1));
+        assert_eq!(parsed(&["usage", "--verbose"]), Ok(1));
+        assert_eq!(parsed(&["usage"]), Ok(0));
+        // After `--` (the completion protocol's words) nothing is rewritten.
+        assert_eq!(kubectl_verbosity(["x", "--", "-v", "4"].map(std::ffi::OsString::from)), ["x", "--", "-v", "4"].map(std::ffi::OsString::from));
+    }
 
     #[test]
     fn timeouts() {

@@ -28,6 +28,10 @@ impl Failure {
     }
 }
 
+/// The exit code when the user declines at a prompt (`n`, a bare Enter, Esc in a question, a
+/// picker or a text prompt): nothing was written. The same for every command; Ctrl-C is 130.
+pub const DECLINED: i32 = 1;
+
 /// Shorthand for an exit-1 condition.
 pub fn condition(message: impl Into<String>) -> anyhow::Error {
     Failure::Condition(message.into()).into()

@@ -2,9 +2,9 @@
 //! Cilium multi-pool IPAM.
 //!
 //! Layers, bottom up (docs/architecture.md; `tests/architecture.rs` checks the import rule):
-//! `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure; `source`
-//! reads files and the cluster and makes every cluster write; `terminal` asks the user; `cli`
-//! defines the flags; `commands` orchestrates.
+//! `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure;
+//! `interrupt` ends the process on a signal; `source` reads files and the cluster and makes every
+//! cluster write; `terminal` asks the user; `cli` defines the flags; `commands` orchestrates.
 
 /// `eprintln!` for every message on stderr: the text often quotes files or cluster data, so
 /// control characters are escaped (`render::escape`) and credentials redacted (`source::secrets`).
@@ -17,6 +17,7 @@ pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod interrupt;
 pub mod manifest;
 pub mod migrate;
 pub mod render;

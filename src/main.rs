@@ -1,12 +1,12 @@
 //! kubectl-ciliumpool: parse, decide colour and interactivity, run, map errors to exit codes.
 
-use ciliumpool::cli::{COMPLETE, Cli, ColorChoice, complete_command};
+use ciliumpool::cli::{COMPLETE, Cli, ColorChoice, complete_command, kubectl_verbosity};
 use ciliumpool::commands::{self, Context, Terminal};
 use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 
 fn main() {
-    let matches = Cli::command().subcommand(complete_command()).get_matches();
+    let matches = Cli::command().subcommand(complete_command()).get_matches_from(kubectl_verbosity(std::env::args_os()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Some((COMPLETE, args)) = matches.subcommand() {
         let words: Vec<String> = args.get_many::<String>("words").into_iter().flatten().cloned().collect();

@@ -1,48 +1,140 @@
 //! Talking to a person at a terminal. Commands ask through the `Prompter` trait so that tests can
 //! script the answers; `Dialoguer` is the real implementation (prompts go to stderr).
+//!
+//! Every way out of a prompt leaves the terminal as it was: the cursor a picker hides is shown
+//! again on return, on error and on Ctrl-C (which ends the process with exit 130 through
+//! `crate::interrupt`). Esc cancels any prompt; a cancelled prompt is the caller's "declined".
 
 use anyhow::Result;
+use console::{Key, Term};
 use std::cell::RefCell;
 
 pub trait Prompter {
     /// Lets the user pick one of `items`; `None` when they cancel (Esc / q).
     fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>>;
-    /// A yes/no question; `default` is the answer to a bare Enter.
-    fn confirm(&self, prompt: &str, default: bool) -> Result<bool>;
-    /// A line of text, asked again (with the reason shown) until `validate` accepts it.
-    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String>;
+    /// A `[y/N]` question: true only for y or yes; n, no, a bare Enter and Esc are no.
+    fn confirm(&self, prompt: &str) -> Result<bool>;
+    /// A line of text, asked again (with the reason shown) until `validate` accepts it; `None`
+    /// when the user cancels (Esc).
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<Option<String>>;
+    /// A line shown before the next question (what is not offered, and why).
+    fn note(&self, text: &str);
 }
 
-/// The real terminal, via dialoguer. Prompts, items and refusals quote pool names and CIDRs
-/// from the data: they are escaped (`render::escape`).
+/// The real terminal: dialoguer's picker, and a line prompt of our own for `[y/N]` and text,
+/// which echoes every key typed (dialoguer's confirm answers on the first key and drops the
+/// others; its text input cannot be cancelled). Prompts, items and refusals quote pool names
+/// and CIDRs from the data: they are escaped (`render::escape`).
 pub struct Dialoguer;
 
 fn safe(text: &str) -> String {
     crate::render::escape::escape_line(text).into_owned()
 }
 
+/// Shows the cursor when dropped: on every return from a prompt, errors and panics included.
+struct CursorShown;
+
+impl Drop for CursorShown {
+    fn drop(&mut self) {
+        crate::interrupt::restore_cursor();
+    }
+}
+
+/// A prompt's IO error; Ctrl-C (the terminal library reads it as an interrupted read, after
+/// raising SIGINT) ends the process the way the signal does.
+fn failed(error: std::io::Error) -> anyhow::Error {
+    if error.kind() == std::io::ErrorKind::Interrupted {
+        crate::interrupt::end(crate::interrupt::INTERRUPTED);
+    }
+    error.into()
+}
+
+/// Reads one line at the terminal after `prompt`, echoing printable keys; Backspace erases,
+/// Enter ends the line, Esc cancels (`None`). Other keys (arrows, function keys) do nothing.
+fn read_line(term: &Term, prompt: &str) -> std::io::Result<Option<String>> {
+    term.write_str(prompt)?;
+    term.flush()?;
+    let mut line = String::new();
+    loop {
+        match term.read_key()? {
+            Key::Enter => {
+                term.write_line("")?;
+                return Ok(Some(line));
+            }
+            Key::Escape => {
+                term.write_line("")?;
+                return Ok(None);
+            }
+            Key::Backspace if line.pop().is_some() => term.clear_chars(1)?,
+            Key::Char(c) if !c.is_control() => {
+                line.push(c);
+                term.write_str(c.encode_utf8(&mut [0; 4]))?;
+            }
+            _ => {}
+        }
+        term.flush()?;
+    }
+}
+
+/// What a `[y/N]` answer means: `Some(true)` for y/yes, `Some(false)` for n/no/nothing, `None`
+/// for anything else (asked again).
+pub fn yes_or_no(answer: &str) -> Option<bool> {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(true),
+        "" | "n" | "no" => Some(false),
+        _ => None,
+    }
+}
+
 impl Prompter for Dialoguer {
     fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>> {
+        crate::interrupt::install();
+        let _shown = CursorShown;
         let items: Vec<String> = items.iter().map(|i| safe(i)).collect();
-        Ok(dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt()?)
+        dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt().map_err(|dialoguer::Error::IO(e)| failed(e))
     }
 
-    fn confirm(&self, prompt: &str, default: bool) -> Result<bool> {
-        Ok(dialoguer::Confirm::new().with_prompt(safe(prompt)).default(default).interact()?)
+    fn confirm(&self, prompt: &str) -> Result<bool> {
+        crate::interrupt::install();
+        let _shown = CursorShown;
+        let term = Term::stderr();
+        let question = format!("{} [y/N] ", safe(prompt));
+        loop {
+            let Some(answer) = read_line(&term, &question).map_err(failed)? else { return Ok(false) };
+            match yes_or_no(&answer) {
+                Some(yes) => return Ok(yes),
+                None => term.write_line(&format!("  please answer y or n (not {})", safe(&answer)))?,
+            }
+        }
     }
 
-    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String> {
-        Ok(dialoguer::Input::<String>::new().with_prompt(safe(prompt)).validate_with(|text: &String| validate(text).map_err(|e| safe(&e))).interact_text()?)
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<Option<String>> {
+        crate::interrupt::install();
+        let _shown = CursorShown;
+        let term = Term::stderr();
+        let question = format!("{} (Esc cancels): ", safe(prompt));
+        loop {
+            let Some(answer) = read_line(&term, &question).map_err(failed)? else { return Ok(None) };
+            match validate(answer.trim()) {
+                Ok(()) => return Ok(Some(answer.trim().to_string())),
+                Err(why) => term.write_line(&format!("  invalid: {}", safe(&why)))?,
+            }
+        }
+    }
+
+    fn note(&self, text: &str) {
+        let _ = Term::stderr().write_line(&safe(text));
     }
 }
 
 /// Answers given in advance, for tests; records what was asked and which texts were refused.
+/// An empty list of texts answers `None` (cancelled).
 #[derive(Default)]
 pub struct Scripted {
     pub selections: RefCell<Vec<Option<usize>>>,
     pub confirmations: RefCell<Vec<bool>>,
     pub texts: RefCell<Vec<String>>,
-    /// `prompt: item | item ...` for every question, in order.
+    /// `prompt: item | item ...` for every question, and every note, in order.
     pub asked: RefCell<Vec<String>>,
     /// Why `validate` refused each refused text.
     pub refused: RefCell<Vec<String>>,
@@ -56,19 +148,37 @@ impl Prompter for Scripted {
         Ok(choice)
     }
 
-    fn confirm(&self, prompt: &str, _default: bool) -> Result<bool> {
+    fn confirm(&self, prompt: &str) -> Result<bool> {
         self.asked.borrow_mut().push(prompt.to_string());
         Ok(self.confirmations.borrow_mut().remove(0))
     }
 
-    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<String> {
+    fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<Option<String>> {
         self.asked.borrow_mut().push(prompt.to_string());
         loop {
-            let answer = self.texts.borrow_mut().remove(0);
+            let mut texts = self.texts.borrow_mut();
+            if texts.is_empty() {
+                return Ok(None);
+            }
+            let answer = texts.remove(0);
             match validate(&answer) {
-                Ok(()) => return Ok(answer),
+                Ok(()) => return Ok(Some(answer)),
                 Err(why) => self.refused.borrow_mut().push(why),
             }
+        }
+    }
+
+    fn note(&self, text: &str) {
+        self.asked.borrow_mut().push(format!("note: {text}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn yes_or_no_answers() {
+        for (answer, meaning) in [("y", Some(true)), ("YES", Some(true)), (" yes ", Some(true)), ("", Some(false)), ("n", Some(false)), ("No", Some(false)), ("x", None), ("yep", None)] {
+            assert_eq!(super::yes_or_no(answer), meaning, "{answer:?}");
         }
     }
 }

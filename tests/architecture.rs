@@ -13,9 +13,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("migrate", &["error", "manifest", "model"]),
     ("render", &["allocator", "manifest", "migrate", "model"]),
     ("cli", &[]),
-    ("source", &["error", "manifest", "model"]),
-    ("terminal", &["render"]),
-    ("commands", &["allocator", "cli", "error", "manifest", "migrate", "model", "render", "source", "terminal"]),
+    ("interrupt", &[]),
+    ("source", &["error", "interrupt", "manifest", "model"]),
+    ("terminal", &["interrupt", "render"]),
+    ("commands", &["allocator", "cli", "error", "interrupt", "manifest", "migrate", "model", "render", "source", "terminal"]),
 ];
 
 /// What `src/main.rs` may use of the library.

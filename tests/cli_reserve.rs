@@ -235,14 +235,16 @@ fn remove_restores_the_figures_and_list_on_the_example() {
     assert_eq!(listed, vec![(json!("10.41.0.0"), json!("10.41.255.255"))]);
 }
 
-/// Missing arguments on a terminal: pick pool, pick CIDR, type ranges until one is valid.
+/// Missing arguments on a terminal: the v2alpha1 manifest is not offered (and why is said first),
+/// pick pool, pick CIDR, type ranges until one is valid, confirm the rewrite.
 #[test]
 fn guided_flow_in_a_real_terminal() {
     let fx = Fixture::new();
     let mut cmd = cli::plugin_process();
     cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(&fx.root);
     let mut term = cli::terminal(cmd, std::time::Duration::from_secs(30));
-    term.exp_string("legacy (v2alpha1; ipv4 0/256 blocks allocated)").unwrap();
+    term.exp_string("not offered: legacy (cilium.io/v2alpha1 manifests cannot hold reserved ranges").unwrap();
+    term.exp_string("green (upstream-v2; ipv4 0/64 blocks allocated)").unwrap();
     press(&mut term, "\r");
     term.exp_string("10.41.0.0/16 (255 free, 0 withheld, 1 allocated of 256 blocks)").unwrap();
     press(&mut term, "\x1b[B");
@@ -251,6 +253,8 @@ fn guided_flow_in_a_real_terminal() {
     press(&mut term, "10.40.0.1\r");
     term.exp_string("not inside the chosen CIDR").unwrap();
     press(&mut term, "10.41.0.0/28\r");
+    term.exp_string("Rewrite ./pools.yaml with this change to ciliumpodippool blue? [y/N]").unwrap();
+    press(&mut term, "y\r");
     term.exp_string("edited in ./pools.yaml: reserved 10.41.0.0-10.41.0.15 in 10.41.0.0/16").unwrap();
     term.exp_eof().unwrap();
     let blue: Value = serde_saphyr::from_str(fx.read().split("\n---\n").next().unwrap()).unwrap();

@@ -1,23 +1,218 @@
-//! Interactive flows end to end, in a real pseudo-terminal.
+//! Interactive flows end to end, in a real pseudo-terminal: pickers, the `[y/N]` question and
+//! the range prompt; the terminal left as it was on every way out (Esc, n, Ctrl-C); one exit code
+//! for "declined" (docs/design/exit-codes.md).
 
 mod support;
 
-use std::path::PathBuf;
+use rexpect::session::PtySession;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::cli::{self, press};
 
+/// Exit code of a declined question or a cancelled picker or prompt (`error::DECLINED`).
+const DECLINED: i32 = 1;
+/// Exit code after Ctrl-C: 128 + SIGINT.
+const INTERRUPTED: i32 = 130;
+
+const HIDE_CURSOR: &str = "\x1b[?25l";
+const SHOW_CURSOR: &str = "\x1b[?25h";
+
+/// A session and everything the program showed so far, escape sequences included.
+struct Screen {
+    session: PtySession,
+    shown: String,
+}
+
+impl Screen {
+    fn start(command: std::process::Command) -> Screen {
+        Screen { session: cli::terminal(command, Duration::from_secs(30)), shown: String::new() }
+    }
+
+    /// Waits for `text`, keeping what came before it.
+    fn expect(&mut self, text: &str) {
+        let before = self.session.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; shown so far: {:?}", self.shown));
+        self.shown.push_str(&before);
+        self.shown.push_str(text);
+    }
+
+    fn press(&mut self, keys: &str) {
+        press(&mut self.session, keys);
+    }
+
+    /// The exit code and the whole transcript once the program ended.
+    fn finish(self) -> (i32, String) {
+        let (code, rest) = cli::finish(self.session);
+        (code, self.shown + &rest)
+    }
+}
+
+/// Whether the last cursor command in `shown` makes the cursor visible (none at all counts: a
+/// prompt that never hid it).
+fn cursor_visible(shown: &str) -> bool {
+    match (shown.rfind(HIDE_CURSOR), shown.rfind(SHOW_CURSOR)) {
+        (Some(hidden), Some(visible)) => visible > hidden,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot")
+}
+
+const POOLS: &str = "\
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata:
+  name: blue
+spec:
+  ipv4:
+    cidrs:
+    - \"10.40.0.0/16\"   # quoted on purpose
+    maskSize: 24
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumPodIPPool
+metadata: {name: legacy}
+spec: {ipv4: {cidrs: [10.70.0.0/16], maskSize: 24}}
+";
+
+/// A directory with `pools.yaml` (blue in v2, legacy in v2alpha1).
+fn manifests() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pools.yaml"), POOLS).unwrap();
+    dir
+}
+
+/// The guided `reserve-range -f DIR --in-place` up to its `[y/N]` question for 10.40.0.0/28.
+fn guided_up_to_the_question(dir: &Path) -> Screen {
+    let mut cmd = cli::plugin_process();
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(dir);
+    let mut screen = Screen::start(cmd);
+    // Said before the first question: legacy cannot be edited, so it is not offered.
+    screen.expect("not offered: legacy (cilium.io/v2alpha1");
+    // blue is then the only pool and its only CIDR: no picker, straight to the range.
+    screen.expect("Range to reserve in 10.40.0.0/16");
+    screen.press("10.40.0.x\r");
+    screen.expect("invalid: \"10.40.0.x\" is not an IP address");
+    screen.press("10.40.0.0/28\r");
+    screen.expect("blocks");
+    screen.expect("Rewrite ./pools.yaml with this change to ciliumpodippool blue? [y/N]");
+    screen
+}
+
 #[test]
 fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
-    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot");
     let mut cmd = cli::plugin_process();
-    cmd.args(["inspect", "--color", "never", "-f"]).arg(&example);
-    let mut session = cli::terminal(cmd, Duration::from_secs(20));
-    session.exp_string("Pool to inspect").unwrap();
-    session.exp_string("batch").unwrap();
+    cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
+    let mut screen = Screen::start(cmd);
+    screen.expect("Pool to inspect");
+    screen.expect("batch");
     // Pools are listed by name: batch, blue, ...; one step down picks blue.
-    press(&mut session, "\x1b[B");
-    press(&mut session, "\r");
-    session.exp_string("Pool:          blue").unwrap();
-    session.exp_string("Next block (prediction").unwrap();
-    session.exp_eof().unwrap();
+    screen.press("\x1b[B");
+    screen.press("\r");
+    screen.expect("Pool:          blue");
+    screen.expect("Next block (prediction");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 0);
+    assert!(cursor_visible(&shown), "the picker's cursor is shown again: {shown:?}");
+}
+
+#[test]
+fn esc_in_a_picker_declines_and_shows_the_cursor() {
+    let mut cmd = cli::plugin_process();
+    cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
+    let mut screen = Screen::start(cmd);
+    screen.expect("batch");
+    assert!(!cursor_visible(&screen.shown), "the picker hides the cursor while it is up");
+    screen.press("\x1b");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, DECLINED, "{shown:?}");
+    assert!(shown.contains("aborted; nothing was written"), "{shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+}
+
+#[test]
+fn ctrl_c_in_a_picker_exits_130_with_the_cursor_shown() {
+    let mut cmd = cli::plugin_process();
+    cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
+    let mut screen = Screen::start(cmd);
+    screen.expect("batch");
+    screen.press("\x03");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, INTERRUPTED, "{shown:?}");
+    assert!(shown.rfind(SHOW_CURSOR) > shown.rfind(HIDE_CURSOR), "the last cursor command shows it: {shown:?}");
+    assert!(!shown.contains("error:"), "Ctrl-C is not reported as an error: {shown:?}");
+}
+
+#[test]
+fn offline_guided_in_place_asks_and_writes_only_on_yes() {
+    let dir = manifests();
+    let mut screen = guided_up_to_the_question(dir.path());
+    // Other keys are not swallowed: they show, and the question is asked again.
+    screen.press("x\r");
+    screen.expect("please answer y or n (not x)");
+    screen.expect("[y/N]");
+    screen.press("y\r");
+    screen.expect("edited in ./pools.yaml: reserved 10.40.0.0-10.40.0.15 in 10.40.0.0/16");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 0, "{shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+    let text = std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap();
+    assert!(text.contains("reservedRanges"), "{text}");
+}
+
+#[test]
+fn no_and_esc_at_the_question_decline_with_one_exit_code() {
+    for keys in ["n\r", "\r", "\x1b"] {
+        let dir = manifests();
+        let mut screen = guided_up_to_the_question(dir.path());
+        screen.press(keys);
+        let (code, shown) = screen.finish();
+        assert_eq!(code, DECLINED, "{keys:?}: {shown:?}");
+        assert!(shown.contains("aborted; nothing was written"), "{keys:?}: {shown:?}");
+        assert!(cursor_visible(&shown), "{keys:?}: {shown:?}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap(), POOLS, "{keys:?}: nothing written");
+    }
+}
+
+#[test]
+fn esc_at_the_range_prompt_declines() {
+    let dir = manifests();
+    let mut cmd = cli::plugin_process();
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(dir.path());
+    let mut screen = Screen::start(cmd);
+    screen.expect("Range to reserve in 10.40.0.0/16");
+    screen.press("10.40");
+    screen.expect("10.40");
+    screen.press("\x1b");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, DECLINED, "{shown:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap(), POOLS);
+}
+
+#[test]
+fn ctrl_c_at_the_question_exits_130_and_writes_nothing() {
+    let dir = manifests();
+    let mut screen = guided_up_to_the_question(dir.path());
+    screen.press("\x03");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, INTERRUPTED, "{shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap(), POOLS);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 1, "no staged file left behind: {left:?}");
+}
+
+#[test]
+fn a_v2alpha1_only_input_is_refused_before_any_question() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pools.yaml"), POOLS.split("---\n").nth(1).unwrap()).unwrap();
+    let mut cmd = cli::plugin_process();
+    cmd.args(["reserve-range", "--color", "never", "-f", ".", "--in-place"]).current_dir(dir.path());
+    let screen = Screen::start(cmd);
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 2, "{shown:?}");
+    assert!(shown.contains("pool legacy is a cilium.io/v2alpha1 manifest and cannot hold reserved ranges"), "{shown:?}");
+    assert!(!shown.contains("Range to reserve"), "{shown:?}");
 }

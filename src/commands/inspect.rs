@@ -31,7 +31,7 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
         Some(name) => vec![name],
         None if ctx.interactive && !snapshot.pools.is_empty() => match pick_pool(&report, &crate::terminal::Dialoguer)? {
             Some(name) => vec![name],
-            None => return Ok(0),
+            None => return super::declined(),
         },
         None => snapshot.pools.iter().map(|p| p.name.clone()).collect(),
     };

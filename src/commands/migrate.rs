@@ -107,8 +107,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     warn_line!("{}", view::counts_line(&live.plan));
     let question = format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
     if !confirm(args, ctx, &question)? {
-        warn_line!("aborted; nothing was written");
-        return Ok(2);
+        return super::declined();
     }
     write_backup(&backup_path, conn, &live)?;
     warn_line!("backup written to {} (mode 0600)", backup_path.display());
@@ -271,8 +270,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     pools::require(conn, &[Permission::crd_status_update()]).await?;
     warn_line!("{}", finalize_warning(live.plan.dialect));
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
-        warn_line!("aborted; nothing was written");
-        return Ok(2);
+        return super::declined();
     }
     let written = pools::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
         if CrdInfo::decode(&crd).versions.iter().any(|v| v.storage && v.name != "v2") {

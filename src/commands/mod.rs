@@ -63,7 +63,7 @@ impl Context {
         Ok(Context {
             input: input_of(global),
             namespace: global.namespace.clone(),
-            verbose: global.verbose,
+            verbose: global.verbosity > 0,
             format: match global.output {
                 Output::Table => Format::Table,
                 Output::Wide => Format::Wide,
@@ -106,7 +106,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         user: global.user.clone(),
         as_user: global.as_user.clone(),
         as_group: global.as_group.clone(),
-        timeout: (!global.request_timeout.is_zero()).then_some(global.request_timeout),
+        timeout: global.request_timeout,
         cilium_namespace: global.cilium_namespace.clone(),
     })
 }
@@ -117,15 +117,8 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
         return Err(input("-o openmetrics is only supported by usage; use -o json or -o yaml here"));
     }
     match command {
-        Command::Usage(args) => {
-            if let Some(pct) = args.fail_above
-                && !(0.0..=100.0).contains(&pct)
-            {
-                return Err(input(format!("--fail-above {pct} is not a percentage between 0 and 100")));
-            }
-            if args.watch && offline {
-                return Err(input("--watch needs a live cluster; it cannot be combined with -f"));
-            }
+        Command::Usage(args) if args.watch && offline => {
+            return Err(input("--watch needs a live cluster; it cannot be combined with -f"));
         }
         Command::ReserveRange(args) => {
             if args.in_place && !offline {
@@ -194,7 +187,8 @@ pub fn emit(text: &str) -> Result<()> {
 }
 
 /// The one rule before a write: `--yes` (`yes`), or a yes to `question` on a terminal; without
-/// a terminal and without `--yes` nothing is written (exit 2, `refusal` says why).
+/// a terminal and without `--yes` nothing is written (exit 2, `refusal` says why). A false
+/// answer ends the command with [`declined`].
 pub fn confirm(ctx: &Context, yes: bool, prompter: &dyn Prompter, question: &str, refusal: &str) -> Result<bool> {
     if yes {
         return Ok(true);
@@ -202,7 +196,15 @@ pub fn confirm(ctx: &Context, yes: bool, prompter: &dyn Prompter, question: &str
     if !ctx.interactive {
         return Err(input(refusal.to_string()));
     }
-    prompter.confirm(question, false)
+    prompter.confirm(question)
+}
+
+/// The end of every command whose question was answered no (`n`, Enter, Esc) or whose picker
+/// or prompt was cancelled (Esc): one line on stderr, nothing written, exit
+/// [`crate::error::DECLINED`].
+pub fn declined() -> Result<i32> {
+    warn_line!("aborted; nothing was written");
+    Ok(crate::error::DECLINED)
 }
 
 /// Snapshot and report, the start of every read command.

@@ -52,10 +52,16 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     };
     let request = match from_args {
         Some(request) => request,
-        None => match guided(&Dialoguer, &snapshot, &args)? {
-            Some(request) => request,
-            None => return Ok(0),
-        },
+        None => {
+            // What cannot be written is said before the first question, not after the range.
+            if cluster.is_some() && snapshot.crd.as_ref().is_some_and(|c| !c.serves("v2")) {
+                return Err(input(V2_NOT_SERVED));
+            }
+            match guided(&Dialoguer, &snapshot, &args, cluster.is_none())? {
+                Some(request) => request,
+                None => return super::declined(),
+            }
+        }
     };
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
     match (cluster, &ctx.input) {
@@ -132,12 +138,21 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     let edited = manifest::splice(&original, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
     let write = args.dry_run == DryRun::None;
+    // On a terminal a file is not rewritten unasked either; without one the named file is the
+    // user's instruction (the preview is printed, the change is in the repository's diff).
+    let ask = write && !args.yes && ctx.interactive;
+    if ask {
+        eprint!("{}", crate::render::escape::terminal_safe(&view::preview(&prepared.impact, &ctx.style), ctx.style.color));
+        if !Dialoguer.confirm(&format!("Rewrite {path} with this change to ciliumpodippool {}?", request.pool))? {
+            return super::declined();
+        }
+    }
     let mut file = path.clone();
     if write {
         // A symlinked manifest is edited at its target; the message names both.
         file = atomic::commit(vec![atomic::stage(std::path::Path::new(&path), edited.as_bytes(), 0o644)?])?.remove(0);
     }
-    let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file) };
+    let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file), previewed: ask };
     ctx.print(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, outcome))?;
     Ok(0)
 }
@@ -189,7 +204,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     let target = pools::Target::pools(&connection.client, args.dry_run == DryRun::Server);
     // What the last attempt read and prepared; `conflicts` counts the attempts before it.
     let mut last: Option<(Prepared, String)> = None;
-    let mut conflicts = 0;
+    let (mut conflicts, mut declined) = (0, false);
     let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| {
         if let Some((_, read_version)) = &last {
             conflicts += 1;
@@ -217,12 +232,12 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 false => ctx.print(&preview)?,
             }
             if args.dry_run == DryRun::Client {
-                let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None };
+                let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None, previewed: false };
                 ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
                 return Ok(None);
             }
             if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
-                warn_line!("aborted; nothing was written");
+                declined = true;
                 return Ok(None);
             }
         }
@@ -230,6 +245,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     })
     .await;
     match written {
+        Ok(Replaced::Unchanged) if declined => super::declined(),
         Ok(Replaced::Unchanged) => Ok(0),
         Ok(Replaced::Written { object, .. }) => {
             let (prepared, _) = last.as_ref().expect("an edit was prepared before the write");
@@ -239,6 +255,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 resource_version: object.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string),
                 conflicts,
                 file: None,
+                previewed: false,
             };
             ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
             Ok(0)
@@ -283,18 +300,33 @@ fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect
 
 /// The guided flow for a terminal: pick pool → pick CIDR → type a range (validated against the
 /// pool on entry, impact shown by the caller) — confirmation follows as for any write. `None`
-/// when the user cancels a picker.
-pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs) -> Result<Option<Request>> {
+/// when the user cancels a picker or the range prompt. `offline`: manifests are edited, and
+/// v2alpha1 manifests cannot hold reserved ranges, so such pools are not offered (a note says
+/// which and why before the first question).
+pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, offline: bool) -> Result<Option<Request>> {
     let report = crate::allocator::analyze(snapshot);
-    let pools: Vec<&Pool> = match &args.pool {
+    let named: Vec<&Pool> = match &args.pool {
         Some(name) => {
             require_pools(snapshot, std::slice::from_ref(name))?;
             snapshot.pools.iter().filter(|p| &p.name == name).collect()
         }
         None => snapshot.pools.iter().collect(),
     };
-    if pools.is_empty() {
+    if named.is_empty() {
         return Err(input("no CiliumPodIPPools found"));
+    }
+    let (pools, alpha): (Vec<&Pool>, Vec<&Pool>) = named.into_iter().partition(|p| !(offline && p.dialect == Dialect::V2alpha1));
+    if let Some(first) = alpha.first()
+        && pools.is_empty()
+    {
+        return Err(offline_dialect(first, snapshot.crd.as_ref()).expect_err("a v2alpha1 pool is refused"));
+    }
+    if !alpha.is_empty() {
+        let names: Vec<&str> = alpha.iter().map(|p| p.name.as_str()).collect();
+        prompter.note(&format!(
+            "not offered: {} (cilium.io/v2alpha1 manifests cannot hold reserved ranges; convert them first with kubectl ciliumpool migrate -f FILE)",
+            names.join(", ")
+        ));
     }
     let pool = if pools.len() == 1 {
         pools[0]
@@ -320,14 +352,20 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs) 
             c.map_or(cidr.clone(), |c| format!("{cidr} ({} free, {} withheld, {} allocated of {} blocks)", c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks))
         })
         .collect();
-    let Some(choice) = prompter.select("CIDR", &cidr_items)? else { return Ok(None) };
+    let choice = match cidr_items.len() {
+        1 => 0,
+        _ => match prompter.select("CIDR", &cidr_items)? {
+            Some(choice) => choice,
+            None => return Ok(None),
+        },
+    };
     let (_, cidr) = &cidrs[choice];
     let dialect = if pool.dialect == Dialect::V2alpha1 { Dialect::UpstreamV2 } else { pool.dialect };
     let validate = |text: &str| -> Result<(), String> {
         let range = reserve::parse_range(text)?;
         reserve::prepare(snapshot, &pool.name, dialect, &Change::Reserve(range), Some(cidr), args.force).map(|_| ())
     };
-    let text = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)?;
+    let Some(text) = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)? else { return Ok(None) };
     let range = reserve::parse_range(&text).map_err(input)?;
     Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
 }
@@ -365,7 +403,7 @@ mod tests {
             texts: RefCell::new(vec!["10.40.0.1".to_string(), "nonsense".into(), "10.41.0.0-10.41.0.15".into()]),
             ..Default::default()
         };
-        let request = guided(&script, &snapshot(), &args(&[])).unwrap();
+        let request = guided(&script, &snapshot(), &args(&[]), true).unwrap();
         let expected = Request { pool: "blue".into(), change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()), cidr: Some("10.41.0.0/16".into()) };
         assert_eq!(request, Some(expected));
         let asked = script.asked.borrow();
@@ -376,7 +414,7 @@ mod tests {
         assert!(refused[0].contains("not inside the chosen CIDR"));
         // Cancelling a picker ends the flow without a request.
         let cancel = Scripted { selections: RefCell::new(vec![None]), ..Default::default() };
-        assert_eq!(guided(&cancel, &snapshot(), &args(&[])).unwrap(), None);
+        assert_eq!(guided(&cancel, &snapshot(), &args(&[]), true).unwrap(), None);
     }
 
     #[test]

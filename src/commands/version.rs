@@ -13,6 +13,8 @@ use tokio::time::{Instant, timeout_at};
 /// How long the cluster part may take in all unless `--request-timeout` says otherwise: `version`
 /// is asked when something is wrong, and must not hang on an unreachable server.
 const DEADLINE: Duration = Duration::from_secs(2);
+/// A deadline that never comes (`--request-timeout 0`).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 pub const BUILD: Build = Build {
     version: env!("CARGO_PKG_VERSION"),
@@ -43,8 +45,9 @@ async fn ask_cluster(options: &ConnectOptions, doc: &mut VersionDocument) {
         Err(e) => return doc.notes.push(format!("server: {e:#}")),
     };
     let connection = &cluster.connection;
-    let budget = connection.timeout.unwrap_or(DEADLINE);
-    let deadline = Instant::now() + budget;
+    // --request-timeout N allows N for the whole cluster part; 0 waits forever, as everywhere.
+    let budget = connection.request_timeout.unwrap_or(DEADLINE);
+    let deadline = if budget.is_zero() { Instant::now() + FOREVER } else { Instant::now() + budget };
     let late = |what: &str| format!("{what}: no answer within {}", humantime::format_duration(budget));
     let server = doc.server.insert(Server { url: connection.server.clone(), version: None });
     match timeout_at(deadline, cluster.server_version()).await {

@@ -16,6 +16,8 @@ pub struct Outcome {
     pub conflicts: u32,
     /// The manifest rewritten (`--in-place`).
     pub file: Option<String>,
+    /// The preview was already shown (before the confirmation question).
+    pub previewed: bool,
 }
 
 /// `reserve-range`'s result once the change is done (or dry-run).
@@ -57,10 +59,10 @@ impl Render for Edited<'_> {
         }
     }
 
-    /// The preview (unless already shown: it is for a manifest rewrite) and a kubectl-style line.
+    /// The preview (for a manifest rewrite, unless shown before the question) and a kubectl-style line.
     fn text(&self, _wide: bool, style: &Style) -> String {
         let (plan, outcome) = (&self.prepared.plan, &self.outcome);
-        let mut out = if outcome.file.is_some() { preview(&self.prepared.impact, style) } else { String::new() };
+        let mut out = if outcome.file.is_some() && !outcome.previewed { preview(&self.prepared.impact, style) } else { String::new() };
         let what = match plan.action {
             Action::Reserve => format!("reserved {} in {}", plan.entry, plan.cidr),
             Action::Remove => format!("removed the reserved range {} of {}", plan.entry, plan.cidr),

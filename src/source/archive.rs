@@ -47,6 +47,13 @@ pub fn kind_of(path: &Path) -> Result<Option<Kind>> {
     })
 }
 
+/// Whether a file name says archive (`.zip`, `.tar`, `.tar.gz`, `.tgz`): such a file that is
+/// not one by its content is refused rather than parsed as YAML.
+pub fn named_like_one(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [".zip", ".tar", ".tar.gz", ".tgz"].iter().any(|ext| name.ends_with(ext))
+}
+
 /// Reads the members of an archive into `inputs`; `name` is the path as the user gave it.
 pub fn read(path: &Path, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<()> {
     let file = std::fs::File::open(path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
@@ -58,7 +65,9 @@ pub fn read(path: &Path, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<
 }
 
 fn read_zip(file: std::fs::File, name: &str, inputs: &mut Inputs) -> Result<()> {
-    let broken = |e: &dyn std::fmt::Display| input(format!("{name}: not a readable zip archive: {e}"));
+    let broken = |e: &dyn std::fmt::Display| {
+        input(format!("{name}: not a readable zip archive ({e}): truncated or corrupt? get the sysdump again, or unzip what can be read and pass the directory with -f"))
+    };
     let mut zip = zip::ZipArchive::new(file).map_err(|e| broken(&e))?;
     if zip.len() > MAX_ARCHIVE_MEMBERS {
         return Err(input(format!("{name}: {} members, more than {MAX_ARCHIVE_MEMBERS}; extract the files you need", zip.len())));

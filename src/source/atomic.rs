@@ -167,22 +167,17 @@ pub fn remove_stale(dir: &Path) {
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: remove staged files (after a commit in progress), then end
-/// with the signal's usual exit status.
+/// with the signal's usual exit status (`crate::interrupt`).
 fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
-        std::thread::spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-                for path in pending.iter() {
-                    let _ = std::fs::remove_file(path);
-                }
-                std::process::exit(128 + signal);
-            }
-        });
-    });
+    ONCE.call_once(|| crate::interrupt::on_signal(remove_pending));
+}
+
+fn remove_pending() {
+    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    for path in pending.iter() {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 #[cfg(test)]

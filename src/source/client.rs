@@ -15,8 +15,12 @@ pub struct Connection {
     pub context: Option<String>,
     /// The user as kubectl would name it (impersonated user, else the kubeconfig user).
     pub user: String,
-    /// `--request-timeout`, for messages.
+    /// The bound on each read of an answer (`--request-timeout` when given and not 0), also for
+    /// watch streams.
     pub timeout: Option<Duration>,
+    /// `--request-timeout` as given (`None`: not given, [`DEFAULT_DEADLINE`] applies; zero: no
+    /// deadline at all).
+    pub request_timeout: Option<Duration>,
     /// The exec credential plugin of the kubeconfig user, for messages.
     pub exec_command: Option<String>,
 }
@@ -31,17 +35,48 @@ pub struct ConnectOptions {
     pub user: Option<String>,
     pub as_user: Option<String>,
     pub as_group: Vec<String>,
+    /// `--request-timeout` as given: `None` when not given ([`DEFAULT_DEADLINE`]), zero for none.
     pub timeout: Option<Duration>,
     /// `--cilium-namespace`: where ConfigMap `cilium-config` (the IPAM mode) lives.
     pub cilium_namespace: String,
 }
 
+/// How long connecting (TCP and TLS) and the wait for each answer to begin may take when
+/// `--request-timeout` is not given. A server that accepts connections but never answers ends
+/// the command (exit 3) instead of hanging it; reading an answer that has begun has no bound
+/// then (a watch stream may be quiet for minutes). docs/design/exit-codes.md.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The deadlines one request runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Deadlines {
+    /// TCP connect and TLS handshake.
+    connect: Option<Duration>,
+    /// From sending the request to the answer's headers.
+    answer: Option<Duration>,
+    /// Each read (and write) on the connection.
+    read: Option<Duration>,
+}
+
+impl Deadlines {
+    /// Not given: [`DEFAULT_DEADLINE`] to connect and for each answer to begin; `0`: none at all;
+    /// `N`: N for connecting, for the answer to begin and for each read and write.
+    fn of(request_timeout: Option<Duration>) -> Deadlines {
+        match request_timeout {
+            None => Deadlines { connect: Some(DEFAULT_DEADLINE), answer: Some(DEFAULT_DEADLINE), read: None },
+            Some(zero) if zero.is_zero() => Deadlines { connect: None, answer: None, read: None },
+            Some(given) => Deadlines { connect: Some(given), answer: Some(given), read: Some(given) },
+        }
+    }
+}
+
 pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
-    let timeout = flags.timeout;
+    let deadlines = Deadlines::of(flags.timeout);
     let options = KubeConfigOptions { context: flags.context.clone(), cluster: flags.cluster.clone(), user: flags.user.clone() };
     let (mut config, context, kube_user, exec_command) = match load_kubeconfig(flags.kubeconfig.as_deref())? {
         Some(file) => {
             secrets::remember(&file);
+            check_names(&file, &options)?;
             let (context, user) = kubeconfig_names(&file, &options);
             let exec_command = user.as_ref().and_then(|u| file.auth_infos.iter().find(|a| &a.name == u)).and_then(|a| a.auth_info.as_ref()?.exec.as_ref()?.command.clone());
             let config = Config::from_custom_kubeconfig(file, &options).await.map_err(|e| input(format!("kubeconfig: {}", secrets::redact(&e.to_string()))))?;
@@ -66,18 +101,21 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     if !flags.as_group.is_empty() {
         config.auth_info.impersonate_groups = Some(flags.as_group.clone());
     }
-    if timeout.is_some() {
-        config.read_timeout = timeout;
-        config.connect_timeout = timeout;
-        config.write_timeout = timeout;
-    }
+    config.connect_timeout = deadlines.connect;
+    config.read_timeout = deadlines.read;
+    config.write_timeout = deadlines.read;
     let server = secrets::safe_url(&config.cluster_url.to_string());
-    let client = kube::Client::try_from(config).map_err(|e| {
+    let failed = |e: kube::Error| {
         let cause = secrets::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
         cluster(format!("cannot build a client for {server}: {cause}"))
-    })?;
+    };
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
+    let client = match deadlines.answer {
+        Some(answer) => builder.with_layer(&tower::timeout::TimeoutLayer::new(answer)).build(),
+        None => builder.build(),
+    };
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
-    Ok(Connection { client, server, context, user, timeout, exec_command })
+    Ok(Connection { client, server, context, user, timeout: deadlines.read, request_timeout: flags.timeout, exec_command })
 }
 
 /// The kubeconfig kubectl would use: `--kubeconfig`, else the files of `KUBECONFIG` merged (the
@@ -147,14 +185,37 @@ impl Connection {
             return auth;
         }
         let cause = super::secrets::redact(&innermost.to_string()).into_owned();
-        match self.timeout {
-            // hyper-timeout reports a timeout as "deadline has elapsed".
-            Some(timeout) if cause.contains("deadline has elapsed") || cause.contains("timed out") => {
-                format!("no answer within --request-timeout {}", humantime::format_duration(timeout))
-            }
-            _ => cause,
+        // hyper-timeout reports a timeout as "deadline has elapsed", tower's as "request timed out".
+        if !(cause.contains("deadline has elapsed") || cause.contains("timed out")) {
+            return cause;
+        }
+        match self.request_timeout {
+            Some(given) => format!("no answer within --request-timeout {}", humantime::format_duration(given)),
+            None => format!(
+                "no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)",
+                humantime::format_duration(DEFAULT_DEADLINE)
+            ),
         }
     }
+}
+
+/// Refuses a `--context`, `--cluster` or `--user` the kubeconfig does not have, naming those it
+/// has (kube's own message names neither).
+fn check_names(file: &Kubeconfig, options: &KubeConfigOptions) -> Result<()> {
+    let checks: [(&str, &Option<String>, Vec<&str>); 3] = [
+        ("context", &options.context, file.contexts.iter().map(|c| c.name.as_str()).collect()),
+        ("cluster", &options.cluster, file.clusters.iter().map(|c| c.name.as_str()).collect()),
+        ("user", &options.user, file.auth_infos.iter().map(|a| a.name.as_str()).collect()),
+    ];
+    for (what, wanted, known) in checks {
+        if let Some(wanted) = wanted
+            && !known.contains(&wanted.as_str())
+        {
+            let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+            return Err(input(format!("--{what} {wanted:?}: the kubeconfig has no such {what}; its {what}s: {known} (kubectl config get-{what}s)")));
+        }
+    }
+    Ok(())
 }
 
 /// The context and user names the options select in a kubeconfig (for messages only).

@@ -132,7 +132,10 @@ impl Cluster {
         // Pools first: without the CRD every other Cilium list fails too, and "not installed"
         // is the message that helps.
         let pools = pools?;
-        let nodes = nodes.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&nodes_resource)))?;
+        let nodes = nodes.map_err(|e| match e {
+            kube::Error::Api(status) if status.code == 404 => self.nodes_not_served(),
+            e => self.connection.request_failed(e, "list", &resource_name(&nodes_resource)),
+        })?;
         let pods = self.optional(pods, &pods_resource)?;
         let endpoints = self.optional(endpoints, &endpoints_resource)?;
         let layout = Layout {
@@ -275,6 +278,16 @@ impl Cluster {
             }
             Err(e) => Err(self.connection.request_failed(e, "get", &format!("configmaps/{CONFIG_MAP_NAME}"))),
         }
+    }
+
+    /// CiliumNodes are where the operator records which blocks each node holds: without their
+    /// CRD no allocated block can be known, so no figure would be right.
+    fn nodes_not_served(&self) -> anyhow::Error {
+        cluster(format!(
+            "CiliumNode (ciliumnodes.cilium.io, cilium.io/v2) is not served by {}: the CiliumNode CRD is missing, so which blocks the nodes hold cannot be read; \
+             the Cilium operator creates it when it starts — check that Cilium is installed and its operator runs (or work offline with -f)",
+            self.connection.server
+        ))
     }
 
     fn not_installed(&self) -> anyhow::Error {

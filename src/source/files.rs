@@ -84,6 +84,11 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 let kind = archive::kind_of(Path::new(path))?.expect("sniffed above");
                 archive::read(Path::new(path), path, kind, &mut inputs)?;
             }
+            Some(meta) if meta.is_file() && archive::named_like_one(path) => {
+                return Err(input(format!(
+                    "{path}: named like an archive but it is not a zip or tar archive (an incomplete download?); get the sysdump again, or pass its extracted directory with -f"
+                )));
+            }
             _ => {
                 let loaded = load_one((path != "-").then(|| Path::new(path.as_str())))?;
                 inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), name: loaded.name });
