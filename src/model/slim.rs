@@ -72,6 +72,12 @@ fn retain(value: &mut Value, keep: Keep) {
 #[derive(Debug, PartialEq)]
 pub struct Slim(pub Value);
 
+impl From<Slim> for Value {
+    fn from(Slim(value): Slim) -> Value {
+        value
+    }
+}
+
 impl<'de> de::Deserialize<'de> for Slim {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Slim, D::Error> {
         deserializer.deserialize_any(ObjectVisitor { inherited_kind: None }).map(Slim)

@@ -166,32 +166,12 @@ impl Cluster {
         }
     }
 
-    /// Every object of a resource, page by page, decoded straight from each response with Pods
-    /// and CiliumEndpoints slimmed to what the snapshot reads (`model::slim`): a page of real pods
-    /// is mostly fields the plugin never looks at, and decoding them is most of a live read's cost.
+    /// Every object of a resource, page by page, with Pods and CiliumEndpoints slimmed to what the
+    /// snapshot reads (`model::slim`): a page of real pods is mostly fields the plugin never looks
+    /// at, and decoding them is most of a live read's cost.
     async fn list(&self, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
-        let mut items = Vec::new();
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        loop {
-            let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
-            let Slim(mut page) = self.connection.client.request::<Slim>(request).await?;
-            if let Some(Value::Array(listed)) = page.get_mut("items").map(Value::take) {
-                items.extend(listed.into_iter().map(|mut item| {
-                    // Items of built-in kinds omit their type, as in typed_value.
-                    if let Some(map) = item.as_object_mut() {
-                        map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
-                        map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
-                    }
-                    item
-                }));
-            }
-            match page.pointer("/metadata/continue").and_then(Value::as_str) {
-                Some(token) if !token.is_empty() => params = params.continue_token(token),
-                _ => return Ok(items),
-            }
-        }
+        list_pages::<Slim>(&self.connection.client, resource, namespace, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
@@ -368,21 +348,35 @@ fn unreadable_text(why: Unreadable) -> &'static str {
     }
 }
 
-/// An object as JSON with `apiVersion` and `kind` (list items of built-in kinds omit them).
-/// Every object `api` lists, in pages of `page_size`, as JSON with apiVersion and kind set.
-pub async fn list_all(api: &Api<DynamicObject>, resource: &ApiResource, page_size: u32) -> Result<Vec<Value>, kube::Error> {
+/// Every object of `resource` (in `namespace`, or all), `page_size` per request, each response
+/// decoded straight into `D` (the page as JSON, possibly trimmed), items typed as [`typed_value`].
+pub async fn list_pages<D>(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Vec<Value>, kube::Error>
+where
+    D: serde::de::DeserializeOwned + Into<Value>,
+{
+    let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(page_size);
     loop {
-        let page = api.list(&params).await?;
-        items.extend(page.items.into_iter().map(|object| typed_value(object, resource)));
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+        let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
+        let mut page: Value = client.request::<D>(request).await?.into();
+        if let Some(Value::Array(listed)) = page.get_mut("items").map(Value::take) {
+            items.extend(listed.into_iter().map(|mut item| {
+                if let Some(map) = item.as_object_mut() {
+                    map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+                    map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+                }
+                item
+            }));
+        }
+        match page.pointer("/metadata/continue").and_then(Value::as_str) {
+            Some(token) if !token.is_empty() => params = params.continue_token(token),
             _ => return Ok(items),
         }
     }
 }
 
+/// An object as JSON with `apiVersion` and `kind` (list items of built-in kinds omit them).
 pub fn typed_value(mut object: DynamicObject, resource: &ApiResource) -> Value {
     if object.types.is_none() {
         object.types = Some(TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });

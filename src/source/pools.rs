@@ -7,7 +7,7 @@
 //! re-reads and asks the caller's edit again — kube does not retry 409s itself.
 
 use super::client::{Connection, pools_api, pools_resource};
-use super::cluster::{crd_resource, list_all};
+use super::cluster::{crd_resource, list_pages};
 use crate::error::cluster;
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;
@@ -187,7 +187,7 @@ impl PoolViews {
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
 async fn list_pools(conn: &Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    list_all(&pools_api(&conn.client, version), &pools_resource(version), page_size)
+    list_pages::<Value>(&conn.client, &pools_resource(version), None, page_size)
         .await
         .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))
 }
