@@ -136,10 +136,10 @@ fn blue_gateway_and_drain_in_place_then_usage_agrees() {
 
     // inspect shows the CIDR draining with its node and pod; check reports it once empty.
     let (_, out, _) = fx.run(&["inspect", "blue"]);
-    assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside: team-blue/db-0"), "{out}");
+    assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside:\n    team-blue/db-0\n"), "{out}");
     std::fs::write(fx.root.join("nodes.yaml"), "").unwrap();
     let (_, out, _) = fx.run(&["inspect", "blue"]);
-    assert!(out.contains("10.41.0.0/16   256      0           256        0      drained: safe to remove from cidrs"), "{out}");
+    assert!(out.contains("10.41.0.0/16      256           0        256      0   drained: safe to remove from cidrs"), "{out}");
     assert!(out.contains("Draining 10.41.0.0/16: empty — safe to remove it from spec.ipv4.cidrs"), "{out}");
     let (code, out, _) = fx.run(&["check", "-o", "json"]);
     assert_eq!(code, 1);

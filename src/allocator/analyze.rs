@@ -384,28 +384,31 @@ fn node_reports(snapshot: &Snapshot, in_use: &InUse) -> Vec<NodeReport> {
                         let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
                         let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
                         for b in entry.blocks.iter().filter_map(|b| b.prefix) {
-                            usable_addresses += blocks::usable(b.family, b.len, allow_first, allow_last);
-                            prefixes.push(b);
+                            let usable = blocks::usable(b.family, b.len, allow_first, allow_last);
+                            usable_addresses += usable;
+                            prefixes.push((b, usable));
                         }
                     }
-                    let used_addresses = in_use.sources.known.then(|| {
-                        Family::ALL
-                            .iter()
-                            .map(|&f| {
-                                let ranges = IntervalSet::from_ranges(prefixes.iter().filter(|p| p.family == f).map(|p| (p.first(), p.last())));
-                                in_use.family(f).count_in(&ranges)
-                            })
-                            .sum()
-                    });
                     let request = node.requested.iter().find(|r| r.pool == name);
+                    let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
+                    let families: Vec<NodeFamilyReport> = Family::ALL
+                        .iter()
+                        .map(|&family| {
+                            let held: Vec<_> = prefixes.iter().filter(|(p, _)| p.family == family).collect();
+                            let used_addresses = in_use.sources.known.then(|| in_use.family(family).count_in(&IntervalSet::from_ranges(held.iter().map(|(p, _)| (p.first(), p.last())))));
+                            let usable_addresses = held.iter().map(|(_, usable)| *usable).sum();
+                            let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
+                            NodeFamilyReport { family, blocks: held.len(), usable_addresses, used_addresses, needed_addresses }
+                        })
+                        .filter(|f| f.blocks > 0 || f.needed_addresses > 0)
+                        .collect();
+                    let used_addresses = in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum());
                     NodePoolReport {
                         pool: name.to_string(),
                         blocks: entries.iter().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
                         used_addresses,
-                        needed_addresses: Needed {
-                            ipv4: request.map_or(0, |r| r.needed_ipv4),
-                            ipv6: request.map_or(0, |r| r.needed_ipv6),
-                        },
+                        needed_addresses: needed,
+                        families,
                         usable_addresses,
                         pool_exists: pool.is_some(),
                     }

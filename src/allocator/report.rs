@@ -175,16 +175,24 @@ pub struct NodePoolReport {
     pub blocks: Vec<String>,
     pub used_addresses: Option<Count>,
     pub needed_addresses: Needed,
+    /// The same figures per address family (a dual-stack pool's IPv4 and IPv6 never add up).
+    pub families: Vec<NodeFamilyReport>,
     #[serde(skip)]
     pub usable_addresses: Count,
     #[serde(skip)]
     pub pool_exists: bool,
 }
 
-impl NodePoolReport {
-    pub fn needed_total(&self) -> u128 {
-        self.needed_addresses.ipv4 as u128 + self.needed_addresses.ipv6 as u128
-    }
+/// One family of a node's entry for one pool: families with blocks or a request.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFamilyReport {
+    pub family: Family,
+    /// Valid blocks of this family the node lists.
+    pub blocks: usize,
+    pub usable_addresses: Count,
+    pub used_addresses: Option<Count>,
+    pub needed_addresses: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]

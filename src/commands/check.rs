@@ -15,6 +15,7 @@ pub async fn run(args: CheckArgs, ctx: &Context) -> Result<i32> {
     };
     let problems: Vec<_> = report.problems.iter().filter(|p| p.severity <= floor).collect();
     let found = !problems.is_empty();
-    ctx.show(&Check { origin: &snapshot.origin, problems, ipam: &report.ipam })?;
+    let hidden = report.problems.len() - problems.len();
+    ctx.show(&Check { origin: &snapshot.origin, problems, hidden, ipam: &report.ipam })?;
     Ok(if found { 1 } else { 0 })
 }

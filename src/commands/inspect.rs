@@ -16,7 +16,7 @@ pub fn pick_pool(report: &Report, prompter: &dyn Prompter) -> Result<Option<Stri
             let figures: Vec<String> = p
                 .families
                 .iter()
-                .map(|f| format!("{} {}", f.family, f.utilization().map_or("-".to_string(), |u| format!("{:.0}%", u * 100.0))))
+                .map(|f| format!("{} {}", f.family, crate::render::percent(f.utilization())))
                 .collect();
             format!("{:<20} {}", p.name, figures.join("  "))
         })

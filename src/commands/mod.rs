@@ -163,7 +163,16 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
 impl Context {
     /// Prints a command's result in the format `-o` asked for.
     pub fn show(&self, result: &impl Render) -> Result<()> {
-        self.print(&render::output(result, self.format, &self.style))
+        self.print(&render::output(result, self.format, &self.style))?;
+        self.note(&render::notes(result, self.format, &self.stderr_style));
+        Ok(())
+    }
+
+    /// Writes human notes to stderr, escaped.
+    pub fn note(&self, text: &str) {
+        if !text.is_empty() {
+            eprint!("{}", crate::render::escape::terminal_safe(text, self.stderr_style.color));
+        }
     }
 
     /// Writes text in the `-o` format to stdout: escaped for a terminal unless it is a JSON/YAML
@@ -205,6 +214,28 @@ pub fn confirm(ctx: &Context, yes: bool, prompter: &dyn Prompter, question: &str
 pub fn declined() -> Result<i32> {
     warn_line!("aborted; nothing was written");
     Ok(crate::error::DECLINED)
+}
+
+/// Resolves when the user interrupts (Ctrl-C) or the process is asked to stop (SIGTERM), so that
+/// long-running commands can restore the terminal and exit 0 instead of dying mid-frame.
+pub async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Snapshot and report, the start of every read command.

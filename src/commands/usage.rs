@@ -1,11 +1,12 @@
 //! `usage`: figures per pool, node or block, with thresholds for scripts.
 
 use super::{Context, analyze, emit, require_pools, warn_unread};
-use crate::render::escape::terminal_safe;
-use crate::allocator::{Count, PoolReport, Report};
+use crate::allocator::{PoolReport, Report};
 use crate::cli::{ByKind, UsageArgs};
 use crate::model::Snapshot;
-use crate::render::{self, usage::{Table, Usage, selected}};
+use crate::render::escape::terminal_safe;
+use crate::render::usage::{Table, Thresholds, Usage, selected};
+use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
 use crate::source::cluster::Cluster;
 use crate::source::watch::Watch;
@@ -18,8 +19,26 @@ pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
     }
     let (snapshot, report) = analyze(ctx).await?;
     require_pools(&snapshot, &args.pools)?;
-    ctx.print(&render_usage(&args, ctx, &snapshot, &report))?;
-    Ok(if breaches(&args, &selected(&report, &args.pools)) { 1 } else { 0 })
+    let usage = view(&args, &snapshot, &report);
+    ctx.show(&usage)?;
+    let breaches = usage.thresholds.breach_lines(&usage.pools());
+    for line in &breaches {
+        ctx.note(&format!("{line}\n"));
+    }
+    Ok(if breaches.is_empty() { 0 } else { 1 })
+}
+
+/// The `usage` result the flags ask for.
+fn view<'a>(args: &'a UsageArgs, snapshot: &'a Snapshot, report: &'a Report) -> Usage<'a> {
+    let table = if args.show_blocks {
+        Table::Blocks
+    } else if args.by == ByKind::Node {
+        Table::Nodes
+    } else {
+        Table::Pools
+    };
+    let thresholds = Thresholds { fail_above: args.fail_above, min_free_blocks: args.min_free_blocks };
+    Usage { snapshot, report, names: &args.pools, table, thresholds }
 }
 
 /// How long a burst of changes may last before the figures are recomputed once.
@@ -32,10 +51,27 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, layout) = cluster.read().await?;
     warn_unread(&snapshot);
     require_pools(&snapshot, &args.pools)?;
-    let mut screen = Screen { terminal: ctx.stdout_terminal, colour: ctx.style.color, machine: ctx.format.is_document(), shown: None };
-    screen.show(render_snapshot(&args, ctx, &snapshot))?;
+    let report = crate::allocator::analyze(&snapshot);
+    let usage = view(&args, &snapshot, &report);
+    let mut screen = Screen::new(ctx);
+    // The notes once, on stderr (a terminal shows them again when the alternate screen closes).
+    let notes = render::notes(&usage, ctx.format, &ctx.stderr_style);
+    if !screen.terminal {
+        ctx.note(&notes);
+    }
+    screen.show(&render::output(&usage, ctx.format, &ctx.style), &[], &pool_figures(&usage))?;
     let mut watch = Watch::start(&cluster, &layout);
-    let interrupted = tokio::signal::ctrl_c();
+    let result = follow(&args, ctx, &mut screen, &mut watch, &layout).await;
+    screen.close();
+    if screen.terminal {
+        ctx.note(&notes);
+    }
+    result
+}
+
+/// Re-renders on every settled change until Ctrl-C or SIGTERM.
+async fn follow(args: &UsageArgs, ctx: &Context, screen: &mut Screen, watch: &mut Watch, layout: &crate::source::cluster::Layout) -> Result<i32> {
+    let interrupted = super::interrupted();
     tokio::pin!(interrupted);
     loop {
         tokio::select! {
@@ -46,93 +82,88 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
             _ = &mut interrupted => return Ok(0),
             _ = watch.settle(DEBOUNCE) => {}
         }
-        screen.show(render_snapshot(&args, ctx, &watch.snapshot(&layout)))?;
+        let snapshot = watch.snapshot(layout);
+        let report = crate::allocator::analyze(&snapshot);
+        let usage = view(args, &snapshot, &report);
+        let figures = pool_figures(&usage);
+        let changes = render::watch::changes(&screen.figures, &figures);
+        screen.show(&render::output(&usage, ctx.format, &ctx.style), &changes, &figures)?;
     }
 }
 
-fn render_snapshot(args: &UsageArgs, ctx: &Context, snapshot: &Snapshot) -> String {
-    render_usage(args, ctx, snapshot, &crate::allocator::analyze(snapshot))
+/// The per pool-family figures `--watch` compares between frames.
+fn pool_figures(usage: &Usage) -> Vec<render::watch::Figures> {
+    let pools: Vec<&PoolReport> = selected(usage.report, usage.names);
+    render::watch::figures(&pools)
 }
 
-/// Where `--watch` output goes: redrawn in place on a terminal, one block per change in a pipe.
+/// Where `--watch` output goes: an alternate screen redrawn in place on a terminal (restored on
+/// exit), one block per change in a pipe.
 struct Screen {
     terminal: bool,
     colour: bool,
     /// JSON/YAML frames are documents, already escaped.
     machine: bool,
+    yaml: bool,
     shown: Option<String>,
+    figures: Vec<render::watch::Figures>,
+    opened: bool,
 }
 
 impl Screen {
+    fn new(ctx: &Context) -> Screen {
+        Screen {
+            terminal: ctx.stdout_terminal && !ctx.format.is_document() && ctx.format != Format::OpenMetrics,
+            colour: ctx.style.color,
+            machine: ctx.format.is_document(),
+            yaml: ctx.format == Format::Yaml,
+            shown: None,
+            figures: Vec::new(),
+            opened: false,
+        }
+    }
+
     /// Shows `text` unless it is what is already shown (events that change no figure).
-    fn show(&mut self, text: String) -> Result<()> {
-        if self.shown.as_ref() == Some(&text) {
+    fn show(&mut self, text: &str, changes: &[Change], figures: &[render::watch::Figures]) -> Result<()> {
+        self.figures = figures.to_vec();
+        if self.shown.as_deref() == Some(text) {
             return Ok(());
         }
-        let safe = if self.machine { text.as_str().into() } else { terminal_safe(&text, self.colour) };
-        emit(&frame(&safe, self.shown.is_none(), self.terminal))?;
-        self.shown = Some(text);
+        let safe = if self.machine { text.into() } else { terminal_safe(text, self.colour) };
+        let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let status = render::watch::status_line(&now, self.shown.is_none(), changes);
+        let bytes = if self.terminal {
+            let (rows, columns) = console::Term::stdout().size();
+            let mut out = String::new();
+            if !self.opened {
+                out.push_str(render::watch::ENTER);
+                self.opened = true;
+            }
+            out.push_str(&render::watch::screen(&status, &safe, rows.into(), columns.into()));
+            out
+        } else if self.machine {
+            // Documents stay parseable one after another (a JSON stream; YAML documents).
+            if self.yaml && self.shown.is_some() { format!("---\n{safe}") } else { safe.into_owned() }
+        } else {
+            render::watch::block(&status, &safe, self.shown.is_none())
+        };
+        emit(&bytes)?;
+        self.shown = Some(text.to_string());
         Ok(())
     }
-}
 
-/// The bytes that replace the previous output. On a terminal: cursor home, each line cleared
-/// to its end as it is overwritten, then the rest of the screen cleared — no blank flash
-/// between frames. Elsewhere: blocks separated by a blank line.
-fn frame(text: &str, first: bool, terminal: bool) -> String {
-    const HOME: &str = "\x1b[H";
-    const CLEAR_SCREEN: &str = "\x1b[2J";
-    const CLEAR_LINE_END: &str = "\x1b[K";
-    const CLEAR_BELOW: &str = "\x1b[J";
-    match (terminal, first) {
-        (false, true) => text.to_string(),
-        (false, false) => format!("\n{text}"),
-        (true, _) => {
-            let mut out = String::from(HOME);
-            if first {
-                out.push_str(CLEAR_SCREEN);
-            }
-            for line in text.lines() {
-                out.push_str(line);
-                out.push_str(CLEAR_LINE_END);
-                out.push('\n');
-            }
-            out.push_str(CLEAR_BELOW);
-            out
+    /// Leaves the alternate screen, the last frame printed to the normal screen so it stays.
+    fn close(&mut self) {
+        if self.opened {
+            let last = self.shown.as_deref().map(|t| terminal_safe(t, self.colour).into_owned()).unwrap_or_default();
+            let _ = emit(&format!("{}{last}", render::watch::LEAVE));
+            self.opened = false;
         }
     }
 }
 
-/// The whole output for one snapshot (also what `--watch` re-renders).
-fn render_usage(args: &UsageArgs, ctx: &Context, snapshot: &Snapshot, report: &Report) -> String {
-    let table = if args.show_blocks {
-        Table::Blocks
-    } else if args.by == ByKind::Node {
-        Table::Nodes
-    } else {
-        Table::Pools
-    };
-    render::output(&Usage { snapshot, report, names: &args.pools, table }, ctx.format, &ctx.style)
-}
-
-/// `--fail-above` and `--min-free-blocks`: does any selected pool breach?
-pub fn breaches(args: &UsageArgs, pools: &[&PoolReport]) -> bool {
-    pools.iter().flat_map(|p| p.families.iter()).any(|fam| {
-        let above = args.fail_above.is_some_and(|pct| fam.utilization().is_some_and(|u| u * 100.0 > pct));
-        let short = args.min_free_blocks.is_some_and(|n| fam.free_blocks < Count::from(n));
-        above || short
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::frame;
-
-    #[test]
-    fn watch_frames() {
-        assert_eq!(frame("a\n", true, false), "a\n");
-        assert_eq!(frame("b\n", false, false), "\nb\n");
-        assert_eq!(frame("a\nb\n", false, true), "\x1b[Ha\x1b[K\nb\x1b[K\n\x1b[J");
-        assert!(frame("a\n", true, true).starts_with("\x1b[H\x1b[2J"));
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.close();
     }
 }

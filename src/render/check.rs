@@ -9,6 +9,8 @@ use serde::Serialize;
 pub struct Check<'a> {
     pub origin: &'a Origin,
     pub problems: Vec<&'a Problem>,
+    /// Problems below `--severity`, counted so the summary can say they were left out.
+    pub hidden: usize,
     pub ipam: &'a crate::allocator::IpamReport,
 }
 
@@ -18,19 +20,22 @@ impl Render for Check<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(self.problems.iter().map(|p| format!("{}\n", p.object)).collect())
+        let mut seen = std::collections::BTreeSet::new();
+        Some(self.problems.iter().map(|p| kubectl_name(&p.object)).filter(|n| seen.insert(n.clone())).map(|n| n + "\n").collect())
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
         if self.ipam.nothing_to_show {
             return super::usage::nothing_to_show(self.ipam);
         }
-        let mut out = if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style) };
-        if style.headers {
-            out.push_str(&summary(&self.problems));
-            out.push_str(&format!(" — IPAM mode {}\n", self.ipam.mode));
+        if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style) }
+    }
+
+    fn notes(&self, wide: bool, _style: &Style) -> String {
+        if self.ipam.nothing_to_show {
+            return String::new();
         }
-        out
+        format!("{} — IPAM mode {}\n", summary(&self.problems, self.hidden, wide), self.ipam.mode)
     }
 }
 
@@ -60,17 +65,37 @@ pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> Strin
     table(&header, rows, style)
 }
 
-/// "2 errors, 1 warning, 0 info" — or a clean bill of health.
-pub fn summary(problems: &[&Problem]) -> String {
+/// An object as `kubectl get -o name` prints it: `ciliumnode.cilium.io/NAME`, `pod/NAME`.
+pub fn kubectl_name(object: &str) -> String {
+    let (kind, name) = object.split_once('/').unwrap_or(("", object));
+    let resource = match kind {
+        "CiliumNode" => "ciliumnode.cilium.io",
+        "CiliumPodIPPool" => "ciliumpodippool.cilium.io",
+        "CiliumEndpoint" => "ciliumendpoint.cilium.io",
+        "CustomResourceDefinition" => "customresourcedefinition.apiextensions.k8s.io",
+        "ConfigMap" => "configmap",
+        "Pod" => "pod",
+        other => return other.to_lowercase() + "/" + name,
+    };
+    // Namespaced objects are written NAMESPACE/NAME in problems; kubectl's names omit the namespace.
+    let name = if matches!(kind, "Pod" | "ConfigMap" | "CiliumEndpoint") { name.rsplit('/').next().unwrap_or(name) } else { name };
+    format!("{resource}/{name}")
+}
+
+/// "2 errors, 1 warning, 0 info" — or a clean bill of health; and how many problems below
+/// `--severity` were left out.
+pub fn summary(problems: &[&Problem], hidden: usize, wide: bool) -> String {
+    let hidden_text = if hidden == 0 { String::new() } else { format!(" ({hidden} below --severity not shown)") };
     if problems.is_empty() {
-        return "No problems found.".to_string();
+        return format!("No problems found{hidden_text}.");
     }
     let count = |s: Severity| problems.iter().filter(|p| p.severity == s).count();
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     format!(
-        "{}, {}, {} info (use -o wide for suggested actions)",
+        "{}, {}, {} info{hidden_text}{}",
         plural(count(Severity::Error), "error"),
         plural(count(Severity::Warning), "warning"),
-        count(Severity::Info)
+        count(Severity::Info),
+        if wide { "" } else { "; -o wide shows the suggested actions" }
     )
 }

@@ -1,7 +1,7 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
-use super::usage::{UsageDocument, pool_names};
-use super::{Render, Style, Tone, bar, human, table};
+use super::usage::pool_names;
+use super::{Render, Style, Tone, bar, human, percent, table};
 use crate::allocator::{Count, PoolReport, Problem, Report, blocks};
 use crate::model::{CrdInfo, Pool, Snapshot};
 use serde::Serialize;
@@ -19,9 +19,48 @@ impl<'a> Inspect<'a> {
     }
 }
 
+/// One inspected pool: the pool, its figures, its problems and what is left in draining CIDRs.
+struct Inspected<'a> {
+    pool: &'a Pool,
+    report: &'a PoolReport,
+    problems: Vec<&'a Problem>,
+    draining: Vec<DrainingPods<'a>>,
+}
+
+impl<'a> Inspect<'a> {
+    fn inspected(&self) -> Vec<Inspected<'a>> {
+        let (snapshot, report) = (self.snapshot, self.report);
+        self.pools()
+            .into_iter()
+            .map(|pool_report| {
+                let pool = snapshot.pool(&pool_report.name).expect("report pools come from the snapshot");
+                let problems = report.problems.iter().filter(|p| p.pool.as_deref() == Some(pool.name.as_str())).collect();
+                let draining = pool_report
+                    .families
+                    .iter()
+                    .flat_map(|f| f.cidrs.iter())
+                    .filter(|c| c.draining)
+                    .map(|c| DrainingPods {
+                        cidr: &c.cidr,
+                        pods: snapshot
+                            .pods
+                            .iter()
+                            .flatten()
+                            .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| c.prefix.contains(*ip)))
+                            .map(|p| format!("{}/{}", p.namespace, p.name))
+                            .collect(),
+                    })
+                    .collect();
+                Inspected { pool, report: pool_report, problems, draining }
+            })
+            .collect()
+    }
+}
+
 impl Render for Inspect<'_> {
     fn document(&self) -> impl Serialize {
-        UsageDocument::new(self.report, &self.pools(), &self.snapshot.origin, false)
+        let pools: Vec<PoolDetail> = self.inspected().into_iter().map(|i| PoolDetail::new(i, self.report)).collect();
+        super::Sourced { source: &self.snapshot.origin, key: "pools", value: pools }
     }
 
     fn names(&self) -> Option<String> {
@@ -29,33 +68,158 @@ impl Render for Inspect<'_> {
     }
 
     fn text(&self, _wide: bool, style: &Style) -> String {
-        let (snapshot, report) = (self.snapshot, self.report);
+        let crd = self.snapshot.crd.as_ref();
         let mut out = String::new();
-        for (i, pool_report) in self.pools().into_iter().enumerate() {
+        for (i, inspected) in self.inspected().iter().enumerate() {
             if i > 0 {
                 out.push_str("\n---\n\n");
             }
-            let pool = snapshot.pool(&pool_report.name).expect("report pools come from the snapshot");
-            let problems: Vec<_> = report.problems.iter().filter(|p| p.pool.as_deref() == Some(pool.name.as_str())).collect();
-            let draining: Vec<DrainingPods> = pool_report
-                .families
-                .iter()
-                .flat_map(|f| f.cidrs.iter())
-                .filter(|c| c.draining)
-                .map(|c| DrainingPods {
-                    cidr: &c.cidr,
-                    pods: snapshot
-                        .pods
-                        .iter()
-                        .flatten()
-                        .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| c.prefix.contains(*ip)))
-                        .map(|p| format!("{}/{}", p.namespace, p.name))
-                        .collect(),
-                })
-                .collect();
-            out.push_str(&pool_details(pool, pool_report, snapshot.crd.as_ref(), &problems, &draining, style));
+            out.push_str(&pool_details(inspected.pool, inspected.report, crd, &inspected.problems, &inspected.draining, style));
         }
         out
+    }
+}
+
+/// `inspect -o json`: one pool in depth (docs/design/json-contract.md).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PoolDetail<'a> {
+    name: &'a str,
+    api_version: &'a str,
+    dialect: &'static str,
+    annotations: &'a std::collections::BTreeMap<String, String>,
+    migrated: bool,
+    pod_selector: &'a Option<serde_json::Value>,
+    namespace_selector: &'a Option<serde_json::Value>,
+    #[serde(rename = "allowFirstIP")]
+    allow_first_ip: bool,
+    #[serde(rename = "allowLastIP")]
+    allow_last_ip: bool,
+    families: Vec<FamilyDetail<'a>>,
+    /// Nodes holding blocks of the pool, with their per-family figures.
+    nodes: Vec<crate::allocator::NodeReport>,
+    problems: Vec<&'a Problem>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FamilyDetail<'a> {
+    #[serde(flatten)]
+    figures: &'a crate::allocator::FamilyReport,
+    usable_per_block: Count,
+    nodes_holding: usize,
+    median_blocks_per_node: Option<f64>,
+    runway_nodes: Option<Count>,
+    reservations: Vec<ReservationDetail>,
+    draining: Vec<DrainingDetail<'a>>,
+    orphans: Vec<BlockDetail>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReservationDetail {
+    cidr: String,
+    start: String,
+    end: String,
+    reserved_addresses: Count,
+    withheld_blocks: Count,
+    first_withheld_block: String,
+    last_withheld_block: String,
+    /// Allocated blocks the range covers: grandfathered, not evicted.
+    allocated_overlapping: Vec<BlockDetail>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DrainingDetail<'a> {
+    cidr: &'a str,
+    /// Zero: nothing holds a block any more, the CIDR can be removed.
+    allocated_blocks: Count,
+    held_by: Vec<BlockDetail>,
+    pods: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BlockDetail {
+    block: String,
+    nodes: Vec<String>,
+    used_addresses: Count,
+}
+
+fn block_detail(held: &crate::allocator::HeldBlock) -> BlockDetail {
+    BlockDetail { block: held.prefix.to_string(), nodes: held.nodes.clone(), used_addresses: held.used }
+}
+
+impl<'a> PoolDetail<'a> {
+    fn new(inspected: Inspected<'a>, report: &'a Report) -> Self {
+        let (pool, pool_report) = (inspected.pool, inspected.report);
+        let families = pool_report
+            .families
+            .iter()
+            .map(|fam| {
+                let mut reservations = Vec::new();
+                if let Some(mask) = fam.mask_size {
+                    for cidr in &fam.cidrs {
+                        for r in &cidr.reservations {
+                            reservations.push(ReservationDetail {
+                                cidr: cidr.cidr.clone(),
+                                start: r.start.to_string(),
+                                end: r.end.to_string(),
+                                reserved_addresses: r.reserved_addresses,
+                                withheld_blocks: r.touched_blocks(),
+                                first_withheld_block: blocks::block_at(&cidr.prefix, mask, r.first_block).to_string(),
+                                last_withheld_block: blocks::block_at(&cidr.prefix, mask, r.last_block).to_string(),
+                                allocated_overlapping: r.allocated_overlapping.iter().map(block_detail).collect(),
+                            });
+                        }
+                    }
+                }
+                let draining = fam
+                    .cidrs
+                    .iter()
+                    .filter(|c| c.draining)
+                    .map(|c| DrainingDetail {
+                        cidr: &c.cidr,
+                        allocated_blocks: c.allocated_blocks,
+                        held_by: c.allocated.iter().map(block_detail).collect(),
+                        pods: inspected.draining.iter().find(|d| d.cidr == c.cidr).map_or_else(Vec::new, |d| d.pods.clone()),
+                    })
+                    .collect();
+                FamilyDetail {
+                    figures: fam,
+                    usable_per_block: fam.usable_per_block,
+                    nodes_holding: fam.nodes_holding,
+                    median_blocks_per_node: fam.median_blocks_per_node,
+                    runway_nodes: fam.runway_nodes,
+                    reservations,
+                    draining,
+                    orphans: fam.orphans.iter().map(block_detail).collect(),
+                }
+            })
+            .collect();
+        let nodes = report
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let pools: Vec<_> = n.pools.iter().filter(|p| p.pool == pool.name && !p.blocks.is_empty()).cloned().collect();
+                (!pools.is_empty()).then(|| crate::allocator::NodeReport { pools, ..n.clone() })
+            })
+            .collect();
+        PoolDetail {
+            name: &pool.name,
+            api_version: &pool.api_version,
+            dialect: pool.dialect.name(),
+            annotations: &pool.annotations,
+            migrated: pool.is_migrated(),
+            pod_selector: &pool.pod_selector,
+            namespace_selector: &pool.namespace_selector,
+            allow_first_ip: pool.allow_first_ip,
+            allow_last_ip: pool.allow_last_ip,
+            families,
+            nodes,
+            problems: inspected.problems,
+        }
     }
 }
 
@@ -91,11 +255,12 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
     for fam in &report.families {
         let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
         out.push_str(&format!(
-            "\n{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated {}\n",
+            "\n{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}\n",
             style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
             human(fam.usable_per_block),
             human(fam.allocated_blocks),
             human(fam.allocated_blocks + fam.free_blocks),
+            percent(fam.utilization()),
             bar(fam.utilization(), style),
         ));
         let rows = fam
@@ -122,7 +287,7 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
                 let span = if r.first_block == r.last_block {
                     first.to_string()
                 } else {
-                    format!("{first} .. {}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
+                    format!("{first}..{}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
                 };
                 out.push_str(&format!(
                     "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})\n",
@@ -142,8 +307,8 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
                 out.push_str(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs\n", d.cidr, fam.family));
             } else {
                 let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
-                out.push_str(&format!("  Draining {}: still held by {}; {} pod(s) inside{}\n", d.cidr, nodes.join(", "), d.pods.len(),
-                    if d.pods.is_empty() { String::new() } else { format!(": {}", d.pods.join(", ")) }));
+                out.push_str(&format!("  Draining {}: still held by {}; {} pod(s) inside{}\n", d.cidr, nodes.join(", "), d.pods.len(), if d.pods.is_empty() { "" } else { ":" }));
+                out.push_str(&wrapped(&d.pods, "    ", "pods"));
             }
         }
         let mut holders: Vec<(String, Count)> = Vec::new();
@@ -157,7 +322,8 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         }
         holders.sort();
         let listed: Vec<String> = holders.iter().map(|(n, c)| format!("{n} ({c})")).collect();
-        out.push_str(&format!("  Nodes holding blocks ({}): {}\n", holders.len(), if listed.is_empty() { "<none>".into() } else { listed.join(", ") }));
+        out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
+        out.push_str(&wrapped(&listed, "    ", "nodes"));
         if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
             let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
             out.push_str(&format!("  Orphan blocks ({}): {}\n", orphans.len(), list.join(", ")));
@@ -173,6 +339,35 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
     }
     for p in problems {
         out.push_str(&format!("  {} {}: {}\n", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message));
+    }
+    out
+}
+
+/// How many items of a long list `inspect` names before it summarises.
+const LISTED: usize = 24;
+
+/// `items` as lines of at most ~100 columns under `prefix`; past [`LISTED`] items, how many more
+/// there are and where to see them all.
+fn wrapped(items: &[String], prefix: &str, what: &str) -> String {
+    const WIDTH: usize = 100;
+    let mut out = String::new();
+    let mut line = String::new();
+    for item in items.iter().take(LISTED) {
+        if !line.is_empty() && prefix.len() + line.len() + 2 + item.len() > WIDTH {
+            out.push_str(&format!("{prefix}{line},\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        line.push_str(item);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{prefix}{line}\n"));
+    }
+    if items.len() > LISTED {
+        let hint = if what == "nodes" { "usage --by node lists them all" } else { "-o json lists them all" };
+        out.push_str(&format!("{prefix}... and {} more {what} ({hint})\n", items.len() - LISTED));
     }
     out
 }

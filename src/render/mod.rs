@@ -11,6 +11,7 @@ pub mod migrate;
 pub mod reserve;
 pub mod usage;
 pub mod version;
+pub mod watch;
 
 use crate::allocator::Count;
 use comfy_table::{Table, presets::NOTHING};
@@ -73,6 +74,20 @@ pub trait Render {
     fn openmetrics(&self) -> Option<String> {
         None
     }
+    /// What a person reading the table needs besides it (column definitions, where the figures
+    /// came from): printed on stderr with `-o table|wide` unless `--no-headers`, so that stdout
+    /// is the table alone, as `| awk` expects (kubectl's "No resources found" is on stderr too).
+    fn notes(&self, _wide: bool, _style: &Style) -> String {
+        String::new()
+    }
+}
+
+/// The notes of `result` for `format`, or nothing (machine formats, `--no-headers`).
+pub fn notes(result: &impl Render, format: Format, style: &Style) -> String {
+    match format {
+        Format::Table | Format::Wide if style.headers => result.notes(format == Format::Wide, style),
+        _ => String::new(),
+    }
 }
 
 /// `result` as `format` asks.
@@ -122,7 +137,15 @@ pub enum Tone {
     Bold,
 }
 
-/// A kubectl-style table: no borders, three spaces between columns, no trailing blanks.
+/// Headers of columns that hold counts or percentages: right-aligned in every table, so that
+/// digits line up (the same vocabulary is used by every command's tables).
+const NUMERIC_COLUMNS: &[&str] = &[
+    "ADDRESSES", "AFTER", "ALLOCATED", "BEFORE", "BLOCKS", "CAPACITY", "FREE", "FREE-BLOCKS", "IDLE", "NEEDED", "NODES", "ORPHANS",
+    "RESERVED", "RUNWAY", "TOTAL", "USABLE", "USED", "UTIL", "WITHHELD", "WITHHELD-BLOCKS",
+];
+
+/// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
+/// columns ([`NUMERIC_COLUMNS`]) right-aligned.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     let mut t = Table::new();
     t.load_style(NOTHING);
@@ -136,6 +159,9 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     let columns = t.column_count();
     for (i, col) in t.column_iter_mut().enumerate() {
         col.set_padding((0, if i + 1 == columns { 0 } else { 3 }));
+        if header.get(i).is_some_and(|h| NUMERIC_COLUMNS.contains(h)) {
+            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
     }
     let mut out: String = t.lines().map(|l| l.trim_end().to_string() + "\n").collect();
     if t.row_count() == 0 && !style.headers {
@@ -144,30 +170,52 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     out
 }
 
-/// A count for humans: exact up to 10^12, then `2^N` for powers of two, else three digits.
+/// A count for humans, one notation in every table: exact below a million, else three
+/// significant digits with an SI prefix (`16.8M`, `18.4E`, `1.21Y`), beyond the largest prefix
+/// (10^30) in e-notation. Exact values are in `-o json`.
 pub fn human(count: Count) -> String {
-    if let Some(small) = count.to_u64().filter(|&v| v < 1_000_000_000_000) {
+    if let Some(small) = count.to_u64().filter(|&v| v < 1_000_000) {
         return small.to_string();
     }
-    let text = count.to_string();
-    for exp in 40..=256u32 {
-        if Count::pow2(exp) == count {
-            return format!("2^{exp}");
-        }
+    let digits = count.to_string();
+    // Round to three significant digits; 9995… carries into the next power of ten.
+    let leading: u32 = digits[..4].parse().expect("a count of a million or more has four digits");
+    let (mut mantissa, mut exponent) = ((leading + 5) / 10, digits.len() - 1);
+    if mantissa == 1000 {
+        (mantissa, exponent) = (100, exponent + 1);
     }
-    format!("{}.{}e{}", &text[..1], &text[1..3], text.len() - 1)
+    const PREFIXES: [&str; 9] = ["M", "G", "T", "P", "E", "Z", "Y", "R", "Q"];
+    let text = mantissa.to_string();
+    match PREFIXES.get(exponent / 3 - 2) {
+        Some(prefix) => {
+            let whole = exponent % 3 + 1;
+            let (int, frac) = text.split_at(whole);
+            if frac.is_empty() { format!("{int}{prefix}") } else { format!("{int}.{frac}{prefix}") }
+        }
+        None => format!("{}.{}e{exponent}", &text[..1], &text[1..]),
+    }
 }
 
-/// `allocated` of `cap` as a 10-cell bar and percentage, coloured by how full it is.
+/// A fraction as a whole percentage, the same in every view: never `0%` unless empty, never
+/// `100%` unless full (`<1%`, `>99%`); `-` when unknown.
+pub fn percent(fraction: Option<f64>) -> String {
+    let Some(f) = fraction else { return "-".to_string() };
+    let pct = f * 100.0;
+    if f > 0.0 && pct < 1.0 {
+        "<1%".to_string()
+    } else if f < 1.0 && pct > 99.0 {
+        ">99%".to_string()
+    } else {
+        format!("{pct:.0}%")
+    }
+}
+
+/// A 10-cell bar of `fraction`, coloured by how full it is (`-` when unknown).
 pub fn bar(fraction: Option<f64>, style: &Style) -> String {
     let Some(f) = fraction else { return "-".to_string() };
     let filled = ((f * 10.0).round() as usize).min(10);
-    let pct = f * 100.0;
-    // Never show 100% unless completely full, nor 0% unless empty.
-    let pct_text = if f > 0.0 && pct < 1.0 { "<1%".to_string() } else if f < 1.0 && pct > 99.0 { ">99%".to_string() } else { format!("{pct:.0}%") };
     let tone = if f >= 0.9 { Tone::Bad } else if f >= 0.7 { Tone::Warn } else { Tone::Good };
-    let cells = format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled));
-    format!("{} {}", style.paint(&cells, tone), pct_text)
+    style.paint(&format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled)), tone)
 }
 
 /// JSON (pretty) or YAML for machine output.
@@ -186,15 +234,29 @@ mod tests {
     #[test]
     fn human_counts() {
         assert_eq!(human(Count::from(65536u64)), "65536");
-        assert_eq!(human(Count::pow2(64)), "2^64");
-        assert_eq!(human(Count::pow2(64) - Count::from(2u64)), "1.84e19");
+        assert_eq!(human(Count::from(999_999u64)), "999999");
+        assert_eq!(human(Count::from(1_000_000u64)), "1.00M");
+        assert_eq!(human(Count::from(16_777_216u64)), "16.8M");
+        assert_eq!(human(Count::from(131_072_000u64)), "131M");
+        assert_eq!(human(Count::from(999_500_000u64)), "1.00G");
+        assert_eq!(human(Count::from(999_499_999u64)), "999M");
+        assert_eq!(human(Count::pow2(64)), "18.4E");
+        assert_eq!(human(Count::pow2(80)), "1.21Y");
+        assert_eq!(human(Count::pow2(100)), "1.27Q");
+        assert_eq!(human(Count::pow2(127)), "1.70e38");
+        assert_eq!(human(Count::pow2(128) - Count::from(1u64)), "3.40e38");
     }
 
     #[test]
-    fn bars() {
+    fn percentages_and_bars() {
         let s = Style::plain();
-        assert_eq!(bar(Some(0.18), &s), "##........ 18%");
-        assert_eq!(bar(Some(0.999), &s), "##########>99%".replace("#>", "# >"));
+        assert_eq!(percent(Some(0.18)), "18%");
+        assert_eq!(percent(Some(0.001)), "<1%");
+        assert_eq!(percent(Some(0.0)), "0%");
+        assert_eq!(percent(Some(0.999)), ">99%");
+        assert_eq!(percent(Some(1.0)), "100%");
+        assert_eq!(percent(None), "-");
+        assert_eq!(bar(Some(0.18), &s), "##........");
         assert_eq!(bar(None, &s), "-");
     }
 
@@ -210,7 +272,7 @@ mod tests {
 
     #[test]
     fn kubectl_tables() {
-        let out = table(&["A", "BB"], vec![vec!["xxxx".into(), "y".into()]], &Style::plain());
-        assert_eq!(out, "A      BB\nxxxx   y\n");
+        let out = table(&["A", "BB", "USED"], vec![vec!["xxxx".into(), "y".into(), "7".into()]], &Style::plain());
+        assert_eq!(out, "A      BB   USED\nxxxx   y       7\n");
     }
 }

@@ -229,7 +229,7 @@ pub fn list_table(ranges: &[ListedRange], style: &Style) -> String {
         .iter()
         .map(|r| {
             let range = range_text(&r.start, &r.end);
-            let span = if r.blocks == Count::from(1u64) { r.first_block.clone() } else { format!("{} .. {}", r.first_block, r.last_block) };
+            let span = if r.blocks == Count::from(1u64) { r.first_block.clone() } else { format!("{}..{}", r.first_block, r.last_block) };
             let note = match (r.draining, r.allocated_blocks.is_empty()) {
                 (true, true) => "drained: safe to remove the CIDR".to_string(),
                 (true, false) => format!("draining; still allocated: {}", r.allocated_blocks.join("; ")),

@@ -1,7 +1,7 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
-use super::{Render, SCHEMA_VERSION, Style, bar, human, table};
+use super::{Render, SCHEMA_VERSION, Style, Tone, bar, human, percent, table};
 use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
@@ -24,6 +24,61 @@ pub struct Usage<'a> {
     /// The pools asked for; empty means every pool.
     pub names: &'a [String],
     pub table: Table,
+    pub thresholds: Thresholds,
+}
+
+/// `--fail-above` and `--min-free-blocks`: when a pool family counts as breaching.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Thresholds {
+    /// Utilization in percent.
+    pub fail_above: Option<f64>,
+    pub min_free_blocks: Option<u64>,
+}
+
+impl Thresholds {
+    pub fn any(&self) -> bool {
+        self.fail_above.is_some() || self.min_free_blocks.is_some()
+    }
+
+    /// Each threshold `fam` breaches, as `UTIL>90%` / `FREE-BLOCKS<4` (no spaces: a table cell).
+    pub fn breached(&self, fam: &FamilyReport) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization())
+            && u * 100.0 > limit
+        {
+            out.push(format!("UTIL>{limit}%"));
+        }
+        if let Some(n) = self.min_free_blocks
+            && fam.free_blocks < Count::from(n)
+        {
+            out.push(format!("FREE-BLOCKS<{n}"));
+        }
+        out
+    }
+
+    /// One line per breaching pool family, for stderr: which pool, which figure, which threshold.
+    pub fn breach_lines(&self, pools: &[&PoolReport]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for pool in pools {
+            for fam in &pool.families {
+                let mut reasons = Vec::new();
+                if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization())
+                    && u * 100.0 > limit
+                {
+                    reasons.push(format!("utilization {} is above --fail-above {limit}%", percent(Some(u))));
+                }
+                if let Some(n) = self.min_free_blocks
+                    && fam.free_blocks < Count::from(n)
+                {
+                    reasons.push(format!("{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks));
+                }
+                if !reasons.is_empty() {
+                    lines.push(format!("threshold breached: pool {} {}: {}", pool.name, fam.family, reasons.join("; ")));
+                }
+            }
+        }
+        lines
+    }
 }
 
 impl<'a> Usage<'a> {
@@ -49,7 +104,11 @@ impl Render for Usage<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(pool_names(&self.pools()))
+        let mut pools = self.pools();
+        if self.thresholds.any() {
+            pools.retain(|p| p.families.iter().any(|f| !self.thresholds.breached(f).is_empty()));
+        }
+        Some(pool_names(&pools))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -59,8 +118,8 @@ impl Render for Usage<'_> {
         }
         let pools = self.pools();
         let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
-        let mut out = match self.table {
-            Table::Blocks => blocks_table(&pools, style),
+        match self.table {
+            Table::Blocks => blocks_table(self.report, &pools, &selected_name, style),
             Table::Nodes => nodes_table(self.report, &selected_name, style),
             Table::Pools => {
                 // Modes without CiliumPodIPPools show what nodes hold instead of an empty pool table.
@@ -68,17 +127,24 @@ impl Render for Usage<'_> {
                     (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam, style)),
                     (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam, style)),
                 ];
-                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none)).then(|| pools_table(&pools, wide, style));
+                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none)).then(|| pools_table(&pools, wide, &self.thresholds, style));
                 std::iter::once(pool_table).chain(mode_tables).flatten().collect::<Vec<_>>().join("\n")
             }
-        };
-        if style.headers {
-            let snapshot = self.snapshot;
-            out.push_str(&footer(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len(), style));
-            for line in mode_lines(ipam) {
-                out.push_str(&style.paint(&line, super::Tone::Dim));
-                out.push('\n');
-            }
+        }
+    }
+
+    fn notes(&self, wide: bool, style: &Style) -> String {
+        if self.report.ipam.nothing_to_show {
+            return String::new();
+        }
+        let snapshot = self.snapshot;
+        let mut out = String::from("\n");
+        out.push_str(&legend(self.table, wide, self.thresholds.any(), style));
+        out.push_str(&style.paint(&sources_line(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len()), Tone::Dim));
+        out.push('\n');
+        for line in mode_lines(&self.report.ipam) {
+            out.push_str(&style.paint(&line, Tone::Dim));
+            out.push('\n');
         }
         out
     }
@@ -130,37 +196,57 @@ fn cidrs_cell(fam: &FamilyReport) -> String {
     fam.cidrs.iter().map(|c| c.cidr.as_str()).collect::<Vec<_>>().join(",")
 }
 
-/// One row per pool and family.
-pub fn pools_table(pools: &[&PoolReport], wide: bool, style: &Style) -> String {
-    let mut header = vec!["POOL", "FAMILY", "CIDRS", "MASK", "BLOCKS(alloc/cap)", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+/// One row per pool and family. The default fits about 120 columns; `-o wide` adds the CIDRs,
+/// the block breakdown and the node figures. The bar (a picture, not a value) is left out under
+/// `--no-headers`, where every cell is one word for `awk`.
+pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, style: &Style) -> String {
+    let mut header = vec!["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+    if style.headers {
+        header.push("");
+    }
     if wide {
-        header.extend(["FREE-BLOCKS", "WITHHELD-BLOCKS", "IDLE", "ORPHANS", "NODES", "RUNWAY"]);
+        header.extend(["CAPACITY", "WITHHELD-BLOCKS", "FREE-BLOCKS", "IDLE", "ORPHANS", "NODES", "RUNWAY", "CIDRS"]);
+    }
+    if thresholds.any() {
+        header.push("ALERT");
     }
     let mut rows = Vec::new();
     for pool in pools {
         for fam in &pool.families {
+            let breached = thresholds.breached(fam);
+            let tone = if breached.is_empty() { None } else { Some(Tone::Bad) };
             let mut row = vec![
                 pool.name.clone(),
                 fam.family.to_string(),
-                cidrs_cell(fam),
                 fam.mask_size.map_or("?".to_string(), |m| format!("/{m}")),
-                format!("{}/{}", human(fam.allocated_blocks), human(fam.capacity_blocks)),
+                format!("{}/{}", human(fam.allocated_blocks), human(fam.allocated_blocks + fam.free_blocks)),
                 human(fam.total_addresses),
                 human(fam.reserved_addresses),
                 human(fam.allocated_addresses),
                 opt(fam.used_addresses),
                 human(fam.free_addresses),
-                bar(fam.utilization(), style),
+                percent(fam.utilization()),
             ];
+            if style.headers {
+                row.push(bar(fam.utilization(), style));
+            }
             if wide {
                 row.extend([
-                    human(fam.free_blocks),
+                    human(fam.capacity_blocks),
                     human(fam.withheld_blocks),
+                    human(fam.free_blocks),
                     opt(fam.idle_addresses),
                     human(fam.orphan_blocks),
                     fam.nodes_holding.to_string(),
                     fam.runway_nodes.map_or("-".to_string(), human),
+                    cidrs_cell(fam),
                 ]);
+            }
+            if thresholds.any() {
+                row.push(if breached.is_empty() { "-".to_string() } else { breached.join(",") });
+            }
+            if let Some(tone) = tone {
+                row[0] = style.paint(&row[0], tone);
             }
             rows.push(row);
         }
@@ -168,34 +254,49 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, style: &Style) -> String {
     table(&header, rows, style)
 }
 
-/// One row per node and pool.
+/// One row per node, pool and address family (a dual-stack pool's families never add up).
 pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
     let mut rows = Vec::new();
     for node in &report.nodes {
         for p in node.pools.iter().filter(|p| selected(&p.pool)) {
-            let idle = p.used_addresses.map(|u| p.usable_addresses.saturating_sub(u));
-            let mut pool = p.pool.clone();
+            let mut notes = Vec::new();
+            if node.ignored {
+                notes.push("node-ignored".to_string());
+            }
             if !p.pool_exists {
                 let mode_pool = report.ipam.mode_pools.iter().any(|m| m.name == p.pool);
-                pool.push_str(&if mode_pool { format!(" ({})", report.ipam.mode) } else { " (missing)".to_string() });
+                notes.push(if mode_pool { format!("{}-pool", report.ipam.mode) } else { "pool-missing".to_string() });
             }
-            rows.push(vec![
-                node.name.clone() + if node.ignored { " (ignored)" } else { "" },
-                pool,
-                p.blocks.len().to_string(),
-                human(p.usable_addresses),
-                opt(p.used_addresses),
-                (p.needed_total()).to_string(),
-                opt(idle),
-            ]);
+            let note = if notes.is_empty() { "-".to_string() } else { notes.join(",") };
+            if p.families.is_empty() {
+                rows.push(vec![node.name.clone(), p.pool.clone(), "-".into(), "0".into(), "0".into(), opt(p.used_addresses), "0".into(), "-".into(), note.clone()]);
+            }
+            for f in &p.families {
+                let idle = f.used_addresses.map(|u| f.usable_addresses.saturating_sub(u));
+                rows.push(vec![
+                    node.name.clone(),
+                    p.pool.clone(),
+                    f.family.to_string(),
+                    f.blocks.to_string(),
+                    human(f.usable_addresses),
+                    opt(f.used_addresses),
+                    f.needed_addresses.to_string(),
+                    opt(idle),
+                    note.clone(),
+                ]);
+            }
         }
     }
-    table(&["NODE", "POOL", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE"], rows, style)
+    table(&["NODE", "POOL", "FAMILY", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE", "NOTE"], rows, style)
 }
 
-/// One row per allocated, withheld or orphan block; runs of withheld and free blocks as ranges.
-pub fn blocks_table(pools: &[&PoolReport], style: &Style) -> String {
+/// One row per allocated or orphan block, and per run of withheld or free blocks (`first..last`
+/// with their number), in address order; then the blocks nodes list under pools that do not exist.
+pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
     let mut rows = Vec::new();
+    let held_row = |block: String, pool: &str, state: &str, nodes: &[String], used: String, usable: String| {
+        vec![block, pool.to_string(), state.to_string(), "1".into(), if nodes.is_empty() { "-".into() } else { nodes.join(",") }, used, usable]
+    };
     for pool in pools {
         for fam in &pool.families {
             let Some(mask) = fam.mask_size else { continue };
@@ -204,40 +305,35 @@ pub fn blocks_table(pools: &[&PoolReport], style: &Style) -> String {
                 let mut cidr_rows: Vec<(u128, Vec<String>)> = Vec::new();
                 for held in &cidr.allocated {
                     let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first());
-                    cidr_rows.push((index, vec![
-                        held.prefix.to_string(),
-                        pool.name.clone(),
-                        "allocated".into(),
-                        held.nodes.join(","),
-                        format!("{}/{}", human(held.used), human(held.usable)),
-                    ]));
+                    cidr_rows.push((index, held_row(held.prefix.to_string(), &pool.name, "allocated", &held.nodes, human(held.used), human(held.usable))));
                 }
                 for (state, set) in [("withheld", &cidr.withheld), ("free", &cidr.free)] {
                     for &(first, last) in set.ranges() {
                         let start = blocks::block_at(&cidr.prefix, mask, first);
-                        let text = if first == last {
-                            start.to_string()
-                        } else {
-                            format!("{start} .. {} ({} blocks)", blocks::block_at(&cidr.prefix, mask, last), human(Count::span(first, last)))
-                        };
-                        cidr_rows.push((first, vec![text, pool.name.clone(), state.into(), "-".into(), "-".into()]));
+                        let text = if first == last { start.to_string() } else { format!("{start}..{}", blocks::block_at(&cidr.prefix, mask, last)) };
+                        cidr_rows.push((first, vec![text, pool.name.clone(), state.into(), human(Count::span(first, last)), "-".into(), "-".into(), "-".into()]));
                     }
                 }
                 cidr_rows.sort_by_key(|(i, _)| *i);
                 rows.extend(cidr_rows.into_iter().map(|(_, r)| r));
             }
             for orphan in &fam.orphans {
-                rows.push(vec![
-                    orphan.prefix.to_string(),
-                    pool.name.clone(),
-                    "orphan".into(),
-                    orphan.nodes.join(","),
-                    format!("{}/{}", human(orphan.used), human(orphan.usable)),
-                ]);
+                rows.push(held_row(orphan.prefix.to_string(), &pool.name, "orphan", &orphan.nodes, human(orphan.used), human(orphan.usable)));
             }
         }
     }
-    table(&["BLOCK", "POOL", "STATE", "NODE", "USED/USABLE"], rows, style)
+    // Blocks under a pool name no CiliumPodIPPool has (the mode's own pools are not orphans).
+    let mut missing: Vec<(&str, &str, &str)> = Vec::new();
+    for node in &report.nodes {
+        for p in node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| m.name == p.pool)) {
+            missing.extend(p.blocks.iter().map(|b| (p.pool.as_str(), b.as_str(), node.name.as_str())));
+        }
+    }
+    missing.sort();
+    for (pool, block, node) in missing {
+        rows.push(held_row(block.to_string(), pool, "orphan", &[node.to_string()], "-".into(), "-".into()));
+    }
+    table(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows, style)
 }
 
 /// Pools of a non-multi-pool mode (ENI's `default`): what nodes hold; capacity is not in the cluster.
@@ -295,23 +391,47 @@ pub fn nothing_to_show(ipam: &IpamReport) -> String {
     format!("IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n", ipam.mode)
 }
 
-/// The definitions and data sources, one line each (table output only).
-pub fn footer(sources: &UsedSources, origin: &Origin, notes: &[String], pool_count: usize, node_count: usize, style: &Style) -> String {
-    let definitions = [
-        "TOTAL      addresses in the pool's CIDRs",
-        "RESERVED   addresses inside valid reserved ranges (a reservation withholds every block it touches)",
-        "ALLOCATED  usable addresses of the blocks CiliumNodes hold inside the pool's CIDRs",
-        "USED       distinct IPs of running pod-network pods, CiliumEndpoints and node infrastructure inside allocated blocks",
-        "FREE       usable addresses of blocks neither allocated nor withheld",
-        "UTIL       allocated blocks / (allocated + free blocks); withheld blocks are not allocatable",
-    ];
-    let mut out = String::from("\n");
-    for line in definitions {
-        out.push_str(&style.paint(line, super::Tone::Dim));
+/// What the columns of one `usage` view mean, one line each (stderr, with the sources line).
+pub fn legend(view: Table, wide: bool, thresholds: bool, style: &Style) -> String {
+    let mut lines: Vec<&str> = match view {
+        Table::Pools => vec![
+            "BLOCKS     allocated blocks / allocatable blocks (allocated + free; withheld blocks are not allocatable)",
+            "TOTAL      addresses in the pool's CIDRs",
+            "RESERVED   addresses inside valid reserved ranges (a reservation withholds every block it touches)",
+            "ALLOCATED  usable addresses of the blocks CiliumNodes hold inside the pool's CIDRs",
+            "USED       distinct IPs of running pod-network pods, CiliumEndpoints and node infrastructure inside allocated blocks",
+            "FREE       usable addresses of blocks neither allocated nor withheld",
+            "UTIL       allocated blocks / allocatable blocks",
+        ],
+        Table::Nodes => vec![
+            "BLOCKS     valid blocks the node lists for the pool, per family",
+            "USABLE     usable addresses of those blocks",
+            "USED       distinct in-use IPs inside them",
+            "NEEDED     addresses the node requests from the pool (spec.ipam.pools.requested)",
+            "IDLE       USABLE - USED",
+            "NOTE       pool-missing: no CiliumPodIPPool has this name; node-ignored: the operator skips the node",
+        ],
+        Table::Blocks => vec![
+            "STATE      allocated: held by a node; withheld: touched by a reserved range; free: allocatable; orphan: outside the pool's CIDRs, or under a pool that does not exist",
+            "BLOCKS     how many blocks the row stands for (runs of withheld and free blocks are one row)",
+            "USED       in-use IPs inside the block / USABLE: its usable addresses",
+        ],
+    };
+    if wide && view == Table::Pools {
+        lines.extend([
+            "CAPACITY   blocks the CIDRs split into; WITHHELD-BLOCKS, FREE-BLOCKS: of those",
+            "IDLE       ALLOCATED - USED; ORPHANS: blocks nodes hold outside the CIDRs; NODES: nodes holding blocks",
+            "RUNWAY     nodes that can still join at the median blocks per node",
+        ]);
+    }
+    if thresholds && view == Table::Pools {
+        lines.push("ALERT      the thresholds (--fail-above, --min-free-blocks) the row breaches");
+    }
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&style.paint(line, Tone::Dim));
         out.push('\n');
     }
-    out.push_str(&style.paint(&sources_line(sources, origin, notes, pool_count, node_count), super::Tone::Dim));
-    out.push('\n');
     out
 }
 
