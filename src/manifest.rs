@@ -11,6 +11,8 @@ use crate::error::input;
 use anyhow::Result;
 use serde_json::Value;
 
+mod patch;
+
 /// The text's value when it is one JSON value; `None` for YAML. What looks like JSON but is not
 /// one JSON value is YAML when the YAML parser reads it, as kubectl does: flow-style YAML
 /// (`{kind: List, items: []}`), `---`-separated JSON documents, numbers JSON cannot hold
@@ -78,8 +80,8 @@ pub struct Rewritten {
 
 /// Offers every document of `text` (a YAML stream or JSON; `name` is its path, for errors) to
 /// `edit`, which returns its replacement or `None` to keep it. In YAML only the replaced
-/// documents are re-serialized, keeping their `---` line and leading comments; every other byte
-/// is copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
+/// documents change, and in them only the values that differ (`patch`): every other byte is
+/// copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
 /// reported as `name:line: error`, the line being the document's first.
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
     if let Some(value) = as_json(text, name)? {
@@ -94,16 +96,23 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
         let docs = parse_yaml(document.text, name, Some(document.line))?;
         let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
         let replacement = match docs.as_slice() {
-            [doc] => edit(doc).map_err(|e| input(format!("{name}:{}: {e}", document.first_line())))?,
+            [doc] => edit(doc).map_err(|e| input(format!("{name}:{}: {e}", document.first_line())))?.map(|new| (*doc, new)),
             _ => None,
         };
         match replacement {
-            Some(new) => {
+            Some((old, new)) => {
                 changed += 1;
-                let (head, tail) = document.kept();
-                out.push_str(head);
-                out.push_str(&to_yaml(&new));
-                out.push_str(tail);
+                // Only what changed is rewritten; a document that cannot be patched (anchors,
+                // tags) or whose patch would not read back as `new` is re-serialized whole.
+                match patch::patch(document.text, old, &new).filter(|text| parse_yaml(text, name, None).is_ok_and(|docs| docs.iter().find(|d| !d.is_null()) == Some(&new))) {
+                    Some(text) => out.push_str(&text),
+                    None => {
+                        let (head, tail) = document.kept();
+                        out.push_str(head);
+                        out.push_str(&to_yaml(&new));
+                        out.push_str(tail);
+                    }
+                }
             }
             None => out.push_str(document.text),
         }
@@ -275,9 +284,11 @@ mod tests {
     fn markers_and_end_markers() {
         let new = json!({"kind": "CiliumPodIPPool", "metadata": {"name": "blue"}, "spec": {}});
         let blue = "kind: CiliumPodIPPool\nmetadata: {name: blue}\n";
-        let spliced = format!("a: 1\n--- # blue\n{}...\n---\nb: 2\n", to_yaml(&new));
+        // Only the new key is added: `metadata` keeps its flow style.
+        let spliced = "a: 1\n--- # blue\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec: {}\n...\n---\nb: 2\n";
         assert_eq!(splice(&format!("a: 1\n--- # blue\n{blue}...\n---\nb: 2\n"), "t", &is_blue, &new).unwrap().unwrap(), spliced);
-        assert_eq!(splice("a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}}\n", "t", &is_blue, &new).unwrap().unwrap(), format!("a: 1\n---\n{}", to_yaml(&new)));
+        // A flow document is patched in flow style, on its `---` line.
+        assert_eq!(splice("a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}}\n", "t", &is_blue, &new).unwrap().unwrap(), "a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}, spec: {}}\n");
         let err = rewrite(&format!("a: 1\n---\n{blue}"), "e.yaml", &mut |d| if is_blue(d) { Err("bad".into()) } else { Ok(None) }).unwrap_err();
         assert_eq!(err.to_string(), "e.yaml:3: bad");
         let err = rewrite("a: 1\n---\nb: [\n", "e.yaml", &mut |_| Ok(None)).unwrap_err();

@@ -160,6 +160,7 @@ fn offline_guided_in_place_asks_and_writes_only_on_yes() {
     assert!(cursor_visible(&shown), "{shown:?}");
     let text = std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap();
     assert!(text.contains("reservedRanges"), "{text}");
+    assert!(text.contains("- \"10.40.0.0/16\"   # quoted on purpose"), "untouched values keep their spelling: {text}");
 }
 
 #[test]

@@ -360,17 +360,20 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
         }
         return Ok(0);
     }
+    // Several files become one stream, each file marked as `helm template` marks its output: a
+    // `---` line and a `# Source: <path>` comment (the file's own leading bare `---` is that
+    // line). One file is printed as it is, so that converting the output again changes nothing.
     let mut out = String::new();
-    for (_, _, _, outcome) in &results {
-        if !out.is_empty() {
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-            if !outcome.text.starts_with("---") {
-                out.push_str("---\n");
-            }
+    for (name, _, _, outcome) in &results {
+        if results.len() == 1 {
+            out.push_str(&outcome.text);
+            break;
         }
-        out.push_str(&outcome.text);
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("---\n# Source: {}\n", crate::render::escape::escape_line(name)));
+        out.push_str(outcome.text.strip_prefix("---\n").unwrap_or(&outcome.text));
     }
     emit(&out)?;
     Ok(0)

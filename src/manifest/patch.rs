@@ -1,0 +1,314 @@
+//! Editing one YAML document in place: only the values an edit changes are rewritten, every
+//! other byte (quoting, flow or block style, comments, key order, indentation) stays as it was, so
+//! that a GitOps diff shows the change and nothing else.
+//!
+//! The document is parsed with positions (granit-parser, the parser serde-saphyr uses), the old and
+//! new values are walked together, and each difference becomes one text edit: a changed value is
+//! replaced where it stands, a new key is added after the last one of its mapping, a removed key's
+//! lines are dropped, items are appended to or removed from the end of a sequence. A flow
+//! collection that changes is rewritten whole, in flow style. Anchors, aliases and
+//! tags are not patched (`None`: the caller re-serializes the document), and neither is anything
+//! whose patched text does not read back as the new value.
+
+use super::to_yaml;
+use granit_parser::{Event, Parser, StructureStyle};
+use serde_json::Value;
+
+/// A node of the document and where it stands (byte offsets into the document text).
+struct Node {
+    shape: Shape,
+    start: usize,
+    end: usize,
+    flow: bool,
+}
+
+enum Shape {
+    /// Entries: the key, where the key ends, the value.
+    Map(Vec<(String, usize, Node)>),
+    Seq(Vec<Node>),
+    Scalar,
+}
+
+/// Where a node stands, which decides how a replacement is laid out.
+#[derive(Clone, Copy)]
+enum Place {
+    Root,
+    /// The value of a block mapping entry whose key starts at column `key_col` and whose `:`
+    /// ends at `colon_end`.
+    Value { colon_end: usize, key_col: usize },
+    Item,
+}
+
+/// The document `text` (whose value is `old`) rewritten to hold `new`, or `None` when it cannot be
+/// patched.
+pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
+    let root = tree(text)?;
+    let mut edits = Vec::new();
+    diff(text, &root, old, new, Place::Root, &mut edits)?;
+    edits.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+    let mut out = text.to_string();
+    let mut last = usize::MAX;
+    for (start, end, replacement) in edits {
+        if end > last {
+            return None; // overlapping edits: not expected, not risked
+        }
+        out.replace_range(start..end, &replacement);
+        last = start;
+    }
+    Some(out)
+}
+
+/// The document's root node; `None` for anchors, aliases, tags, non-scalar keys or parse errors.
+fn tree(text: &str) -> Option<Node> {
+    // Comments are not nodes: they stay where they are in the text.
+    let structural = |e: &Result<(Event<'_>, granit_parser::Span), _>| {
+        e.as_ref().map_or(true, |(event, _)| {
+            matches!(
+                event,
+                Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) | Event::DocumentEnd | Event::Alias(_) | Event::Scalar(..) | Event::SequenceStart(..) | Event::SequenceEnd | Event::MappingStart(..) | Event::MappingEnd
+            )
+        })
+    };
+    let mut events = Parser::new_from_str(text).filter(structural).map(|e| e.ok().and_then(|(event, span)| Some((event, span.start.byte_offset()?, span.end.byte_offset()?))));
+    loop {
+        match events.next()?? {
+            (Event::StreamStart | Event::DocumentStart(..), _, _) => {}
+            (event, start, end) => return node(&mut events, event, start, end),
+        }
+    }
+}
+
+fn node(events: &mut dyn Iterator<Item = Option<(Event<'_>, usize, usize)>>, event: Event<'_>, start: usize, end: usize) -> Option<Node> {
+    match event {
+        Event::Scalar(_, _, 0, None) => Some(Node { shape: Shape::Scalar, start, end, flow: false }),
+        Event::MappingStart(style, 0, None) => {
+            let mut entries = Vec::new();
+            loop {
+                match events.next()?? {
+                    (Event::MappingEnd, _, close) => return collection(Shape::Map(entries), style, start, close),
+                    (Event::Scalar(key, _, 0, None), _, key_end) => {
+                        let (event, start, end) = events.next()??;
+                        entries.push((key.into_owned(), key_end, node(events, event, start, end)?));
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        Event::SequenceStart(style, 0, None) => {
+            let mut items = Vec::new();
+            loop {
+                match events.next()?? {
+                    (Event::SequenceEnd, _, close) => return collection(Shape::Seq(items), style, start, close),
+                    (event, start, end) => items.push(node(events, event, start, end)?),
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A collection's node: a flow one ends at its closing bracket, a block one where its last child
+/// ends (the parser's block end is the start of whatever follows, comments included).
+fn collection(shape: Shape, style: StructureStyle, start: usize, close: usize) -> Option<Node> {
+    let flow = matches!(style, StructureStyle::Flow);
+    let end = match (&shape, flow) {
+        (_, true) => close,
+        (Shape::Map(entries), false) => entries.last()?.2.end,
+        (Shape::Seq(items), false) => items.last()?.end,
+        (Shape::Scalar, false) => return None,
+    };
+    Some(Node { shape, start, end, flow })
+}
+
+/// The column of a byte offset (indentation is ASCII).
+fn column(text: &str, offset: usize) -> usize {
+    offset - text[..offset].rfind('\n').map_or(0, |newline| newline + 1)
+}
+
+/// The start of the line holding `offset`, and the start of the next line (or the end).
+fn line_of(text: &str, offset: usize) -> (usize, usize) {
+    let start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
+    let next = text[offset..].find('\n').map_or(text.len(), |newline| offset + newline + 1);
+    (start, next)
+}
+
+/// `value` as YAML lines: a scalar or empty collection on one line, anything else in block style.
+fn lines(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(map) if map.is_empty() => vec!["{}".to_string()],
+        Value::Array(items) if items.is_empty() => vec!["[]".to_string()],
+        Value::Object(_) | Value::Array(_) => to_yaml(value).lines().map(str::to_string).collect(),
+        scalar => {
+            let text = to_yaml(scalar);
+            let text = text.trim_end_matches('\n');
+            // A scalar YAML writes on several lines is written as a JSON string instead.
+            if text.contains('\n') { vec![serde_json::to_string(scalar).expect("JSON values serialize")] } else { vec![text.to_string()] }
+        }
+    }
+}
+
+/// `value` in flow style (`{cidr: 10.60.0.0/20, reservedRange: ...}`), for a flow collection
+/// that changes; a scalar that flow style would misread is written as a JSON string.
+fn flow(value: &Value) -> String {
+    match value {
+        Value::Object(map) => format!("{{{}}}", map.iter().map(|(k, v)| format!("{}: {}", flow(&Value::String(k.clone())), flow(v))).collect::<Vec<_>>().join(", ")),
+        Value::Array(items) => format!("[{}]", items.iter().map(flow).collect::<Vec<_>>().join(", ")),
+        scalar => {
+            let text = lines(scalar).remove(0);
+            if text.contains([',', '[', ']', '{', '}', '#']) || text.contains(": ") { serde_json::to_string(scalar).expect("JSON values serialize") } else { text }
+        }
+    }
+}
+
+fn is_inline(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        _ => true,
+    }
+}
+
+/// `key: value` as lines starting at column `col`, newline-terminated.
+fn entry_text(key: &str, value: &Value, col: usize) -> String {
+    let key = lines(&Value::String(key.to_string())).remove(0);
+    let pad = " ".repeat(col);
+    if is_inline(value) {
+        return format!("{pad}{key}: {}\n", lines(value)[0]);
+    }
+    let nested: String = lines(value).iter().map(|l| format!("{pad}  {l}\n")).collect();
+    format!("{pad}{key}:\n{nested}")
+}
+
+/// `- value` as lines starting at column `col`, newline-terminated.
+fn item_text(value: &Value, col: usize) -> String {
+    let pad = " ".repeat(col);
+    let mut out = String::new();
+    for (i, line) in lines(value).iter().enumerate() {
+        out.push_str(&if i == 0 { format!("{pad}- {line}\n") } else { format!("{pad}  {line}\n") });
+    }
+    out
+}
+
+type Edit = (usize, usize, String);
+
+fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: &mut Vec<Edit>) -> Option<()> {
+    if old == new {
+        return Some(());
+    }
+    match (&node.shape, old, new) {
+        (Shape::Map(entries), Value::Object(old_map), Value::Object(new_map)) if !node.flow && !new_map.is_empty() => {
+            let key_col = column(text, node.start);
+            for (key, key_end, value) in entries {
+                let colon_end = key_end + text[*key_end..].find(':')? + 1;
+                match (old_map.get(key), new_map.get(key)) {
+                    (Some(old_value), Some(new_value)) => diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, edits)?,
+                    (_, None) => {
+                        let (from, _) = line_of(text, key_end - 1);
+                        let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
+                        edits.push((from, to, String::new()));
+                    }
+                    (None, Some(_)) => return None, // a key the value does not have: duplicate keys
+                }
+            }
+            let added: String = new_map.iter().filter(|(k, _)| !old_map.contains_key(*k)).map(|(k, v)| entry_text(k, v, key_col)).collect();
+            if !added.is_empty() {
+                let last = entries.last()?.2.end;
+                let (_, next) = line_of(text, last.saturating_sub(1));
+                let added = if text[..next].ends_with('\n') { added } else { format!("\n{added}") };
+                edits.push((next, next, added));
+            }
+            Some(())
+        }
+        (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items)) if !node.flow && !new_items.is_empty() && old_items.len() == items.len() => {
+            for ((item, old_item), new_item) in items.iter().zip(old_items).zip(new_items) {
+                diff(text, item, old_item, new_item, Place::Item, edits)?;
+            }
+            let dash_col = column(text, text[..items[0].start].rfind('-')?);
+            if new_items.len() > items.len() {
+                let (_, next) = line_of(text, items.last()?.end.saturating_sub(1));
+                let added: String = new_items[items.len()..].iter().map(|v| item_text(v, dash_col)).collect();
+                let added = if text[..next].ends_with('\n') { added } else { format!("\n{added}") };
+                edits.push((next, next, added));
+            }
+            for item in items.iter().skip(new_items.len()) {
+                let (from, _) = line_of(text, item.start);
+                let (_, to) = line_of(text, item.end.saturating_sub(1).max(item.start));
+                edits.push((from, to, String::new()));
+            }
+            Some(())
+        }
+        _ => {
+            edits.push(replacement(text, node, new, place));
+            Some(())
+        }
+    }
+}
+
+/// The edit that puts `new` where `node` stands.
+fn replacement(text: &str, node: &Node, new: &Value, place: Place) -> Edit {
+    if node.flow && !is_inline(new) {
+        return (node.start, node.end, flow(new));
+    }
+    let lines = lines(new);
+    match place {
+        // After `key:`: a scalar on the same line, a collection on the lines below.
+        Place::Value { colon_end, .. } if is_inline(new) => (colon_end, node.end, format!(" {}", lines[0])),
+        Place::Value { colon_end, key_col } => {
+            let pad = " ".repeat(key_col + 2);
+            (colon_end, node.end, lines.iter().map(|l| format!("\n{pad}{l}")).collect())
+        }
+        // A sequence item or the root: from where the node starts, continued at its column.
+        Place::Item | Place::Root => {
+            let pad = format!("\n{}", " ".repeat(column(text, node.start)));
+            (node.start, node.end, lines.join(&pad))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn patched(text: &str, new: &Value) -> String {
+        let old = crate::manifest::parse(text, "t").unwrap().remove(0);
+        let out = patch(text, &old, new).expect("patched");
+        assert_eq!(&crate::manifest::parse(&out, "t").unwrap()[0], new, "reads back as the new value: {out}");
+        out
+    }
+
+    #[test]
+    fn only_changed_values_are_rewritten() {
+        let text = "# pool\napiVersion: \"cilium.io/v2\"   # quoted\nkind: CiliumPodIPPool\nmetadata: {name: 'blue', labels: {a: \"1\"}}\nspec:\n  ipv4:\n    cidrs:\n    - \"10.40.0.0/16\"\n    - 10.41.0.0/16   # second\n    maskSize: 24\n";
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["spec"]["ipv4"]["pool"] = json!([{"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.0.0", "end": "10.40.0.15"}]}]);
+        let out = patched(text, &new);
+        assert!(out.starts_with("# pool\napiVersion: \"cilium.io/v2\"   # quoted\nkind: CiliumPodIPPool\nmetadata: {name: 'blue', labels: {a: \"1\"}}\nspec:\n  ipv4:\n    cidrs:\n    - \"10.40.0.0/16\"\n    - 10.41.0.0/16   # second\n    maskSize: 24\n    pool:\n"), "{out}");
+        // A changed scalar keeps its line's comment; a changed flow mapping is rewritten whole.
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["apiVersion"] = json!("cilium.io/v2alpha1");
+        new["metadata"]["labels"]["a"] = json!("2");
+        let out = patched(text, &new);
+        assert!(out.contains("apiVersion: cilium.io/v2alpha1   # quoted\n"), "{out}");
+        assert!(out.contains("metadata: {name: blue, labels: {a: \"2\"}}\n"), "{out}");
+        assert!(out.contains("    - \"10.40.0.0/16\"\n    - 10.41.0.0/16   # second\n"), "{out}");
+    }
+
+    #[test]
+    fn items_become_objects_and_keys_are_removed() {
+        let text = "spec:\n  ipv4:\n    cidrs:\n    - 10.40.0.0/16   # a\n    - 10.41.0.0/16\n    maskSize: 24\n  old: true\n";
+        let new = json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.40.0.0/16", "reservedRange": []}, "10.41.0.0/16", "10.42.0.0/16"], "maskSize": 24}}});
+        let out = patched(text, &new);
+        assert_eq!(out, "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n");
+    }
+
+    #[test]
+    fn what_is_not_patched() {
+        let anchored = "a: &x {b: 1}\nc: *x\n";
+        let old = crate::manifest::parse(anchored, "t").unwrap().remove(0);
+        assert_eq!(patch(anchored, &old, &json!({"a": {"b": 2}, "c": {"b": 1}})), None);
+        let tagged = "a: !!str 1\n";
+        let old = crate::manifest::parse(tagged, "t").unwrap().remove(0);
+        assert_eq!(patch(tagged, &old, &json!({"a": "2"})), None);
+    }
+}
