@@ -74,7 +74,7 @@ pub(crate) fn yaml_options() -> serde_saphyr::Options {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Rewritten {
     pub text: String,
-    /// How many documents were re-serialized (for JSON: 1 when the file was).
+    /// How many documents were replaced (for JSON: 1 when the file was).
     pub changed: usize,
 }
 
