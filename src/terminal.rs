@@ -76,6 +76,21 @@ fn read_line(term: &Term, prompt: &str) -> std::io::Result<Option<String>> {
     }
 }
 
+/// Asks `question` until `accept` takes the line typed (its refusal is shown under it); `None`
+/// on Esc. The cursor is shown again however this ends.
+fn ask<T>(question: &str, accept: &dyn Fn(&str) -> Result<T, String>) -> Result<Option<T>> {
+    crate::interrupt::install();
+    let _shown = CursorShown;
+    let term = Term::stderr();
+    loop {
+        let Some(answer) = read_line(&term, question).map_err(failed)? else { return Ok(None) };
+        match accept(&answer) {
+            Ok(value) => return Ok(Some(value)),
+            Err(why) => term.write_line(&format!("  {}", safe(&why)))?,
+        }
+    }
+}
+
 /// What a `[y/N]` answer means: `Some(true)` for y/yes, `Some(false)` for n/no/nothing, `None`
 /// for anything else (asked again).
 pub fn yes_or_no(answer: &str) -> Option<bool> {
@@ -95,31 +110,14 @@ impl Prompter for Dialoguer {
     }
 
     fn confirm(&self, prompt: &str) -> Result<bool> {
-        crate::interrupt::install();
-        let _shown = CursorShown;
-        let term = Term::stderr();
         let question = format!("{} [y/N] ", safe(prompt));
-        loop {
-            let Some(answer) = read_line(&term, &question).map_err(failed)? else { return Ok(false) };
-            match yes_or_no(&answer) {
-                Some(yes) => return Ok(yes),
-                None => term.write_line(&format!("  please answer y or n (not {})", safe(&answer)))?,
-            }
-        }
+        let answer = ask(&question, &|answer| yes_or_no(answer).ok_or_else(|| format!("please answer y or n (not {answer})")))?;
+        Ok(answer.unwrap_or(false))
     }
 
     fn text(&self, prompt: &str, validate: &dyn Fn(&str) -> Result<(), String>) -> Result<Option<String>> {
-        crate::interrupt::install();
-        let _shown = CursorShown;
-        let term = Term::stderr();
         let question = format!("{} (Esc cancels): ", safe(prompt));
-        loop {
-            let Some(answer) = read_line(&term, &question).map_err(failed)? else { return Ok(None) };
-            match validate(answer.trim()) {
-                Ok(()) => return Ok(Some(answer.trim().to_string())),
-                Err(why) => term.write_line(&format!("  invalid: {}", safe(&why)))?,
-            }
-        }
+        ask(&question, &|answer| validate(answer.trim()).map(|()| answer.trim().to_string()).map_err(|why| format!("invalid: {why}")))
     }
 
     fn note(&self, text: &str) {

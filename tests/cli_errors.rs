@@ -83,12 +83,17 @@ fn archives_that_cannot_be_read_say_so() {
     assert!(err.contains("named like an archive but it is not a zip or tar archive"), "{err}");
 }
 
-#[test]
-fn a_server_that_never_answers_ends_usage_with_exit_3_within_the_request_timeout() {
+/// The plugin with `args` against a server that never answers: exit code, stdout, stderr. The
+/// bound only ends the test if the plugin hangs.
+fn against_a_silent_server(args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let config = kubeconfig(dir.path(), &silent_server());
-    // The bound only ends the test if the plugin hangs; the plugin's own deadline is 2 s.
-    let (code, out, err) = output(plugin().args(["usage", "--request-timeout", "2s", "--kubeconfig", &config]).timeout(Duration::from_secs(120)));
+    output(plugin().args(args).args(["--kubeconfig", &config]).timeout(Duration::from_secs(300)))
+}
+
+#[test]
+fn a_server_that_never_answers_ends_usage_with_exit_3_within_the_request_timeout() {
+    let (code, out, err) = against_a_silent_server(&["usage", "--request-timeout", "2s"]);
     assert_eq!(code, 3, "{err}");
     assert!(out.is_empty());
     assert!(err.contains("cannot reach the API server") && err.contains("no answer within --request-timeout 2s"), "{err}");
@@ -96,18 +101,14 @@ fn a_server_that_never_answers_ends_usage_with_exit_3_within_the_request_timeout
 
 #[test]
 fn without_request_timeout_the_default_deadline_ends_the_wait() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = kubeconfig(dir.path(), &silent_server());
-    let (code, _, err) = output(plugin().args(["usage", "--kubeconfig", &config]).timeout(Duration::from_secs(300)));
+    let (code, _, err) = against_a_silent_server(&["usage"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("no answer within 30s (the default deadline"), "{err}");
 }
 
 #[test]
 fn version_answers_even_when_the_server_does_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = kubeconfig(dir.path(), &silent_server());
-    let (code, out, err) = output(plugin().args(["version", "--kubeconfig", &config]).timeout(Duration::from_secs(120)));
+    let (code, out, err) = against_a_silent_server(&["version"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("Plugin version: "), "{out}");
     assert!(out.contains("server: no answer within 2s"), "{out}");

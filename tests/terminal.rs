@@ -101,13 +101,19 @@ fn guided_up_to_the_question(dir: &Path) -> Screen {
     screen
 }
 
-#[test]
-fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
+/// `inspect` without a pool, its picker up.
+fn inspect_picker() -> Screen {
     let mut cmd = cli::plugin_process();
     cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
     let mut screen = Screen::start(cmd);
     screen.expect("Pool to inspect");
     screen.expect("batch");
+    screen
+}
+
+#[test]
+fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
+    let mut screen = inspect_picker();
     // Pools are listed by name: batch, blue, ...; one step down picks blue.
     screen.press("\x1b[B");
     screen.press("\r");
@@ -120,10 +126,7 @@ fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
 
 #[test]
 fn esc_in_a_picker_declines_and_shows_the_cursor() {
-    let mut cmd = cli::plugin_process();
-    cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
-    let mut screen = Screen::start(cmd);
-    screen.expect("batch");
+    let mut screen = inspect_picker();
     assert!(!cursor_visible(&screen.shown), "the picker hides the cursor while it is up");
     screen.press("\x1b");
     let (code, shown) = screen.finish();
@@ -134,10 +137,7 @@ fn esc_in_a_picker_declines_and_shows_the_cursor() {
 
 #[test]
 fn ctrl_c_in_a_picker_exits_130_with_the_cursor_shown() {
-    let mut cmd = cli::plugin_process();
-    cmd.args(["inspect", "--color", "never", "-f"]).arg(example());
-    let mut screen = Screen::start(cmd);
-    screen.expect("batch");
+    let mut screen = inspect_picker();
     screen.press("\x03");
     let (code, shown) = screen.finish();
     assert_eq!(code, INTERRUPTED, "{shown:?}");
