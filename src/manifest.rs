@@ -104,7 +104,10 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
                 changed += 1;
                 // Only what changed is rewritten; a document that cannot be patched (anchors,
                 // tags) or whose patch would not read back as `new` is re-serialized whole.
-                match patch::patch(document.text, old, &new).filter(|text| parse_yaml(text, name, None).is_ok_and(|docs| docs.iter().find(|d| !d.is_null()) == Some(&new))) {
+                let reads_back = |text: &String| {
+                    documents(text).len() == 1 && parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()]))
+                };
+                match patch::patch(document.text, old, &new).filter(reads_back) {
                     Some(text) => out.push_str(&text),
                     None => {
                         let (head, tail) = document.kept();
