@@ -23,8 +23,8 @@ struct Node {
 }
 
 enum Shape {
-    /// Entries: the key, where the key ends, the value.
-    Map(Vec<(String, usize, Node)>),
+    /// Entries: the key, where the key starts and ends, the value.
+    Map(Vec<(String, usize, usize, Node)>),
     Seq(Vec<Node>),
     Scalar,
 }
@@ -45,10 +45,13 @@ pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
     let root = tree(text)?;
     let mut edits = Vec::new();
     diff(text, &root, old, new, Place::Root, &mut edits)?;
-    edits.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+    // Applied from the end of the text; of two insertions at one place the one found first
+    // (a nested mapping's key) is applied last, so that it stays first.
+    let mut edits: Vec<(usize, Edit)> = edits.into_iter().enumerate().collect();
+    edits.sort_by_key(|(found, (start, _, _))| std::cmp::Reverse((*start, *found)));
     let mut out = text.to_string();
     let mut last = usize::MAX;
-    for (start, end, replacement) in edits {
+    for (_, (start, end, replacement)) in edits {
         if end > last {
             return None; // overlapping edits: not expected, not risked
         }
@@ -86,9 +89,9 @@ fn node(events: &mut dyn Iterator<Item = Option<(Event<'_>, usize, usize)>>, eve
             loop {
                 match events.next()?? {
                     (Event::MappingEnd, _, close) => return collection(Shape::Map(entries), style, start, close),
-                    (Event::Scalar(key, _, 0, None), _, key_end) => {
+                    (Event::Scalar(key, _, 0, None), key_start, key_end) => {
                         let (event, start, end) = events.next()??;
-                        entries.push((key.into_owned(), key_end, node(events, event, start, end)?));
+                        entries.push((key.into_owned(), key_start, key_end, node(events, event, start, end)?));
                     }
                     _ => return None,
                 }
@@ -113,7 +116,7 @@ fn collection(shape: Shape, style: StructureStyle, start: usize, close: usize) -
     let flow = matches!(style, StructureStyle::Flow);
     let end = match (&shape, flow) {
         (_, true) => close,
-        (Shape::Map(entries), false) => entries.last()?.2.end,
+        (Shape::Map(entries), false) => entries.last()?.3.end,
         (Shape::Seq(items), false) => items.last()?.end,
         (Shape::Scalar, false) => return None,
     };
@@ -196,9 +199,12 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
         return Some(());
     }
     match (&node.shape, old, new) {
-        (Shape::Map(entries), Value::Object(old_map), Value::Object(new_map)) if !node.flow && !new_map.is_empty() => {
+        // A key is removed with its lines only when nothing else stands on them (`- key:`).
+        (Shape::Map(entries), Value::Object(old_map), Value::Object(new_map))
+            if !node.flow && !new_map.is_empty() && entries.iter().all(|(key, key_start, _, _)| new_map.contains_key(key) || text[line_of(text, *key_start).0..*key_start].trim().is_empty()) =>
+        {
             let key_col = column(text, node.start);
-            for (key, key_end, value) in entries {
+            for (key, _, key_end, value) in entries {
                 let colon_end = key_end + text[*key_end..].find(':')? + 1;
                 match (old_map.get(key), new_map.get(key)) {
                     (Some(old_value), Some(new_value)) => diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, edits)?,
@@ -212,7 +218,7 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             }
             let added: String = new_map.iter().filter(|(k, _)| !old_map.contains_key(*k)).map(|(k, v)| entry_text(k, v, key_col)).collect();
             if !added.is_empty() {
-                let last = entries.last()?.2.end;
+                let last = entries.last()?.3.end;
                 let (_, next) = line_of(text, last.saturating_sub(1));
                 let added = if text[..next].ends_with('\n') { added } else { format!("\n{added}") };
                 edits.push((next, next, added));
@@ -300,6 +306,60 @@ mod tests {
         let new = json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.40.0.0/16", "reservedRange": []}, "10.41.0.0/16", "10.42.0.0/16"], "maskSize": 24}}});
         let out = patched(text, &new);
         assert_eq!(out, "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n");
+    }
+
+    use proptest::prelude::*;
+
+    /// Small documents: maps of a few keys holding scalars, lists and maps.
+    fn values() -> impl Strategy<Value = Value> {
+        let scalar = prop_oneof![
+            "[a-z0-9./:-]{0,12}".prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            any::<bool>().prop_map(Value::from),
+            Just(Value::from("true")),
+            Just(Value::from("10.40.0.0/16")),
+        ];
+        scalar.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-e]", inner, 1..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// `value` with the node at the `pick`-th position (depth first) replaced by `with`.
+    fn mutate(value: &mut Value, pick: &mut usize, with: &Value) {
+        if *pick == 0 {
+            *value = with.clone();
+            return;
+        }
+        *pick -= 1;
+        match value {
+            Value::Object(map) => map.values_mut().for_each(|v| mutate(v, pick, with)),
+            Value::Array(items) => items.iter_mut().for_each(|v| mutate(v, pick, with)),
+            _ => {}
+        }
+    }
+
+    proptest! {
+        /// Whatever the edit, a patch reads back as the new value, and a document written in
+        /// block style is always patched (never left to the whole-document fallback).
+        #[test]
+        fn patches_read_back(root in proptest::collection::btree_map("[a-e]", values(), 2..5), pick in 0usize..12, with in values(), drop in proptest::option::of("[a-e]")) {
+            let old = Value::Object(root.into_iter().collect());
+            let mut new = old.clone();
+            mutate(&mut new, &mut (pick + 1), &with); // never the root: documents are objects
+            if let (Some(key), Some(map)) = (drop, new.as_object_mut()) {
+                map.remove(&key);
+            }
+            prop_assume!(new.as_object().is_some_and(|m| !m.is_empty()));
+            let text = to_yaml(&old);
+            let out = patch(&text, &old, &new);
+            prop_assert!(out.is_some(), "not patched: {text:?} -> {new}");
+            let out = out.unwrap();
+            let reread = crate::manifest::parse(&out, "t").map_err(|e| TestCaseError::fail(format!("{e}: {text:?} -> {out:?}")))?;
+            prop_assert_eq!(reread, vec![new], "{:?} -> {:?}", text, out);
+        }
     }
 
     #[test]
