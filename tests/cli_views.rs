@@ -202,3 +202,12 @@ fn check_names_each_object_once_and_counts_what_severity_hides() {
     let (_, _, wide_notes) = run(&["check", "-o", "wide", "-f", &ex]);
     assert!(!wide_notes.contains("-o wide"), "check -o wide does not suggest -o wide: {wide_notes}");
 }
+
+#[test]
+fn notes_per_view() {
+    let ex = example();
+    for (name, args) in [("notes_pools", &[][..]), ("notes_pools_wide", &["-o", "wide"][..]), ("notes_nodes", &["--by", "node"][..]), ("notes_blocks", &["--show-blocks"][..])] {
+        let (_, _, notes) = run(&[&["usage", "-f", ex.as_str()], args].concat());
+        insta::assert_snapshot!(name, notes.replace(&ex, "examples/snapshot"));
+    }
+}

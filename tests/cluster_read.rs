@@ -264,7 +264,7 @@ fn watch_rerenders_when_a_node_gets_a_block() {
         .spawn()
         .expect("spawn the plugin");
     let lines = LineReader::new(child.stdout.take().expect("stdout"));
-    let blocks_column = |line: &str| line.split_whitespace().nth(4).map(str::to_string);
+    let blocks_column = |line: &str| line.split_whitespace().nth(3).map(str::to_string);
     let first = lines.read_until(Duration::from_secs(30), "first render", |l| l.starts_with("default"));
     assert_eq!(blocks_column(first.last().unwrap()).as_deref(), Some("2/256"), "{first:?}");
 
