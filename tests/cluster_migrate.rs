@@ -390,12 +390,12 @@ fn confirmation_on_a_terminal() {
     cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
     let dir = tempfile::tempdir().unwrap();
     let before = resource_versions(&cluster);
-    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "n");
-    assert_eq!(code, 2, "declined: {prompt}");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "n\r");
+    assert_eq!(code, 1, "declined (docs/design/exit-codes.md): {prompt}");
     assert!(prompt.contains("Migrate 3 CiliumPodIPPool(s)"), "{prompt}");
     assert_eq!(resource_versions(&cluster), before, "declining writes nothing");
     assert!(!dir.path().join("b.yaml").exists(), "not even the backup");
-    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "y");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "y\r");
     assert_eq!(code, 0, "{prompt}");
     assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
 }

@@ -151,7 +151,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "-o", "json"]);
     term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
     cluster.kubectl(&["label", "ciliumpodippools.v2.cilium.io", "blue", "raced=yes", "--overwrite"]);
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     assert_eq!(code, 0, "{shown}");
     assert!(shown.contains("changed since it was read") && shown.contains("re-validating (1/5)"), "{shown}");
@@ -169,7 +169,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     term.exp_string("Blocks newly withheld: 10.40.2.0/24").unwrap();
     term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
     let version = resource_version(&cluster, "blue");
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     term.exp_string("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16").unwrap();
     term.exp_eof().unwrap();
     assert_ne!(resource_version(&cluster, "blue"), version);
@@ -178,7 +178,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     let version = resource_version(&cluster, "blue");
     let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.3.0"]);
     term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
-    press(&mut term, "n");
+    press(&mut term, "n\r");
     term.exp_string("aborted; nothing was written").unwrap();
     term.exp_eof().unwrap();
     assert_eq!(resource_version(&cluster, "blue"), version);
