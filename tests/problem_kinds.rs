@@ -146,3 +146,16 @@ fn invalid_node_block() {
     let ghost = with(base(), node("n1", &[("a", &["10.1.0.0/26"]), ("gone", &["10.9.0.0/26"])]));
     assert_eq!(problems(&ghost), (one("orphan-block", "CiliumNode/n1", "warning"), 1));
 }
+
+#[test]
+fn storage_migration_pending() {
+    // The example's CRD, whose status.storedVersions still lists v2alpha1.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot/crd-ciliumpodippools.yaml")).unwrap();
+    let mut crd: Value = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(crd["status"]["storedVersions"], json!(["v2alpha1", "v2"]));
+    let pending = with(base(), crd.clone());
+    assert_eq!(problems(&pending), (one("storage-migration-pending", "CustomResourceDefinition/ciliumpodippools.cilium.io", "warning"), 1));
+    // Trimmed to [v2]: the migration is finished.
+    crd["status"]["storedVersions"] = json!(["v2"]);
+    assert_eq!(problems(&with(base(), crd)), (BTreeSet::new(), 0));
+}

@@ -136,6 +136,18 @@ mod tests {
     }
 
     #[test]
+    fn address_sets_count_distinct_addresses() {
+        let empty = AddressSet::new([]);
+        assert!(empty.is_empty());
+        assert_eq!(empty.len(), 0);
+        let set = AddressSet::new([7, 3, 7, 10]);
+        assert!(!set.is_empty());
+        assert_eq!((set.len(), set.iter().collect::<Vec<_>>()), (3, vec![3, 7, 10]));
+        assert_eq!((set.count_in_range(3, 7), set.count_in_range(4, 9), set.count_in_range(11, u128::MAX)), (2, 1, 0));
+        assert_eq!(set.count_in(&IntervalSet::from_ranges([(0, 3), (10, 10)])), Count::from(2u64));
+    }
+
+    #[test]
     fn block_indices() {
         let cidr = Prefix::parse("10.40.0.0/16").unwrap();
         assert_eq!(capacity(&cidr, 24), Count::from(256u64));
