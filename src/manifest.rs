@@ -5,7 +5,9 @@
 //!
 //! The stream is split on document markers here rather than by a YAML library, because
 //! libraries re-serialize (and drop comments of) everything they touch. Used by `-f` reading,
-//! `reserve-range --in-place`, `migrate -f` and the migration backup.
+//! `reserve-range --in-place`, `migrate -f` and the migration backup. Lines end where YAML's do
+//! (`\n`, `\r\n` and a bare `\r`), so that the splitter and the parser always agree on where a
+//! line, a comment and a `---` marker are.
 
 use crate::error::input;
 use anyhow::Result;
@@ -107,12 +109,13 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
                 let reads_back = |text: &String| {
                     documents(text).len() == 1 && parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()]))
                 };
-                match patch::patch(document.text, old, &new).filter(reads_back) {
+                let break_ = line_break_of(document.text);
+                match patch::patch(document.text, old, &new).map(|text| in_breaks(&text, break_)).filter(reads_back) {
                     Some(text) => out.push_str(&text),
                     None => {
                         let (head, tail) = document.kept();
                         out.push_str(head);
-                        out.push_str(&to_yaml(&new));
+                        out.push_str(&in_breaks(&to_yaml(&new), break_));
                         out.push_str(tail);
                     }
                 }
@@ -187,7 +190,7 @@ fn is_bare_marker(line: &str) -> bool {
 impl<'a> Document<'a> {
     /// The line of the document's content: past its `---` line, unless that line holds content.
     fn first_line(&self) -> usize {
-        let first = self.text.lines().next().unwrap_or_default();
+        let first = yaml_lines(self.text).next().unwrap_or_default();
         if is_bare_marker(first) { self.line + 1 } else { self.line }
     }
 
@@ -195,7 +198,7 @@ impl<'a> Document<'a> {
     /// holding content becomes `---`) and the leading comments; after it, a `...` end marker and
     /// what follows it.
     fn kept(&self) -> (&'a str, &'a str) {
-        let mut lines = self.text.split_inclusive('\n').peekable();
+        let mut lines = yaml_lines(self.text).peekable();
         let mut head = 0;
         if lines.peek().is_some_and(|l| is_document_start(l)) {
             let marker = lines.next().expect("peeked");
@@ -211,7 +214,7 @@ impl<'a> Document<'a> {
     /// From the document's `...` end marker on; empty without one.
     fn tail(&self) -> &'a str {
         let mut offset = 0;
-        for line in self.text.split_inclusive('\n') {
+        for line in yaml_lines(self.text) {
             if offset > 0 && line.starts_with("...") && is_bare_marker(line) {
                 return &self.text[offset..];
             }
@@ -221,11 +224,50 @@ impl<'a> Document<'a> {
     }
 }
 
+/// The lines of `text`, each with its line break: `\n`, `\r\n` or a bare `\r`, the three YAML
+/// knows. Concatenated, they are the text.
+fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let end = match rest.find(['\n', '\r']) {
+            _ if rest.is_empty() => return None,
+            Some(i) if rest[i..].starts_with("\r\n") => i + 2,
+            Some(i) => i + 1,
+            None => rest.len(),
+        };
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
+/// The line break of a document's first line, so that a re-serialized document keeps the file's
+/// style (a CRLF file stays CRLF).
+fn line_break_of(text: &str) -> &'static str {
+    let first = yaml_lines(text).next().unwrap_or_default();
+    if first.ends_with("\r\n") {
+        "\r\n"
+    } else if first.ends_with('\r') {
+        "\r"
+    } else {
+        "\n"
+    }
+}
+
+/// `text` (lines ending in `\n`, or in the document's own breaks where it was copied) with every
+/// line ending in `break_`.
+fn in_breaks(text: &str, break_: &str) -> String {
+    if break_ == "\n" {
+        return text.to_string();
+    }
+    yaml_lines(text).map(|line| line.strip_suffix('\n').map_or(line.to_string(), |l| l.strip_suffix('\r').unwrap_or(l).to_string() + break_)).collect()
+}
+
 /// The documents of a YAML stream; concatenated, their texts are the input.
 pub fn documents(text: &str) -> Vec<Document<'_>> {
     let mut documents = Vec::new();
     let (mut start, mut start_line, mut offset) = (0, 1, 0);
-    for (index, line) in text.split_inclusive('\n').enumerate() {
+    for (index, line) in yaml_lines(text).enumerate() {
         if is_document_start(line) && offset > start {
             documents.push(Document { line: start_line, text: &text[start..offset] });
             (start, start_line) = (offset, index + 1);
@@ -271,6 +313,28 @@ mod tests {
         assert_eq!((chunks[1].line, chunks[2].line), (3, 5));
         assert_eq!(documents("a: '---'\n----\n").len(), 1);
         assert_eq!(documents(""), vec![Document { line: 1, text: "" }]);
+    }
+
+    #[test]
+    fn line_breaks_are_yaml_s_own() {
+        // Fuzz finding (splice target): the comment `#metad` ends at a bare `\r`; read as one line,
+        // the pool after it was kept as "comment" and written a second time by the edit.
+        let found = "#metad\r CiliumPoa:nd: Ll3";
+        let mut new = parse(found, "t").unwrap().remove(0);
+        new["fuzzMark"] = json!("kubectl-ciliumpool");
+        let out = rewrite(found, "t", &mut |_| Ok(Some(new.clone()))).unwrap();
+        assert_eq!(out.text, "#metad\r\"CiliumPoa:nd\": Ll3\rfuzzMark: kubectl-ciliumpool\r");
+        assert_eq!(parse(&out.text, "t").unwrap(), vec![new]);
+        // `\r` and `\r\n` end the line before a `---` marker as `\n` does; an edited document
+        // keeps the file's line breaks.
+        for br in ["\r", "\r\n"] {
+            let stream = format!("a: 1{br}---{br}b: 2{br}--- # c{br}c: 3{br}");
+            let chunks = documents(&stream);
+            assert_eq!((chunks.len(), parse(&stream, "t").unwrap().len()), (3, 3), "{stream:?}");
+            assert_eq!((chunks[1].line, chunks[2].line), (2, 4), "{stream:?}");
+            let out = rewrite(&stream, "t", &mut |d| Ok(d.get("b").map(|_| json!({"b": 3, "d": 4})))).unwrap();
+            assert_eq!(out.text, format!("a: 1{br}---{br}b: 3{br}d: 4{br}--- # c{br}c: 3{br}"));
+        }
     }
 
     #[test]
