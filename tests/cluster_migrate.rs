@@ -8,10 +8,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use support::cli::{self, press};
-use support::{Dialect, TestCluster};
+use support::{Afterwards, Dialect, TestCluster};
 
 const POOLS: usize = 40;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -238,40 +236,29 @@ fn cfp_converts_cidrs_and_the_backup_restores_the_previous_state() {
 fn concurrent_label_writer_keeps_every_change_and_every_pool_is_migrated() {
     let cluster = migrated_cluster_setup(Dialect::UpstreamV2);
     let dir = tempfile::tempdir().unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let kubeconfig = cluster.kubeconfig.clone();
-    let writer_done = done.clone();
-    // Relabels the pools round-robin through v2 until the plugin is finished; returns the last
-    // value written per pool.
-    let writer = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async move {
-            let file = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-            let config = kube::Config::from_custom_kubeconfig(file, &Default::default()).await.unwrap();
-            let api = ciliumpool::source::client::pools_api(&kube::Client::try_from(config).unwrap(), "v2");
-            let mut last = BTreeMap::new();
-            let mut n = 0usize;
-            while !writer_done.load(Ordering::SeqCst) || n < 2 * POOLS {
-                let name = format!("pool-{:02}", n % POOLS);
-                let patch = json!({"metadata": {"labels": {"writer": format!("w{n}")}}});
-                api.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
-                last.insert(name, format!("w{n}"));
-                n += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            }
-            (last, n)
-        })
-    });
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
-    done.store(true, Ordering::SeqCst);
-    let (last, writes) = writer.join().expect("writer thread");
-    assert_eq!(code, 0, "{out}{err}");
-    let conflicts = out.lines().filter(|l| l.contains("conflict(s)") && !l.starts_with("Summary")).count();
-    eprintln!("[measure] concurrent writer: {writes} label patches; {conflicts} pools needed a retry after 409");
+    // While the plugin's replace of pool-17 is held inside the API server (it has read the
+    // pool), another user relabels pool-17: that replace conflicts (409), deterministically.
+    // The writer then relabels every pool while the run goes on; each such write may or may not
+    // land between the plugin's read and its replace of that pool — either way nothing is lost.
+    cluster.kubectl_as_other_writer(&["get", "ciliumpodippools.v2.cilium.io", "pool-17"]); // its RBAC in place before the hold
+    let mut barrier = cluster.hold_writes_of("pool-17", Afterwards::Proceed);
+    let mut child = support::KillOnDrop(cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", "b.yaml"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    barrier.wait_for_write(std::time::Duration::from_secs(300));
+    cluster.kubectl_as_other_writer(&["label", "ciliumpodippools.v2.cilium.io", "pool-17", "writer=first"]);
+    barrier.release();
+    for i in (0..POOLS).rev() {
+        cluster.kubectl_as_other_writer(&["label", "--overwrite", "ciliumpodippools.v2.cilium.io", &format!("pool-{i:02}"), &format!("writer=w{i}")]);
+    }
+    let mut shown = String::new();
+    std::io::Read::read_to_string(&mut child.0.stdout.take().unwrap(), &mut shown).unwrap();
+    assert!(child.0.wait().unwrap().success(), "{shown}");
+    assert!(shown.contains("ciliumpodippool.cilium.io/pool-17 rewritten after 1 conflict(s)"), "a 409 was seen and retried: {shown}");
+    let conflicts = shown.lines().filter(|l| l.contains("conflict(s)") && !l.starts_with("Summary")).count();
+    eprintln!("[measure] concurrent writer: {conflicts} pool(s) needed a retry after 409");
     let after = pools(&cluster, "v2");
-    for (name, value) in &last {
-        assert_eq!(after[name]["metadata"]["labels"]["writer"], value.as_str(), "{name}: the writer's last label survives");
+    for i in 0..POOLS {
+        let name = format!("pool-{i:02}");
+        assert_eq!(after[&name]["metadata"]["labels"]["writer"], format!("w{i}").as_str(), "{name}: the writer's label survives");
     }
     assert!(after.values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"), "every pool migrated");
     // Labels the pools had before are kept too.
@@ -321,32 +308,20 @@ fn v2alpha1_only_cluster_is_reported_and_nothing_is_written() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
-/// Kills a spawned process when dropped, so a failing test leaves no process behind.
-
 #[test]
 fn interrupted_run_is_completed_by_rerunning() {
     let cluster = migrated_cluster_setup(Dialect::CfpV2);
     let dir = tempfile::tempdir().unwrap();
     let before = pools(&cluster, "v2");
-    // SIGKILL (no cleanup) once the plugin reports its 10th pool written.
-    let mut child = support::KillOnDrop(
-        cluster
-            .plugin_process()
-            .current_dir(dir.path())
-            .args(["migrate", "--yes", "--backup", "b.yaml"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
+    // SIGKILL (no cleanup) while the write of pool-10 is held inside the API server: pools 00-09
+    // are written, pool-10 and the rest are not (a barrier, not a count of output lines).
+    let mut barrier = cluster.hold_writes_of("pool-10", Afterwards::Fail);
+    let child = support::KillOnDrop(
+        cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", "b.yaml"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap(),
     );
-    let stdout = support::LineReader::new(child.0.stdout.take().unwrap());
-    let written = std::cell::Cell::new(0);
-    stdout.read_until(std::time::Duration::from_secs(60), "10 written pools", |l| {
-        written.set(written.get() + usize::from(l.ends_with(" converted")));
-        written.get() == 10
-    });
-    child.0.kill().unwrap();
-    child.0.wait().unwrap();
+    barrier.wait_for_write(std::time::Duration::from_secs(300));
+    drop(child);
+    barrier.release();
 
     // Every pool is either fully migrated or untouched: never half-written.
     let after_kill = pools(&cluster, "v2");
@@ -360,8 +335,7 @@ fn interrupted_run_is_completed_by_rerunning() {
             assert_eq!(now["metadata"]["resourceVersion"], old["metadata"]["resourceVersion"], "{name}: untouched");
         }
     }
-    eprintln!("[measure] interrupted run: {done} of {POOLS} pools migrated before SIGKILL");
-    assert!((10..POOLS).contains(&done), "the run was interrupted midway: {done}");
+    assert_eq!(done, 10, "exactly the pools before pool-10 are migrated");
 
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b2.yaml"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -374,10 +348,7 @@ fn interrupted_run_is_completed_by_rerunning() {
 /// Runs the plugin in a pseudo-terminal and types `key` at the prompt; returns the exit code and
 /// what the terminal showed.
 fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &[&str], key: &str) -> (i32, String) {
-    let mut command = cluster.plugin_process();
-    command.current_dir(dir).args(args);
-    let mut term = cli::terminal(command, std::time::Duration::from_secs(60));
-    let before = term.exp_string("[y/N]").unwrap_or_else(|e| panic!("no prompt: {e}"));
+    let (mut term, before) = cluster.plugin_at_prompt(dir, args);
     press(&mut term, key);
     let (code, rest) = cli::finish(term);
     (code, before + "[y/N]" + &rest)

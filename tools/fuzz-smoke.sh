@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
-# A seconds-long run of every fuzz target (fuzz/fuzz_targets/) from its seed corpus, as part of
-# the README test command. A finding fails the run and leaves the input under fuzz/artifacts/.
-# Long runs: tools/fuzz-smoke.sh SECONDS (docs/reliability.md records the last ones).
+# Every fuzz target (fuzz/fuzz_targets/) replays its seed corpus (fuzz/corpus/TARGET) and then
+# fuzzes for a few seconds; part of tools/test.sh. A finding fails the run and leaves the input
+# under fuzz/artifacts/TARGET/. Long runs: tools/fuzz-smoke.sh SECONDS [TARGET...]
+# (docs/reliability.md records the last ones). FUZZ_SMOKE_SECONDS sets the default (10).
+#
+# Needs a nightly toolchain (cargo-fuzz's -Z flags; installed with rustup when missing) and
+# cargo-fuzz, installed from crates.io into the tools cache on first use, as tools/bench.sh does
+# with hyperfine. The fuzz build is instrumented for coverage but without a sanitizer (`-s none`):
+# the plugin is safe Rust, and an AddressSanitizer build of every dependency costs far more than
+# CI's budget (docs/reliability.md has the figures).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-${FUZZ_SMOKE_SECONDS:-10}}"
+shift || true
 
+log() { printf '[fuzz] %s\n' "$*" >&2; }
 if ! cargo +nightly --version >/dev/null 2>&1; then
-  echo "fuzz smoke runs SKIPPED: no nightly Rust toolchain (rustup toolchain install nightly); cargo-fuzz needs it" >&2
-  exit 0
+  log "installing the nightly toolchain (rustup toolchain install nightly --profile minimal)"
+  rustup toolchain install nightly --profile minimal >&2
 fi
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  echo "installing cargo-fuzz (cargo install cargo-fuzz --locked)" >&2
-  cargo install cargo-fuzz --locked >&2
+TOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-tools"
+if [[ ! -x $TOOLS/bin/cargo-fuzz ]]; then
+  log "installing cargo-fuzz into $TOOLS (once)"
+  cargo install --quiet --locked cargo-fuzz@0.13.2 --root "$TOOLS" >&2
 fi
-# Outside the work tree, so that every clone on this machine (CI's too) reuses the instrumented
-# dependencies: a cold build takes tens of minutes on 2 cores, a warm one only rebuilds the plugin.
-export CARGO_TARGET_DIR="${CILIUMPOOL_FUZZ_TARGET:-$HOME/.cache/kubectl-ciliumpool-fuzz-target}"
-# Safe Rust only: no sanitizer, coverage-guided all the same.
+export PATH="$TOOLS/bin:$PATH"
+# Outside the work tree, so every clone on this machine (and CI's cache) reuses the instrumented
+# dependencies: cold, the build takes many minutes on 2 cores; warm, it rebuilds the plugin only.
+export CARGO_TARGET_DIR="${CILIUMPOOL_FUZZ_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-fuzz-target}"
 cargo +nightly fuzz build -s none >&2
-for target in $(cargo +nightly fuzz list); do
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || mapfile -t targets < <(cargo +nightly fuzz list)
+for target in "${targets[@]}"; do
   # The repository's seed corpus is read, never grown: new inputs go to a scratch directory.
   scratch="$(mktemp -d)"
-  echo "fuzz $target: ${seconds}s" >&2
+  log "$target: corpus of $(find "fuzz/corpus/$target" -type f | wc -l) inputs, then ${seconds}s"
   status=0
   cargo +nightly fuzz run -s none "$target" "$scratch" "fuzz/corpus/$target" -- -max_total_time="$seconds" -print_final_stats=1 >"$scratch.log" 2>&1 || status=$?
-  grep -E "^(stat::number_of_executed_units|stat::new_units_added)|panicked|SUMMARY|Test unit written" "$scratch.log" >&2 || true
+  grep -E "^(stat::number_of_executed_units|stat::new_units_added)|DONE|panicked|SUMMARY|Test unit written" "$scratch.log" | sed "s/^/[fuzz] $target: /" >&2 || true
   rm -rf "$scratch" "$scratch.log"
   if [[ $status -ne 0 ]]; then
-    echo "fuzz $target: FAILED (exit $status); the crashing input is under fuzz/artifacts/$target/" >&2
+    log "$target: FAILED (exit $status); the crashing input is under fuzz/artifacts/$target/"
     exit 1
   fi
 done

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: build the real control plane (cached), start it, run every
-# test against it, stop it. Extra arguments go to `cargo test` (e.g. `tools/test.sh --test cli_offline`).
+# test against it, stop it, then the fuzz smoke (tools/fuzz-smoke.sh). Extra arguments go to
+# `cargo test` (e.g. `tools/test.sh --test cli_offline`) and skip the fuzz smoke.
+# Cluster tests run at most CILIUMPOOL_CONTROL_PLANES private control planes at once (default: one
+# per two cores; tests/support/mod.rs), so that they do not starve each other.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -15,3 +18,8 @@ eval "$(tools/testenv/up.sh)"
 trap 'tools/testenv/down.sh' EXIT
 
 cargo test --locked --all-targets "$@"
+# Every fuzz target replays its seed corpus and fuzzes for 10 s (cold: the instrumented build
+# takes most of the time; cached under ~/.cache afterwards).
+if [[ $# -eq 0 ]]; then
+  tools/fuzz-smoke.sh
+fi

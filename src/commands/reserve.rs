@@ -186,11 +186,16 @@ fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared
 }
 
 /// A refused write: 422 means the API server rejected the object (input, exit 2); anything
-/// else is the cluster's (exit 3, with user and verb for 403).
+/// else is the cluster's (exit 3, with user and verb for 403). A write that got no answer may
+/// still be applied by the API server once it runs again (tests/cluster_safety.rs sees both).
 fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> anyhow::Error {
     match error {
         kube::Error::Api(s) if s.code == 422 => input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message)),
-        other => connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}")),
+        kube::Error::Api(other) => connection.request_failed(kube::Error::Api(other), "update", &format!("ciliumpodippools.cilium.io/{pool}")),
+        other => {
+            let failed = connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}"));
+            error::cluster(format!("{failed}; the write may still be applied: check with `kubectl ciliumpool reserve-range --list {pool}` before retrying"))
+        }
     }
 }
 

@@ -51,6 +51,8 @@ pub struct TestCluster {
     pub dialect: Option<Dialect>,
     /// Seconds `up.sh` took (for reports; never asserted).
     pub startup: Duration,
+    /// Held while this control plane runs (see [`ControlPlanePermit`]).
+    _permit: ControlPlanePermit,
     runtime: tokio::runtime::Runtime,
     client: kube::Client,
     /// kind -> resource, so seeding many objects resolves each kind once.
@@ -147,6 +149,7 @@ impl TestCluster {
 
     fn start_bare() -> TestCluster {
         testenv_bin();
+        let permit = ControlPlanePermit::acquire();
         let up = repo_root().join("tools/testenv/up.sh");
         let started = Instant::now();
         let output = Command::new("bash")
@@ -187,7 +190,7 @@ impl TestCluster {
             }
         };
         eprintln!("[support] control plane {server} up in {:.1} s ({})", startup.as_secs_f64(), dir.display());
-        TestCluster { dir, kubeconfig, server, bin, dialect: None, startup, runtime, client, resources: Mutex::default() }
+        TestCluster { dir, kubeconfig, server, bin, dialect: None, startup, _permit: permit, runtime, client, resources: Mutex::default() }
     }
 
     fn install_crds(&self, dialect: Dialect) {
@@ -379,6 +382,55 @@ impl Drop for TestCluster {
     }
 }
 
+/// How many private control planes of one test binary run at once: `CILIUMPOOL_CONTROL_PLANES`,
+/// else one per two cores (at least one). An etcd + kube-apiserver pair keeps a core busy while
+/// it starts; more of them than the machine has cores for starve each other and the plugin.
+/// cargo runs test binaries one after another, so this bounds the whole run.
+fn control_plane_limit() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::env::var("CILIUMPOOL_CONTROL_PLANES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or((cores / 2).max(1))
+}
+
+static RUNNING: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+std::thread_local! {
+    /// Permits this thread holds: a test that runs two control planes at once takes one permit.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One slot of [`control_plane_limit`], released when the cluster is dropped.
+struct ControlPlanePermit {
+    counted: bool,
+}
+
+impl ControlPlanePermit {
+    fn acquire() -> ControlPlanePermit {
+        if HELD.get() > 0 {
+            HELD.set(HELD.get() + 1);
+            return ControlPlanePermit { counted: false };
+        }
+        let (lock, freed) = &RUNNING;
+        let mut running = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while *running >= control_plane_limit() {
+            running = freed.wait(running).unwrap_or_else(|e| e.into_inner());
+        }
+        *running += 1;
+        HELD.set(1);
+        ControlPlanePermit { counted: true }
+    }
+}
+
+impl Drop for ControlPlanePermit {
+    fn drop(&mut self) {
+        HELD.set(HELD.get().saturating_sub(1));
+        if self.counted {
+            let (lock, freed) = &RUNNING;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+            freed.notify_one();
+        }
+    }
+}
+
 fn stop(dir: &Path) {
     let down = repo_root().join("tools/testenv/down.sh");
     match Command::new("bash").arg(&down).arg(dir).stdin(Stdio::null()).output() {
@@ -522,5 +574,160 @@ impl LineReader {
                 Err(_) => panic!("no {what} within {timeout:?}; output so far:\n{}", seen.join("\n")),
             }
         }
+    }
+}
+
+/// A barrier inside the API server, with no hook in the plugin: every UPDATE of one
+/// CiliumPodIPPool (except those of [`OTHER_WRITER`]) is sent to a validating webhook this test
+/// serves and never answers. When the webhook is called, the writer of that pool is provably
+/// inside that write — everything it wrote before is stored, nothing after is sent yet.
+pub struct WriteBarrier<'a> {
+    cluster: &'a TestCluster,
+    pool: String,
+    config: String,
+    calls: std::sync::mpsc::Receiver<std::net::TcpStream>,
+    held: Vec<std::net::TcpStream>,
+}
+
+/// What a write held by a [`WriteBarrier`] does once released.
+#[derive(Clone, Copy)]
+pub enum Afterwards {
+    /// It fails (`failurePolicy: Fail`): it never lands.
+    Fail,
+    /// It goes on (`failurePolicy: Ignore`), as if there were no webhook — a 409 if the object
+    /// changed meanwhile.
+    Proceed,
+}
+
+/// The user whose writes a [`WriteBarrier`] lets through: the concurrent writer of conflict tests.
+pub const OTHER_WRITER: &str = "ciliumpool-test-writer";
+
+impl TestCluster {
+    /// Holds every update of `pool` (which must exist) at the API server until released; returns
+    /// once the API server calls the webhook (checked with server-side dry runs, never a sleep).
+    pub fn hold_writes_of(&self, pool: &str, afterwards: Afterwards) -> WriteBarrier<'_> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the webhook port");
+        let port = listener.local_addr().expect("webhook address").port();
+        let (sender, calls) = std::sync::mpsc::channel();
+        // The API server's TLS handshake is never answered: the call hangs until it is dropped.
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let _ = sender.send(stream); // once the barrier is gone, the call is dropped at once
+            }
+        });
+        let policy = match afterwards {
+            Afterwards::Fail => "Fail",
+            Afterwards::Proceed => "Ignore",
+        };
+        let config = format!("test-hold-{pool}");
+        self.apply_yaml(
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": config},
+                "webhooks": [{"name": "hold.ciliumpool.test", "clientConfig": {"url": format!("https://127.0.0.1:{port}/hold")},
+                    "rules": [{"apiGroups": ["cilium.io"], "apiVersions": ["*"], "operations": ["UPDATE"], "resources": ["ciliumpodippools"], "scope": "Cluster"}],
+                    "matchConditions": [{"name": "the-pool", "expression": format!("object.metadata.name == '{pool}' && request.userInfo.username != '{OTHER_WRITER}'")}],
+                    "failurePolicy": policy, "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 30}]})
+            .to_string(),
+        );
+        let mut barrier = WriteBarrier { cluster: self, pool: pool.to_string(), config, calls, held: Vec::new() };
+        // The API server loads webhook configurations asynchronously: probe until it calls ours.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !barrier.probe_calls_webhook() {
+            assert!(Instant::now() < deadline, "the API server did not call the webhook of {} within 60 s", barrier.config);
+        }
+        barrier
+    }
+}
+
+impl WriteBarrier<'_> {
+    /// A server-side dry-run update of the pool; true when it reached the webhook (the calls it
+    /// caused are dropped).
+    fn probe_calls_webhook(&mut self) -> bool {
+        let mut probe = self
+            .cluster
+            .kubectl_command()
+            .args(["label", "--dry-run=server", "--overwrite", "ciliumpodippools.cilium.io", &self.pool, "ciliumpool.test/probe=1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run kubectl");
+        let mut called = false;
+        loop {
+            match self.calls.recv_timeout(Duration::from_millis(50)) {
+                Ok(call) => {
+                    called = true;
+                    drop(call);
+                }
+                Err(_) if probe.try_wait().expect("wait for kubectl").is_some() => break,
+                Err(_) => {}
+            }
+        }
+        while self.calls.try_recv().is_ok() {}
+        called
+    }
+
+    /// Waits until a write of the pool reaches the API server's webhook call and holds it there.
+    pub fn wait_for_write(&mut self, timeout: Duration) {
+        let call = self.calls.recv_timeout(timeout).unwrap_or_else(|_| panic!("no write of {} reached the API server within {timeout:?}", self.pool));
+        self.held.push(call);
+    }
+
+    /// Drops the held call (the write fails or goes on, see [`Afterwards`]), removes the
+    /// webhook and waits until the API server no longer calls it.
+    pub fn release(mut self) {
+        self.held.clear();
+        self.cluster.kubectl(&["delete", "validatingwebhookconfiguration", &self.config, "--ignore-not-found"]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.probe_calls_webhook() {
+            assert!(Instant::now() < deadline, "the API server still calls the webhook {} 60 s after its removal", self.config);
+        }
+    }
+}
+
+impl TestCluster {
+    /// Runs the real kubectl as [`OTHER_WRITER`] (impersonated), who may get and change pools;
+    /// returns its stdout.
+    pub fn kubectl_as_other_writer(&self, args: &[&str]) -> String {
+        static GRANTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+        let mut granted = GRANTED.lock().unwrap_or_else(|e| e.into_inner());
+        if !granted.contains(&self.dir) {
+            let name = "test-other-writer";
+            self.apply_yaml(&json!({"apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+                 "rules": [{"apiGroups": ["cilium.io"], "resources": ["ciliumpodippools"], "verbs": ["get", "list", "patch", "update"]}]},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OTHER_WRITER}]}]}).to_string());
+            // RBAC is cached by the API server: wait until it answers yes.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while self.kubectl_command().args(["auth", "can-i", "patch", "ciliumpodippools.cilium.io", "--as", OTHER_WRITER]).output().is_ok_and(|o| !o.status.success()) {
+                assert!(Instant::now() < deadline, "{OTHER_WRITER} was not allowed to patch pools within 60 s");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            granted.push(self.dir.clone());
+        }
+        drop(granted);
+        self.kubectl(&[&["--as", OTHER_WRITER], args].concat())
+    }
+}
+
+impl TestCluster {
+    /// Sends a signal (`STOP`, `CONT`, ...) to this control plane's kube-apiserver.
+    pub fn signal_apiserver(&self, signal: &str) {
+        let pid = std::fs::read_to_string(self.dir.join("kube-apiserver.pid")).expect("kube-apiserver.pid");
+        let status = Command::new("kill").args([&format!("-{signal}"), pid.trim()]).status().expect("run kill");
+        assert!(status.success(), "kill -{signal} kube-apiserver ({})", pid.trim());
+    }
+}
+
+impl TestCluster {
+    /// The plugin in a pseudo-terminal, run in `dir`, waiting at its `[y/N]` confirmation: it
+    /// has read and validated everything and written nothing yet. The barrier of the kill,
+    /// outage, race and conflict tests. Returns the session and what it showed so far.
+    pub fn plugin_at_prompt(&self, dir: &Path, args: &[&str]) -> (rexpect::session::PtySession, String) {
+        let mut command = self.plugin_process();
+        command.current_dir(dir).args(args);
+        let mut term = cli::terminal(command, Duration::from_secs(300));
+        let shown = term.exp_string("[y/N]").unwrap_or_else(|e| panic!("{args:?}: no confirmation prompt: {e}"));
+        (term, shown)
     }
 }
