@@ -7,23 +7,13 @@ use ciliumpool::source::pools::{Replaced, RetryError, Target, replace_retrying};
 use serde_json::{Value, json};
 use std::time::Duration;
 use support::cli::{self, INVALID_RANGES, json_of, press};
-use support::{Dialect, TestCluster, cilium_node, pod};
+use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
 
-const BLUE: &str = "\
-apiVersion: cilium.io/v2
-kind: CiliumPodIPPool
-metadata:
-  name: blue
-  annotations: {example.com/ticket: NET-1}
-spec:
-  ipv4: {cidrs: [10.40.0.0/16, 10.41.0.0/16], maskSize: 24}
-  namespaceSelector: {matchLabels: {team: blue}}
-";
 
 /// An upstream cluster with pool blue, a node holding 10.41.3.0/24 and a pod inside it.
 fn blue_cluster() -> TestCluster {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
-    cluster.apply_yaml(BLUE);
+    cluster.apply_yaml(BLUE_POOL);
     cluster.create_objects(vec![
         cilium_node("node-a", &[("blue", &["10.41.3.0/24"])], 16),
         pod("team-blue", "db-0", "node-a", &["10.41.3.7"]),

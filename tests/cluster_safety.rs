@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use support::cli::{self, json_of, press};
-use support::{Afterwards, Dialect, TestCluster};
+use support::{Afterwards, BLUE_POOL, Dialect, TestCluster};
 
 /// (trials, pools per `migrate` trial).
 fn size() -> (usize, usize) {
@@ -49,6 +49,18 @@ impl Rng {
 fn kill(term: &mut rexpect::session::PtySession) {
     term.process.signal(Signal::SIGKILL).unwrap();
     term.process.wait().unwrap();
+}
+
+/// Runs the plugin to its prompt, stops the API server (SIGSTOP), answers yes and resumes the
+/// API server once the plugin has ended with exit 3; returns what the plugin showed.
+fn confirm_while_the_api_server_is_stopped(cluster: &TestCluster, dir: &Path, args: &[&str]) -> String {
+    let (mut term, _) = cluster.plugin_at_prompt(dir, args);
+    cluster.signal_apiserver("STOP");
+    press(&mut term, "y");
+    let (code, shown) = cli::finish(term);
+    cluster.signal_apiserver("CONT");
+    assert_eq!(code, 3, "{args:?}: {shown}");
+    shown
 }
 
 // --- migrate ----------------------------------------------------------------------------------
@@ -164,12 +176,7 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     // Outage: the API server stops (SIGSTOP) while the plugin asks; every pool fails after
     // --request-timeout with one line each, exit 3. Each pool is read again right before its
     // replace, so the request that gets no answer is a read: nothing can be written later.
-    let (mut term, _) = cluster.plugin_at_prompt(dir.path(), &["migrate", "--request-timeout", "2s", "--backup", "outage.yaml"]);
-    cluster.signal_apiserver("STOP");
-    press(&mut term, "y");
-    let (code, shown) = cli::finish(term);
-    cluster.signal_apiserver("CONT");
-    assert_eq!(code, 3, "{shown}");
+    let shown = confirm_while_the_api_server_is_stopped(&cluster, dir.path(), &["migrate", "--request-timeout", "2s", "--backup", "outage.yaml"]);
     for name in original.keys() {
         assert!(shown.contains(&format!("ciliumpodippool.cilium.io/{name} failed: ")), "{name}: {shown}");
     }
@@ -211,16 +218,6 @@ fn mode(path: &Path) -> u32 {
 
 // --- reserve-range ----------------------------------------------------------------------------
 
-const BLUE: &str = "\
-apiVersion: cilium.io/v2
-kind: CiliumPodIPPool
-metadata:
-  name: blue
-  annotations: {example.com/ticket: NET-1}
-spec:
-  ipv4: {cidrs: [10.40.0.0/16, 10.41.0.0/16], maskSize: 24}
-  namespaceSelector: {matchLabels: {team: blue}}
-";
 
 fn get_blue(cluster: &TestCluster) -> Value {
     serde_json::from_str(&cluster.kubectl(&["get", "ciliumpodippools.v2.cilium.io", "blue", "-o", "json"])).unwrap()
@@ -252,7 +249,7 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
     let (trials, _) = size();
     let mut rng = Rng::new();
     let cluster = TestCluster::start(Dialect::UpstreamV2);
-    cluster.apply_yaml(BLUE);
+    cluster.apply_yaml(BLUE_POOL);
     let dir = tempfile::tempdir().unwrap();
     let mut intended: Vec<String> = Vec::new();
     let mut points = Vec::new();
@@ -289,7 +286,7 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
 #[test]
 fn reserve_range_outage_and_concurrent_writers() {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
-    cluster.apply_yaml(BLUE);
+    cluster.apply_yaml(BLUE_POOL);
     let dir = tempfile::tempdir().unwrap();
     let first = reserve_yes(&cluster, "10.40.255.240-10.40.255.254");
     assert_eq!(first["conflicts"], json!(0));
@@ -299,12 +296,7 @@ fn reserve_range_outage_and_concurrent_writers() {
     // server, running again, can still apply the request it had received. Either way the pool is
     // as it was or holds exactly the intended change, and the rerun converges.
     let before = get_blue(&cluster);
-    let (mut term, _) = cluster.plugin_at_prompt(dir.path(), &["reserve-range", "blue", "10.40.1.0/28", "--request-timeout", "2s"]);
-    cluster.signal_apiserver("STOP");
-    press(&mut term, "y");
-    let (code, shown) = cli::finish(term);
-    cluster.signal_apiserver("CONT");
-    assert_eq!(code, 3, "{shown}");
+    let shown = confirm_while_the_api_server_is_stopped(&cluster, dir.path(), &["reserve-range", "blue", "10.40.1.0/28", "--request-timeout", "2s"]);
     let error: Vec<&str> = shown.lines().filter(|l| l.contains("error: ")).collect();
     assert!(error.len() == 1 && error[0].contains("cannot reach the API server") && error[0].contains("no answer within --request-timeout 2s"), "{shown}");
     assert!(error[0].ends_with("the write may still be applied: check with `kubectl ciliumpool reserve-range --list blue` before retrying"), "{shown}");

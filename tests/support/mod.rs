@@ -495,6 +495,19 @@ fn pod_status(ips: &[&str], phase: &str) -> Value {
     status
 }
 
+/// The upstream-v2 pool `blue` of the reserve-range cluster tests: two /16 CIDRs, blocks of /24, an
+/// annotation and a namespace selector (which a reservation must leave alone).
+pub const BLUE_POOL: &str = "\
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata:
+  name: blue
+  annotations: {example.com/ticket: NET-1}
+spec:
+  ipv4: {cidrs: [10.40.0.0/16, 10.41.0.0/16], maskSize: 24}
+  namespaceSelector: {matchLabels: {team: blue}}
+";
+
 /// A Pod on `node` with the given IPs, phase Running (its status is written by `create_objects`).
 pub fn pod(namespace: &str, name: &str, node: &str, ips: &[&str]) -> Value {
     json!({
