@@ -171,14 +171,20 @@ fn replace_in(value: &mut Value, matches: &dyn Fn(&Value) -> bool, replacement: 
 pub struct Document<'a> {
     /// The 1-based line `text` starts on.
     pub line: usize,
-    /// The document from its `---` line (every document but a first one without a marker) up to
-    /// the next `---` line.
+    /// The document from its `---` line (if it has one) up to the next `---` line, or up to and
+    /// including its `...` end marker.
     pub text: &'a str,
 }
 
 /// Whether a line is a document start marker (`---` alone or followed by blank/content).
 fn is_document_start(line: &str) -> bool {
     line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+}
+
+/// Whether a line is a `...` document end marker: what follows it is another document, with or
+/// without a `---` line.
+fn is_document_end(line: &str) -> bool {
+    line.strip_prefix("...").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
 /// Whether a line is a `---` or `...` marker with nothing after it but blanks or a comment.
@@ -273,6 +279,10 @@ pub fn documents(text: &str) -> Vec<Document<'_>> {
             (start, start_line) = (offset, index + 1);
         }
         offset += line.len();
+        if is_document_end(line) {
+            documents.push(Document { line: start_line, text: &text[start..offset] });
+            (start, start_line) = (offset, index + 2);
+        }
     }
     if offset > start || documents.is_empty() {
         documents.push(Document { line: start_line, text: &text[start..] });
@@ -335,6 +345,20 @@ mod tests {
             let out = rewrite(&stream, "t", &mut |d| Ok(d.get("b").map(|_| json!({"b": 3, "d": 4})))).unwrap();
             assert_eq!(out.text, format!("a: 1{br}---{br}b: 3{br}d: 4{br}--- # c{br}c: 3{br}"));
         }
+    }
+
+    #[test]
+    fn a_document_end_marker_ends_the_document() {
+        // Fuzz finding (splice target): after `...` a document may start without `---`; taken for
+        // the tail of the comment-only document before it, the pool was written twice.
+        let text = "# c\n...\nkind: CiliumPodIPPool\nmetadata: {name: blue}\n...\n---\nb: 2\n";
+        let chunks: Vec<&str> = documents(text).into_iter().map(|d| d.text).collect();
+        assert_eq!(chunks, ["# c\n...\n", "kind: CiliumPodIPPool\nmetadata: {name: blue}\n...\n", "---\nb: 2\n"]);
+        assert_eq!(documents(text)[1].line, 3);
+        let new = json!({"kind": "CiliumPodIPPool", "metadata": {"name": "blue"}, "spec": {}});
+        let out = splice(text, "t", &is_blue, &new).unwrap().unwrap();
+        assert_eq!(out, format!("# c\n...\n{}...\n---\nb: 2\n", to_yaml(&new)));
+        assert_eq!(parse(&out, "t").unwrap(), vec![new, json!({"b": 2})]);
     }
 
     #[test]

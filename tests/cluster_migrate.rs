@@ -345,7 +345,7 @@ fn interrupted_run_is_completed_by_rerunning() {
     assert!(out.contains("40 pools: 40 migrated"), "{out}");
 }
 
-/// Runs the plugin in a pseudo-terminal and types `key` at the prompt; returns the exit code and
+/// Runs the plugin in a pseudo-terminal and types `key` (an answer and Enter) at the prompt; returns the exit code and
 /// what the terminal showed.
 fn plugin_on_terminal(cluster: &TestCluster, dir: &Path, args: &[&str], key: &str) -> (i32, String) {
     let (mut term, before) = cluster.plugin_at_prompt(dir, args);

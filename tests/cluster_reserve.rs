@@ -87,7 +87,7 @@ fn upstream_blue_gateway_and_drain_then_usage_agrees() {
 
     // inspect: draining with node and pod; --list shows both ranges.
     let (_, out, _) = plugin(&cluster, &["inspect", "blue"]);
-    assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside: team-blue/db-0"), "{out}");
+    assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside:\n    team-blue/db-0\n"), "{out}");
     let (code, out, _) = plugin(&cluster, &["reserve-range", "--list", "blue", "-o", "json"]);
     assert_eq!(code, 0);
     let listed: Vec<String> = json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap())).collect();

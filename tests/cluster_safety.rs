@@ -56,7 +56,7 @@ fn kill(term: &mut rexpect::session::PtySession) {
 fn confirm_while_the_api_server_is_stopped(cluster: &TestCluster, dir: &Path, args: &[&str]) -> String {
     let (mut term, _) = cluster.plugin_at_prompt(dir, args);
     cluster.signal_apiserver("STOP");
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     cluster.signal_apiserver("CONT");
     assert_eq!(code, 3, "{args:?}: {shown}");
@@ -158,7 +158,7 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     let race = dir.path().join("race.yaml");
     let (mut term, _) = cluster.plugin_at_prompt(dir.path(), &["migrate", "--backup", "race.yaml"]);
     std::fs::write(&race, "precious\n").unwrap();
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     assert_eq!(code, 2, "{shown}");
     assert!(shown.contains("race.yaml already exists (created meanwhile?); it was left as it is"), "{shown}");
@@ -166,7 +166,7 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     // The same with a dangling symlink: its target is not created.
     let (mut term, _) = cluster.plugin_at_prompt(dir.path(), &["migrate", "--backup", "link.yaml"]);
     std::os::unix::fs::symlink(dir.path().join("target.yaml"), dir.path().join("link.yaml")).unwrap();
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     assert_eq!(code, 2, "{shown}");
     assert!(!dir.path().join("target.yaml").exists(), "nothing written through the link");
@@ -320,7 +320,7 @@ fn reserve_range_outage_and_concurrent_writers() {
     cluster.kubectl(&["label", "ciliumpodippools.v2.cilium.io", "blue", "raced=yes"]);
     cluster.kubectl(&["annotate", "ciliumpodippools.v2.cilium.io", "blue", "example.com/raced=yes"]);
     reserve_yes(&cluster, "10.40.3.0/28");
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     assert_eq!(code, 0, "{shown}");
     assert!(shown.contains("changed since it was read") && shown.contains("\"conflicts\": 1"), "a 409 was seen and retried: {shown}");
@@ -334,7 +334,7 @@ fn reserve_range_outage_and_concurrent_writers() {
     let (mut term, _) = cluster.plugin_at_prompt(dir.path(), &["reserve-range", "blue", "10.40.4.0/28"]);
     reserve_yes(&cluster, "10.40.4.8-10.40.4.20");
     let other = get_blue(&cluster);
-    press(&mut term, "y");
+    press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
     assert_eq!(code, 2, "{shown}");
     assert!(shown.contains("overlaps the reserved range(s) 10.40.4.8-10.40.4.20"), "{shown}");

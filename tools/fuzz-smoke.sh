@@ -38,9 +38,11 @@ for target in "${targets[@]}"; do
   status=0
   cargo +nightly fuzz run -s none "$target" "$scratch" "fuzz/corpus/$target" -- -max_total_time="$seconds" -print_final_stats=1 >"$scratch.log" 2>&1 || status=$?
   grep -E "^(stat::number_of_executed_units|stat::new_units_added)|DONE|panicked|SUMMARY|Test unit written" "$scratch.log" | sed "s/^/[fuzz] $target: /" >&2 || true
-  rm -rf "$scratch" "$scratch.log"
   if [[ $status -ne 0 ]]; then
-    log "$target: FAILED (exit $status); the crashing input is under fuzz/artifacts/$target/"
+    tail -n 30 "$scratch.log" >&2
+    rm -rf "$scratch" "$scratch.log"
+    log "$target: FAILED (exit $status); a crashing input is under fuzz/artifacts/$target/"
     exit 1
   fi
+  rm -rf "$scratch" "$scratch.log"
 done

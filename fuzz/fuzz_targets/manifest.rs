@@ -8,7 +8,7 @@ use ciliumpool::model::Snapshot;
 use ciliumpool::render::check::Check;
 use ciliumpool::render::inspect::Inspect;
 use ciliumpool::render::reserve::{Reservations, listed_ranges};
-use ciliumpool::render::usage::{Table, Usage};
+use ciliumpool::render::usage::{Table, Thresholds, Usage};
 use ciliumpool::render::{Format, Style, escape, output};
 use libfuzzer_sys::fuzz_target;
 
@@ -33,9 +33,12 @@ fuzz_target!(|data: &[u8]| {
     for style in [Style::plain(), Style { color: true, headers: false }] {
         for format in FORMATS {
             for table in [Table::Pools, Table::Nodes, Table::Blocks] {
-                check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table }, format, &style), format);
+                // Without thresholds, and with both (the breach column and its markers).
+                for thresholds in [Thresholds::default(), Thresholds { fail_above: Some(50.0), min_free_blocks: Some(4) }] {
+                    check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds }, format, &style), format);
+                }
             }
-            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect(), ipam: &report.ipam }, format, &style), format);
+            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect(), hidden: 1, ipam: &report.ipam }, format, &style), format);
             check(output(&Inspect { snapshot: &snapshot, report: &report, names: &names }, format, &style), format);
             let pools: Vec<_> = report.pools.iter().collect();
             check(output(&Reservations { origin: &snapshot.origin, ranges: listed_ranges(&pools), invalid: report.problems.iter().collect() }, format, &style), format);

@@ -729,6 +729,18 @@ impl TestCluster {
         let pid = std::fs::read_to_string(self.dir.join("kube-apiserver.pid")).expect("kube-apiserver.pid");
         let status = Command::new("kill").args([&format!("-{signal}"), pid.trim()]).status().expect("run kill");
         assert!(status.success(), "kill -{signal} kube-apiserver ({})", pid.trim());
+        // The signal takes effect asynchronously: wait until /proc shows the state it asked for.
+        let stopped = signal == "STOP";
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).expect("kube-apiserver runs");
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('T')).unwrap_or(false);
+            if state == stopped {
+                return;
+            }
+            assert!(Instant::now() < deadline, "kube-apiserver ({}) did not reach the state of SIG{signal}: {stat}", pid.trim());
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
