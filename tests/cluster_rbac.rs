@@ -83,7 +83,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
     for args in [&["usage"][..], &["inspect", "blue"], &["check"], &["reserve-range", "--list"]] {
         let (code, out, err) = run_as(&cluster, "reader", args);
         assert!(code <= 1, "{args:?}: {out}{err}");
-        assert!(!err.contains("warning") && !err.contains("forbidden"), "{args:?} sees everything: {err}");
+        assert!(!err.contains("warning:") && !err.contains("forbidden"), "{args:?} sees everything: {err}");
     }
     // The documented effect of removing each rule (docs/rbac.md).
     let expected = [
