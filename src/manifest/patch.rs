@@ -52,8 +52,8 @@ pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
     let mut out = text.to_string();
     let mut last = usize::MAX;
     for (_, (start, end, replacement)) in edits {
-        if end > last {
-            return None; // overlapping edits: not expected, not risked
+        if end > last || end > out.len() || !out.is_char_boundary(start) || !out.is_char_boundary(end) {
+            return None; // overlapping or misplaced edits: not expected, not risked
         }
         out.replace_range(start..end, &replacement);
         last = start;
@@ -72,7 +72,12 @@ fn tree(text: &str) -> Option<Node> {
             )
         })
     };
-    let mut events = Parser::new_from_str(text).filter(structural).map(|e| e.ok().and_then(|(event, span)| Some((event, span.start.byte_offset()?, span.end.byte_offset()?))));
+    // Every offset must be a char boundary inside the text; anything else is not patched (a fuzzed
+    // document with a non-ASCII character after an end marker produced one outside it).
+    let inside = |offset: usize| (offset <= text.len() && text.is_char_boundary(offset)).then_some(offset);
+    let mut events = Parser::new_from_str(text)
+        .filter(structural)
+        .map(|e| e.ok().and_then(|(event, span)| Some((event, inside(span.start.byte_offset()?)?, inside(span.end.byte_offset()?)?))));
     loop {
         match events.next()?? {
             (Event::StreamStart | Event::DocumentStart(..), _, _) => {}
@@ -123,13 +128,25 @@ fn collection(shape: Shape, style: StructureStyle, start: usize, close: usize) -
     Some(Node { shape, start, end, flow })
 }
 
+/// `offset` inside `text` on a char boundary: the parser's positions after some malformed input
+/// (found by fuzzing) are not; an edit made from them fails the read-back check and is not kept.
+fn boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
 /// The column of a byte offset (indentation is ASCII).
 fn column(text: &str, offset: usize) -> usize {
+    let offset = boundary(text, offset);
     offset - text[..offset].rfind('\n').map_or(0, |newline| newline + 1)
 }
 
 /// The start of the line holding `offset`, and the start of the next line (or the end).
 fn line_of(text: &str, offset: usize) -> (usize, usize) {
+    let offset = boundary(text, offset);
     let start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
     let next = text[offset..].find('\n').map_or(text.len(), |newline| offset + newline + 1);
     (start, next)
@@ -371,4 +388,21 @@ mod tests {
         let old = crate::manifest::parse(tagged, "t").unwrap().remove(0);
         assert_eq!(patch(tagged, &old, &json!({"a": "2"})), None);
     }
+
+    #[test]
+    fn offsets_outside_the_text_are_not_patched() {
+        // The splice fuzz target's crash: a multi-byte character after a `...` end marker.
+        let text = "# zzzz+z*{kind: Lis:S}\n...\n\n\n\n\n\n\n\n\n\n\n Lis:St, itmes: k,ind\u{17d}";
+        let mut index = 0;
+        let _ = crate::manifest::rewrite(text, "fuzz.yaml", &mut |doc| {
+            index += 1;
+            if !doc.is_object() {
+                return Ok(None);
+            }
+            let mut new = doc.clone();
+            new["fuzzMark"] = Value::from("kubectl-ciliumpool");
+            Ok(Some(new))
+        });
+    }
 }
+
