@@ -52,7 +52,7 @@ pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
     let mut out = text.to_string();
     let mut last = usize::MAX;
     for (_, (start, end, replacement)) in edits {
-        if end > last || end > out.len() || !out.is_char_boundary(start) || !out.is_char_boundary(end) {
+        if start > end || end > last || end > out.len() || !out.is_char_boundary(start) || !out.is_char_boundary(end) {
             return None; // overlapping or misplaced edits: not expected, not risked
         }
         out.replace_range(start..end, &replacement);
@@ -403,6 +403,14 @@ mod tests {
             new["fuzzMark"] = Value::from("kubectl-ciliumpool");
             Ok(Some(new))
         });
+    }
+
+    #[test]
+    fn a_key_followed_by_a_tab_before_its_colon_is_patched_or_left() {
+        // The splice fuzz target's second crash this session.
+        let text = "fuzzMark\t:";
+        let old = crate::manifest::parse(text, "t").unwrap().remove(0);
+        let _ = patch(text, &old, &json!({"fuzzMark": "kubectl-ciliumpool"}));
     }
 }
 
