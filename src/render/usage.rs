@@ -40,20 +40,26 @@ impl Thresholds {
         self.fail_above.is_some() || self.min_free_blocks.is_some()
     }
 
-    /// Each threshold `fam` breaches, as `UTIL>90%` / `FREE-BLOCKS<4` (no spaces: a table cell).
-    pub fn breached(&self, fam: &FamilyReport) -> Vec<String> {
+    /// Each threshold `fam` breaches: (the table cell, no spaces: `UTIL>90%` / `FREE-BLOCKS<4`;
+    /// the reason for the stderr line). The one place the thresholds are compared.
+    fn breaches(&self, fam: &FamilyReport) -> Vec<(String, String)> {
         let mut out = Vec::new();
         if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization())
             && u * 100.0 > limit
         {
-            out.push(format!("UTIL>{limit}%"));
+            out.push((format!("UTIL>{limit}%"), format!("utilization {} is above --fail-above {limit}%", percent(Some(u)))));
         }
         if let Some(n) = self.min_free_blocks
             && fam.free_blocks < Count::from(n)
         {
-            out.push(format!("FREE-BLOCKS<{n}"));
+            out.push((format!("FREE-BLOCKS<{n}"), format!("{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks)));
         }
         out
+    }
+
+    /// The table cells of the thresholds `fam` breaches.
+    pub fn breached(&self, fam: &FamilyReport) -> Vec<String> {
+        self.breaches(fam).into_iter().map(|(cell, _)| cell).collect()
     }
 
     /// One line per breaching pool family, for stderr: which pool, which figure, which threshold.
@@ -61,17 +67,7 @@ impl Thresholds {
         let mut lines = Vec::new();
         for pool in pools {
             for fam in &pool.families {
-                let mut reasons = Vec::new();
-                if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization())
-                    && u * 100.0 > limit
-                {
-                    reasons.push(format!("utilization {} is above --fail-above {limit}%", percent(Some(u))));
-                }
-                if let Some(n) = self.min_free_blocks
-                    && fam.free_blocks < Count::from(n)
-                {
-                    reasons.push(format!("{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks));
-                }
+                let reasons: Vec<String> = self.breaches(fam).into_iter().map(|(_, reason)| reason).collect();
                 if !reasons.is_empty() {
                     lines.push(format!("threshold breached: pool {} {}: {}", pool.name, fam.family, reasons.join("; ")));
                 }
