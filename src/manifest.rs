@@ -94,7 +94,9 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
     }
     let mut out = String::with_capacity(text.len());
     let mut changed = 0;
-    for document in documents(text) {
+    let all = documents(text);
+    for (index, document) in all.iter().enumerate() {
+        let next = all.get(index + 1).map_or("", |d| d.text);
         let docs = parse_yaml(document.text, name, Some(document.line))?;
         let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
         let replacement = match docs.as_slice() {
@@ -105,12 +107,15 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
             Some((old, new)) => {
                 changed += 1;
                 // Only what changed is rewritten; a document that cannot be patched (anchors,
-                // tags) or whose patch would not read back as `new` is re-serialized whole.
+                // tags) or whose patch would not read back as `new`, or would move where the
+                // next document starts, is re-serialized whole.
                 let reads_back = |text: &String| {
-                    documents(text).len() == 1 && parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()]))
+                    documents(text).len() == 1
+                        && documents(&format!("{text}{next}"))[0].text.len() == text.len()
+                        && parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()]))
                 };
                 let break_ = line_break_of(document.text);
-                match patch::patch(document.text, old, &new).map(|text| in_breaks(&text, break_)).filter(reads_back) {
+                match patch::patch(document.text, old, &new, break_).filter(reads_back) {
                     Some(text) => out.push_str(&text),
                     None => {
                         let (head, tail) = document.kept();
@@ -260,8 +265,8 @@ fn line_break_of(text: &str) -> &'static str {
     }
 }
 
-/// `text` (lines ending in `\n`, or in the document's own breaks where it was copied) with every
-/// line ending in `break_`.
+/// Text the plugin writes (lines ending in `\n`) with every line ending in `break_`. Applied to
+/// the written text only, never to a document's copied lines.
 fn in_breaks(text: &str, break_: &str) -> String {
     if break_ == "\n" {
         return text.to_string();
@@ -333,7 +338,8 @@ mod tests {
         let mut new = parse(found, "t").unwrap().remove(0);
         new["fuzzMark"] = json!("kubectl-ciliumpool");
         let out = rewrite(found, "t", &mut |_| Ok(Some(new.clone()))).unwrap();
-        assert_eq!(out.text, "#metad\r\"CiliumPoa:nd\": Ll3\rfuzzMark: kubectl-ciliumpool\r");
+        // Patched in place at the key's column (the patcher counts bare `\r` as a line break too).
+        assert_eq!(out.text, "#metad\r CiliumPoa:nd: Ll3\r fuzzMark: kubectl-ciliumpool\r");
         assert_eq!(parse(&out.text, "t").unwrap(), vec![new]);
         // `\r` and `\r\n` end the line before a `---` marker as `\n` does; an edited document
         // keeps the file's line breaks.
@@ -359,6 +365,46 @@ mod tests {
         let out = splice(text, "t", &is_blue, &new).unwrap().unwrap();
         assert_eq!(out, "# c\n...\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec: {}\n...\n---\nb: 2\n");
         assert_eq!(parse(&out, "t").unwrap(), vec![new, json!({"b": 2})]);
+    }
+
+    /// `text` with the first object document marked, as the splice fuzz target edits it.
+    fn marked(text: &str) -> String {
+        let mut done = false;
+        let out = rewrite(text, "t", &mut |d| {
+            let mut new = d.clone();
+            new["fuzzMark"] = json!("kubectl-ciliumpool");
+            Ok((d.is_object() && !std::mem::replace(&mut done, true)).then_some(new))
+        });
+        out.unwrap().text
+    }
+
+    #[test]
+    fn a_patch_keeps_the_line_breaks_it_does_not_write() {
+        // Fuzz finding (splice target, minimised with `cargo fuzz tmin` to `{}\r...\n\n`): the
+        // patched document took its first line's `\r` on every line, so its copied `...\n` became
+        // `...\r`, which joined the next document's leading `\n` into one `\r\n`: the next
+        // document lost its first byte.
+        for (text, expected) in [
+            ("{}\r...\n\n", "{fuzzMark: kubectl-ciliumpool}\r...\n\n"),
+            ("{a: 1,\r b: 2}\r...\n\nc: 3\n", "{a: 1, b: 2, fuzzMark: kubectl-ciliumpool}\r...\n\nc: 3\n"),
+            // Lines the patch only copies keep their own breaks; the lines it writes take the first's.
+            ("a: 1\rb: 2\n# c\r\n", "a: 1\rb: 2\nfuzzMark: kubectl-ciliumpool\r# c\r\n"),
+        ] {
+            let out = marked(text);
+            assert_eq!(out, expected, "{text:?}");
+            let (before, after) = (documents(text), documents(&out));
+            assert_eq!(before.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(), after.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(), "{text:?}");
+        }
+        // A document whose lines end in bare `\r` is patched at the right line and column (it
+        // was re-serialized whole: the patcher knew only `\n`).
+        assert_eq!(marked("a:\r  b: 1\r  c: [x]\rd: 2 # keep\r"), "a:\r  b: 1\r  c: [x]\rd: 2 # keep\rfuzzMark: kubectl-ciliumpool\r");
+        let text = "a: # keep\r  b: 1\rd: 2\r";
+        let out = rewrite(text, "t", &mut |d| {
+            let mut new = d.clone();
+            new["a"]["c"] = json!(3);
+            Ok(Some(new))
+        });
+        assert_eq!(out.unwrap().text, "a: # keep\r  b: 1\r  c: 3\rd: 2\r");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! tags are not patched (`None`: the caller re-serializes the document), and neither is anything
 //! whose patched text does not read back as the new value.
 
-use super::to_yaml;
+use super::{in_breaks, to_yaml};
 use granit_parser::{Event, Parser, StructureStyle};
 use serde_json::Value;
 
@@ -40,8 +40,9 @@ enum Place {
 }
 
 /// The document `text` (whose value is `old`) rewritten to hold `new`, or `None` when it cannot be
-/// patched.
-pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
+/// patched. The lines it writes end in `break_` (the document's own line break); every other byte,
+/// line breaks included, is copied.
+pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<String> {
     let root = tree(text)?;
     let mut edits = Vec::new();
     diff(text, &root, old, new, Place::Root, &mut edits)?;
@@ -55,7 +56,10 @@ pub fn patch(text: &str, old: &Value, new: &Value) -> Option<String> {
         if start > end || end > last || end > out.len() || !out.is_char_boundary(start) || !out.is_char_boundary(end) {
             return None; // overlapping or misplaced edits: not expected, not risked
         }
-        out.replace_range(start..end, &replacement);
+        // Only the written text takes the document's line break: converting the whole document
+        // turned a copied `...\n` into `...\r`, which joined the next document's leading `\n`
+        // into one `\r\n` and so moved that document's start (fuzz finding, splice target).
+        out.replace_range(start..end, &in_breaks(&replacement, break_));
         last = start;
     }
     Some(out)
@@ -141,15 +145,25 @@ fn boundary(text: &str, offset: usize) -> usize {
 /// The column of a byte offset (indentation is ASCII).
 fn column(text: &str, offset: usize) -> usize {
     let offset = boundary(text, offset);
-    offset - text[..offset].rfind('\n').map_or(0, |newline| newline + 1)
+    offset - line_of(text, offset).0
 }
 
-/// The start of the line holding `offset`, and the start of the next line (or the end).
+/// The start of the line holding `offset`, and the start of the next line (or the end). Lines end
+/// where YAML's do (`\n`, `\r\n`, a bare `\r`), as in the splitter.
 fn line_of(text: &str, offset: usize) -> (usize, usize) {
     let offset = boundary(text, offset);
-    let start = text[..offset].rfind('\n').map_or(0, |newline| newline + 1);
-    let next = text[offset..].find('\n').map_or(text.len(), |newline| offset + newline + 1);
+    let start = text[..offset].rfind(['\n', '\r']).map_or(0, |break_| break_ + 1);
+    let next = match text[offset..].find(['\n', '\r']) {
+        Some(i) if text[offset + i..].starts_with("\r\n") => offset + i + 2,
+        Some(i) => offset + i + 1,
+        None => text.len(),
+    };
     (start, next)
+}
+
+/// Whether `text` ends with a line break.
+fn ends_a_line(text: &str) -> bool {
+    text.ends_with(['\n', '\r'])
 }
 
 /// `value` as YAML lines: a scalar or empty collection on one line, anything else in block style.
@@ -237,7 +251,7 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             if !added.is_empty() {
                 let last = entries.last()?.3.end;
                 let (_, next) = line_of(text, last.saturating_sub(1));
-                let added = if text[..next].ends_with('\n') { added } else { format!("\n{added}") };
+                let added = if ends_a_line(&text[..next]) { added } else { format!("\n{added}") };
                 edits.push((next, next, added));
             }
             Some(())
@@ -250,7 +264,7 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             if new_items.len() > items.len() {
                 let (_, next) = line_of(text, items.last()?.end.saturating_sub(1));
                 let added: String = new_items[items.len()..].iter().map(|v| item_text(v, dash_col)).collect();
-                let added = if text[..next].ends_with('\n') { added } else { format!("\n{added}") };
+                let added = if ends_a_line(&text[..next]) { added } else { format!("\n{added}") };
                 edits.push((next, next, added));
             }
             for item in items.iter().skip(new_items.len()) {
@@ -295,7 +309,7 @@ mod tests {
 
     fn patched(text: &str, new: &Value) -> String {
         let old = crate::manifest::parse(text, "t").unwrap().remove(0);
-        let out = patch(text, &old, new).expect("patched");
+        let out = patch(text, &old, new, "\n").expect("patched");
         assert_eq!(&crate::manifest::parse(&out, "t").unwrap()[0], new, "reads back as the new value: {out}");
         out
     }
@@ -371,7 +385,7 @@ mod tests {
             }
             prop_assume!(new.as_object().is_some_and(|m| !m.is_empty()));
             let text = to_yaml(&old);
-            let out = patch(&text, &old, &new);
+            let out = patch(&text, &old, &new, "\n");
             prop_assert!(out.is_some(), "not patched: {text:?} -> {new}");
             let out = out.unwrap();
             let reread = crate::manifest::parse(&out, "t").map_err(|e| TestCaseError::fail(format!("{e}: {text:?} -> {out:?}")))?;
@@ -383,10 +397,10 @@ mod tests {
     fn what_is_not_patched() {
         let anchored = "a: &x {b: 1}\nc: *x\n";
         let old = crate::manifest::parse(anchored, "t").unwrap().remove(0);
-        assert_eq!(patch(anchored, &old, &json!({"a": {"b": 2}, "c": {"b": 1}})), None);
+        assert_eq!(patch(anchored, &old, &json!({"a": {"b": 2}, "c": {"b": 1}}), "\n"), None);
         let tagged = "a: !!str 1\n";
         let old = crate::manifest::parse(tagged, "t").unwrap().remove(0);
-        assert_eq!(patch(tagged, &old, &json!({"a": "2"})), None);
+        assert_eq!(patch(tagged, &old, &json!({"a": "2"}), "\n"), None);
     }
 
     #[test]
@@ -410,7 +424,7 @@ mod tests {
         // The splice fuzz target's second crash this session.
         let text = "fuzzMark\t:";
         let old = crate::manifest::parse(text, "t").unwrap().remove(0);
-        let _ = patch(text, &old, &json!({"fuzzMark": "kubectl-ciliumpool"}));
+        let _ = patch(text, &old, &json!({"fuzzMark": "kubectl-ciliumpool"}), "\n");
     }
 }
 
