@@ -302,7 +302,7 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
     let texts = files::read(paths)?;
-    let parsed = texts.iter().map(|f| Ok(files::LoadedFile { name: f.name.clone(), documents: crate::manifest::parse(&f.text, &f.name)? })).collect::<Result<Vec<_>>>()?;
+    let parsed = texts.iter().map(|f| Ok(files::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?))).collect::<Result<Vec<_>>>()?;
     if args.in_place {
         files::refuse_duplicates(&parsed)?;
     } else {

@@ -1,18 +1,21 @@
-//! Decoding objects while keeping only what the model reads of the kinds that come by the
-//! hundred thousand. A real Pod is 5–10 KB of JSON (managedFields, containers, env, volumes) of
-//! which the plugin reads a dozen fields; building a `serde_json::Value` of every field of every
-//! pod of a dump costs many times the dump's size in memory. [`Slim`] deserializes any object or
-//! list (from JSON or YAML, streamed) into a `Value` in which Pods and CiliumEndpoints hold only
-//! the fields their decoders read ([`POD_FIELDS`], [`ENDPOINT_FIELDS`]); the other fields are
-//! skipped without being built. Every other kind is kept whole: pools are written back, and the
-//! rest is small.
+//! Decoding the kinds that come by the hundred thousand straight into the model's structs. A
+//! real Pod is 5–10 KB of JSON (managedFields, containers, env, volumes) of which the plugin reads
+//! a dozen fields; building a `serde_json::Value` of every pod of a dump, or even of only the
+//! fields read (a `Value` map costs about a kilobyte), makes memory follow the number of objects
+//! many times over. [`Slim`] deserializes a document (JSON or YAML, streamed) keeping only the
+//! fields the Pod and CiliumEndpoint decoders read ([`POD_FIELDS`], [`ENDPOINT_FIELDS`]) — the
+//! others are skipped without being built — decodes each such object at once into its struct
+//! ([`Object`]) and lifts it out of the document. Every other kind is kept whole: pools are
+//! written back, and the rest is small.
 //!
 //! The kind must be known before the fields it prunes, as it is in what kubectl and the API
-//! server print (`apiVersion` and `kind` first); an object whose `kind` comes later, or that has
-//! none, is kept whole — correct, only larger.
+//! server print (`apiVersion` and `kind` first); an object whose `kind` comes later is read whole
+//! and then decoded — correct, only slower.
 
+use super::workload::{Endpoint, Pod};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 use std::fmt;
 
 /// Which fields of a value to keep.
@@ -68,77 +71,170 @@ fn retain(value: &mut Value, keep: Keep) {
     }
 }
 
-/// An object, a list of objects, or any other document, with Pods and CiliumEndpoints slimmed.
-#[derive(Debug, PartialEq)]
-pub struct Slim(pub Value);
+/// An object as reading leaves it: whole, or — Pods and CiliumEndpoints, which come by the
+/// hundred thousand — already the model's struct, so that no `Value` of them outlives its reading.
+#[derive(Clone, Debug)]
+pub enum Object {
+    Whole(Value),
+    Pod(Pod),
+    Endpoint(Endpoint),
+}
 
-impl From<Slim> for Value {
-    fn from(Slim(value): Slim) -> Value {
-        value
+impl From<Value> for Object {
+    fn from(value: Value) -> Object {
+        Object::Whole(value)
     }
 }
 
-impl<'de> de::Deserialize<'de> for Slim {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Slim, D::Error> {
-        deserializer.deserialize_any(ObjectVisitor { inherited_kind: None }).map(Slim)
+impl Object {
+    /// A Pod or CiliumEndpoint (by `kind`) decoded into the model's struct.
+    fn bulk(kind: Option<&str>, value: &Value) -> Option<Object> {
+        match kind? {
+            "Pod" => Some(Object::Pod(Pod::decode(value))),
+            "CiliumEndpoint" => Some(Object::Endpoint(Endpoint::decode(value))),
+            _ => None,
+        }
+    }
+
+    /// A whole Pod or CiliumEndpoint decoded into its struct; anything else as it is.
+    pub fn decoded(self) -> Object {
+        match self {
+            Object::Whole(value) => Object::bulk(value.get("kind").and_then(Value::as_str), &value).unwrap_or(Object::Whole(value)),
+            decoded => decoded,
+        }
+    }
+
+    /// The object's JSON when it is kept whole.
+    pub fn as_whole(&self) -> Option<&Value> {
+        match self {
+            Object::Whole(value) => Some(value),
+            Object::Pod(_) | Object::Endpoint(_) => None,
+        }
+    }
+
+    /// The object's JSON when it was kept whole.
+    pub fn into_whole(self) -> Option<Value> {
+        match self {
+            Object::Whole(value) => Some(value),
+            Object::Pod(_) | Object::Endpoint(_) => None,
+        }
     }
 }
 
-/// A document or list item: a map whose `kind` decides what is kept, or (at the top) an array of them.
+/// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
+/// that are the document itself or items of a list are decoded (from only the fields their
+/// decoders read) and lifted out into `decoded`, in order; `document` is what remains — `None`
+/// when the document was one such object, a list with those items taken out otherwise.
+///
+/// Lifting happens exactly where `Snapshot::from_objects` would find the object (a document, a
+/// top-level array's element, an item of a `*List`). When a list's `kind` comes after its items
+/// and turns out not to be a list, the items were lifted wrongly: decoding fails, and the caller
+/// reads the text whole instead.
+///
+/// `ARRAYS_HOLD_DOCUMENTS`: a top-level array is a sequence of documents (JSON, as
+/// `manifest::parse` reads it) rather than one document that is an array (YAML).
+#[derive(Debug)]
+pub struct Slim<const ARRAYS_HOLD_DOCUMENTS: bool> {
+    pub document: Option<Value>,
+    pub decoded: Vec<Object>,
+}
+
+/// A JSON text's documents, or a live list page.
+pub type SlimJson = Slim<true>;
+/// One document of a YAML stream.
+pub type SlimYaml = Slim<false>;
+
+impl<'de, const ARRAYS_HOLD_DOCUMENTS: bool> de::Deserialize<'de> for Slim<ARRAYS_HOLD_DOCUMENTS> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let lifted = RefCell::new(Vec::new());
+        let place = if ARRAYS_HOLD_DOCUMENTS { Place::Document } else { Place::Item };
+        let document = deserializer.deserialize_any(ObjectVisitor { inherited_kind: None, place, lifted: &lifted })?;
+        Ok(Slim { document, decoded: lifted.into_inner() })
+    }
+}
+
+/// Where a value sits, which decides whether an object there is one `from_objects` would see.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// A whole document: an object, or an array whose elements are documents.
+    Document,
+    /// An element of a top-level array or of a list's `items`: an object, or an array kept as it is.
+    Item,
+    /// The value of a list's `items`: an array of items, or anything else kept as it is.
+    Items,
+}
+
+/// A document, list item or `items` array: a map whose `kind` decides what is kept and what is lifted.
 #[derive(Clone, Copy)]
 struct ObjectVisitor<'k> {
     /// The item kind a typed list (`PodList`) gives items that name none.
     inherited_kind: Option<&'k str>,
+    place: Place,
+    lifted: &'k RefCell<Vec<Object>>,
 }
 
 impl<'de> DeserializeSeed<'de> for ObjectVisitor<'_> {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+    /// `None`: the object was lifted out.
+    type Value = Option<Value>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Value>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-/// Scalars become the `Value`s serde_json would build.
+/// Scalars become the `Value`s serde_json would build (`wrap`: `Some` for the object visitor).
 macro_rules! scalar_visits {
-    () => {
-        fn visit_bool<E>(self, v: bool) -> Result<Value, E> { Ok(Value::Bool(v)) }
-        fn visit_i64<E>(self, v: i64) -> Result<Value, E> { Ok(Value::from(v)) }
-        fn visit_u64<E>(self, v: u64) -> Result<Value, E> { Ok(Value::from(v)) }
-        fn visit_f64<E>(self, v: f64) -> Result<Value, E> { Ok(Value::from(v)) }
-        fn visit_str<E>(self, v: &str) -> Result<Value, E> { Ok(Value::String(v.to_string())) }
-        fn visit_string<E>(self, v: String) -> Result<Value, E> { Ok(Value::String(v)) }
-        fn visit_unit<E>(self) -> Result<Value, E> { Ok(Value::Null) }
-        fn visit_none<E>(self) -> Result<Value, E> { Ok(Value::Null) }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> { d.deserialize_any(self) }
+    ($out:ty, $wrap:expr) => {
+        fn visit_bool<E>(self, v: bool) -> Result<$out, E> { Ok($wrap(Value::Bool(v))) }
+        fn visit_i64<E>(self, v: i64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
+        fn visit_u64<E>(self, v: u64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
+        fn visit_f64<E>(self, v: f64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
+        fn visit_str<E>(self, v: &str) -> Result<$out, E> { Ok($wrap(Value::String(v.to_string()))) }
+        fn visit_string<E>(self, v: String) -> Result<$out, E> { Ok($wrap(Value::String(v))) }
+        fn visit_unit<E>(self) -> Result<$out, E> { Ok($wrap(Value::Null)) }
+        fn visit_none<E>(self) -> Result<$out, E> { Ok($wrap(Value::Null)) }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<$out, D::Error> { d.deserialize_any(self) }
     };
 }
 
 impl<'de> Visitor<'de> for ObjectVisitor<'_> {
-    type Value = Value;
+    type Value = Option<Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a Kubernetes object or list")
     }
 
-    scalar_visits!();
+    scalar_visits!(Option<Value>, Some);
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Value>, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(self)? {
-            items.push(item);
+        if self.place == Place::Item {
+            while let Some(item) = seq.next_element::<Value>()? {
+                items.push(item);
+            }
+        } else {
+            while let Some(item) = seq.next_element_seed(ObjectVisitor { place: Place::Item, ..self })? {
+                items.extend(item);
+            }
         }
-        Ok(Value::Array(items))
+        Ok(Some(Value::Array(items)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        if self.place == Place::Items {
+            return Ok(Some(Value::Object(de::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?)));
+        }
         let mut out = Map::new();
         let mut kind: Option<String> = None;
+        let lifted_before = self.lifted.borrow().len();
         while let Some(key) = map.next_key::<String>()? {
             let known_kind = kind.as_deref().or(self.inherited_kind);
             let value = match (key.as_str(), known_kind.and_then(fields_of)) {
-                ("items", None) => {
+                // A list's items, unless the object is known to be something else.
+                ("items", None) if known_kind.is_none_or(|k| k.ends_with("List")) => {
+                    // Only a typed list names its items' kind; `from_objects` passes it no further down.
                     let item_kind = kind.as_deref().and_then(|k| k.strip_suffix("List")).filter(|k| !k.is_empty());
-                    map.next_value_seed(ObjectVisitor { inherited_kind: item_kind.or(self.inherited_kind) })?
+                    let items = ObjectVisitor { inherited_kind: item_kind, place: Place::Items, lifted: self.lifted };
+                    map.next_value_seed(items)?.unwrap_or_default()
                 }
                 (_, None) => map.next_value::<Value>()?,
                 (_, Some(Keep::Fields(fields))) => match fields.iter().find(|(name, _)| *name == key) {
@@ -155,7 +251,17 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
             }
             out.insert(key, value);
         }
-        Ok(Value::Object(out))
+        if self.lifted.borrow().len() > lifted_before && !kind.as_deref().is_some_and(|k| k.ends_with("List")) {
+            return Err(de::Error::custom("objects were taken out of the items of something that is not a list"));
+        }
+        let object = Value::Object(out);
+        match Object::bulk(kind.as_deref().or(self.inherited_kind), &object) {
+            Some(decoded) => {
+                self.lifted.borrow_mut().push(decoded);
+                Ok(None)
+            }
+            None => Ok(Some(object)),
+        }
     }
 }
 
@@ -176,7 +282,7 @@ impl<'de> Visitor<'de> for Keep {
         f.write_str("a value")
     }
 
-    scalar_visits!();
+    scalar_visits!(Value, std::convert::identity);
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
@@ -207,7 +313,7 @@ impl<'de> Visitor<'de> for Keep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::{Endpoint, Pod};
+    use crate::model::Snapshot;
     use serde_json::json;
 
     fn big_pod(kind_first: bool) -> Value {
@@ -224,73 +330,117 @@ mod tests {
         pod
     }
 
-    fn slim_json(value: &Value) -> Value {
-        serde_json::from_str::<Slim>(&value.to_string()).unwrap().0
+    fn endpoint() -> Value {
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": "web-1", "namespace": "shop", "ownerReferences": [{"kind": "Pod"}]},
+            "status": {"identity": {"id": 7}, "networking": {"addressing": [{"ipv4": "10.1.0.5", "ipv6": "fd00::5"}], "node": "10.0.0.1"}}})
+    }
+
+    fn pool() -> Value {
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue", "managedFields": [{"manager": "helm"}]},
+            "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}})
+    }
+
+    fn slim_json(value: &Value) -> serde_json::Result<SlimJson> {
+        serde_json::from_str::<SlimJson>(&value.to_string())
+    }
+
+    fn debug(objects: &[Object]) -> Vec<String> {
+        objects.iter().map(|o| format!("{o:?}")).collect()
+    }
+
+    /// What `Snapshot::from_objects` makes of the JSON text read whole, and of its slim reading
+    /// (whose top-level array, as `manifest::parse`'s, holds documents).
+    fn snapshots_agree(value: &Value) {
+        let slim = slim_json(value).unwrap();
+        let whole = Snapshot::from_objects(crate::manifest::parse(&value.to_string(), "t.json").unwrap());
+        let documents = match slim.document {
+            Some(Value::Array(items)) => items,
+            other => other.into_iter().collect(),
+        };
+        let read = Snapshot::from_objects(documents.into_iter().filter(|d| !d.is_null()).map(Object::Whole).chain(slim.decoded));
+        assert_eq!(format!("{:?}", read.pods), format!("{:?}", whole.pods), "{value}");
+        assert_eq!(format!("{:?}", read.endpoints), format!("{:?}", whole.endpoints), "{value}");
+        assert_eq!(read.skipped, whole.skipped, "{value}");
+        assert_eq!(read.pools.len(), whole.pools.len(), "{value}");
     }
 
     #[test]
-    fn pods_keep_what_the_decoder_reads_and_decode_the_same() {
-        let pod = big_pod(true);
-        let slim = slim_json(&pod);
-        assert_eq!(slim.pointer("/metadata/managedFields"), None);
-        assert_eq!(slim.pointer("/spec/containers"), None);
-        assert_eq!(slim.pointer("/status/conditions"), None);
-        assert_eq!(slim.pointer("/metadata/annotations/checksum~1config"), None);
-        let (full, slim) = (Pod::decode(&pod), Pod::decode(&slim));
-        assert_eq!(format!("{full:?}"), format!("{slim:?}"));
-        assert_eq!(slim.requested_pool.as_deref(), Some("blue"));
-        assert_eq!(slim.ips.len(), 2);
-    }
-
-    #[test]
-    fn retaining_in_place_equals_decoding_slim() {
+    fn pods_are_decoded_from_what_their_decoder_reads() {
         for pod in [big_pod(true), big_pod(false)] {
-            let mut retained = pod.clone();
-            retain_read_fields(&mut retained, "Pod");
-            assert_eq!(retained, slim_json(&big_pod(true)));
+            let slim = slim_json(&pod).unwrap();
+            assert_eq!(slim.document, None, "the document was the pod: it is lifted out");
+            assert_eq!(debug(&slim.decoded), debug(&[Object::Pod(Pod::decode(&pod))]));
+            let Object::Pod(decoded) = &slim.decoded[0] else { panic!("a pod") };
+            assert_eq!((decoded.requested_pool.as_deref(), decoded.ips.len()), (Some("blue"), 2));
         }
+        let mut retained = big_pod(false);
+        retain_read_fields(&mut retained, "Pod");
+        assert_eq!(retained.pointer("/metadata/managedFields"), None);
+        assert_eq!(retained.pointer("/spec/containers"), None);
+        assert_eq!(retained.pointer("/metadata/annotations/checksum~1config"), None);
+        assert_eq!(format!("{:?}", Pod::decode(&retained)), format!("{:?}", Pod::decode(&big_pod(true))));
+    }
+
+    #[test]
+    fn endpoints_are_decoded_and_other_kinds_kept_whole() {
+        let slim = slim_json(&endpoint()).unwrap();
+        assert_eq!(debug(&slim.decoded), debug(&[Object::Endpoint(Endpoint::decode(&endpoint()))]));
+        let slim = slim_json(&pool()).unwrap();
+        assert_eq!(slim.document, Some(pool()), "pools are kept whole: writes need every field");
+        assert!(slim.decoded.is_empty());
         let mut map = json!({"kind": "ConfigMap", "data": {"a": "b"}});
         retain_read_fields(&mut map, "ConfigMap");
         assert_eq!(map, json!({"kind": "ConfigMap", "data": {"a": "b"}}));
     }
 
     #[test]
-    fn endpoints_are_slimmed_and_decode_the_same() {
-        let endpoint = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": "web-1", "namespace": "shop", "ownerReferences": [{"kind": "Pod"}]},
-            "status": {"identity": {"id": 7}, "networking": {"addressing": [{"ipv4": "10.1.0.5", "ipv6": "fd00::5"}], "node": "10.0.0.1"}}});
-        let slim = slim_json(&endpoint);
-        assert_eq!(slim.pointer("/status/identity"), None);
-        assert_eq!(slim.pointer("/metadata/ownerReferences"), None);
-        assert_eq!(format!("{:?}", Endpoint::decode(&endpoint)), format!("{:?}", Endpoint::decode(&slim)));
-    }
-
-    #[test]
-    fn other_kinds_late_kinds_and_lists() {
-        let pool = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue", "managedFields": [{"manager": "helm"}]},
-            "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}});
-        assert_eq!(slim_json(&pool), pool, "pools are kept whole: writes need every field");
-        let late = big_pod(false);
-        assert_eq!(slim_json(&late), late, "a kind after the fields it would prune keeps the object whole");
-        // kubectl prints a List's `items` before its `kind`; a PodList's items may name no kind.
-        let list = json!({"apiVersion": "v1", "items": [big_pod(true), pool.clone()], "kind": "List"});
-        let slim = slim_json(&list);
-        assert_eq!(slim["items"][0].pointer("/spec/containers"), None);
-        assert_eq!(slim["items"][1], pool);
+    fn list_items_are_lifted_where_from_objects_would_find_them() {
+        // kubectl prints a List's `items` before its `kind`.
+        let list = json!({"apiVersion": "v1", "items": [big_pod(true), pool(), endpoint()], "kind": "List", "metadata": {"resourceVersion": ""}});
+        let slim = slim_json(&list).unwrap();
+        assert_eq!(slim.document, Some(json!({"apiVersion": "v1", "items": [pool()], "kind": "List", "metadata": {"resourceVersion": ""}})));
+        assert_eq!(slim.decoded.len(), 2);
+        snapshots_agree(&list);
+        // A typed list's items may name no kind: they are of the list's kind.
         let mut unnamed = big_pod(true);
         unnamed.as_object_mut().unwrap().remove("kind");
-        let typed = json!({"kind": "PodList", "apiVersion": "v1", "items": [unnamed]});
-        assert_eq!(slim_json(&typed)["items"][0].pointer("/spec/containers"), None);
-        let array = json!([big_pod(true), 1, "x", null, 2.5, true]);
-        let slim = slim_json(&array);
-        assert_eq!(slim[0].pointer("/metadata/managedFields"), None);
-        assert_eq!(slim.as_array().unwrap()[1..], array.as_array().unwrap()[1..]);
+        let typed = json!({"kind": "PodList", "apiVersion": "v1", "items": [unnamed.clone()]});
+        assert_eq!(slim_json(&typed).unwrap().decoded.len(), 1);
+        snapshots_agree(&typed);
+        // ... but not to lists nested in them, and a top-level JSON array holds documents.
+        for value in [
+            json!({"kind": "PodList", "items": [{"kind": "List", "items": [unnamed.clone()]}]}),
+            json!([big_pod(true), 1, "x", null, 2.5, true, [big_pod(true)]]),
+            json!({"kind": "List", "items": [{"kind": "List", "items": [big_pod(true)]}, [endpoint()]]}),
+            json!({"kind": "PodList", "items": {"metadata": {"name": "a"}}}),
+            json!({"kind": "ConfigMap", "items": [big_pod(true)]}),
+            json!({"kind": "CiliumNodeList", "items": [{"metadata": {"name": "n"}, "items": [big_pod(true)], "kind": "CiliumNode"}]}),
+        ] {
+            snapshots_agree(&value);
+        }
+        let array = slim_json(&json!([big_pod(true), 1, [big_pod(true)]])).unwrap();
+        assert_eq!((array.decoded.len(), array.document.unwrap().as_array().unwrap().len()), (1, 2), "a nested array is one value");
     }
 
     #[test]
-    fn yaml_streams_are_slimmed_too() {
-        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  namespace: b\n  managedFields:\n  - manager: x\nspec:\n  nodeName: node-1\n---\nkind: ConfigMap\ndata:\n  ipam: multi-pool\n";
-        let docs: Vec<Slim> = serde_saphyr::from_multiple(text).unwrap();
-        assert_eq!(docs[0].0, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "b"}, "spec": {"nodeName": "node-1"}}));
-        assert_eq!(docs[1].0, json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}}));
+    fn items_of_what_turns_out_not_to_be_a_list_fail_the_fast_path() {
+        // The kind comes after the items it would have lifted: only a whole reading can tell.
+        for value in [json!({"items": [big_pod(true)], "kind": "Template"}), json!({"items": [endpoint()]})] {
+            assert!(slim_json(&value).is_err(), "{value}");
+        }
+        let twice = format!(r#"{{"kind": "List", "items": [{}], "kind": "Thing"}}"#, big_pod(true));
+        assert!(serde_json::from_str::<SlimJson>(&twice).is_err(), "the last kind is the one a whole reading keeps");
+        assert!(slim_json(&json!({"items": [pool()], "kind": "Template"})).is_ok(), "nothing lifted, nothing to undo");
+    }
+
+    #[test]
+    fn yaml_documents_are_read_the_same_way() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  namespace: b\n  managedFields:\n  - manager: x\nspec:\n  nodeName: node-1\n---\nkind: ConfigMap\ndata:\n  ipam: multi-pool\n---\n- kind: Pod\n  metadata: {name: c}\n";
+        let docs: Vec<SlimYaml> = serde_saphyr::from_multiple(text).unwrap();
+        assert_eq!((docs[0].document.as_ref(), docs[0].decoded.len()), (None, 1));
+        let Object::Pod(pod) = &docs[0].decoded[0] else { panic!("a pod") };
+        assert_eq!((pod.name.as_str(), pod.namespace.as_str(), pod.node_name.as_deref()), ("a", "b", Some("node-1")));
+        assert_eq!(docs[1].document, Some(json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}})));
+        assert!(docs[2].decoded.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
     }
 }

@@ -4,9 +4,11 @@ use super::crd::{CrdInfo, POOL_CRD_NAME};
 use super::ipam::IpamConfig;
 use super::node::Node;
 use super::pool::{Dialect, Pool};
+use super::slim::Object;
 use super::workload::{Endpoint, Pod};
 use serde::Serialize;
 use serde_json::Value;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default)]
@@ -53,25 +55,39 @@ impl Snapshot {
     /// kinds the plugin does not use are counted in `skipped`. When an object appears twice
     /// (a sysdump may hold the same pool read through v2alpha1 and v2), the v2 copy wins for
     /// pools and the last copy for everything else.
-    pub fn from_objects(objects: impl IntoIterator<Item = Value>) -> Snapshot {
-        let mut flat = Vec::new();
+    /// Objects are JSON values or (read from files and live lists) Pods and CiliumEndpoints
+    /// already decoded (`slim::Object`).
+    pub fn from_objects<O: Into<Object>>(objects: impl IntoIterator<Item = O>) -> Snapshot {
+        // Pods and CiliumEndpoints come by the hundred thousand: straight into their vectors.
+        let (mut flat, mut pods, mut endpoints) = (Vec::new(), Vec::new(), Vec::new());
         for obj in objects {
-            flatten(obj, None, &mut flat);
+            match obj.into() {
+                Object::Whole(value) => flatten(value, None, &mut flat),
+                Object::Pod(pod) => pods.push(pod),
+                Object::Endpoint(endpoint) => endpoints.push(endpoint),
+            }
         }
-        let crd_objects: Vec<&Value> = flat
-            .iter()
-            .filter(|o| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME))
-            .collect();
-        let crd = crd_objects.last().map(|o| CrdInfo::decode(o));
+        let is_pool_crd = |o: &Value| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME);
+        let crd_positions: Vec<usize> = (0..flat.len()).filter(|&i| flat[i].as_whole().is_some_and(is_pool_crd)).collect();
+        let crd = crd_positions.last().and_then(|&i| flat[i].as_whole()).map(CrdInfo::decode);
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
         let mut pools: Vec<Pool> = Vec::new();
         let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
-        let mut pods: BTreeMap<(String, String), Pod> = BTreeMap::new();
-        let mut endpoints: BTreeMap<(String, String), Endpoint> = BTreeMap::new();
-        let (mut saw_pods, mut saw_endpoints) = (false, false);
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
-        for obj in &flat {
+        for (position, object) in flat.into_iter().enumerate() {
+            let obj = match object.decoded() {
+                Object::Pod(pod) => {
+                    pods.push(pod);
+                    continue;
+                }
+                Object::Endpoint(endpoint) => {
+                    endpoints.push(endpoint);
+                    continue;
+                }
+                Object::Whole(value) => value,
+            };
+            let obj = &obj;
             match kind(obj) {
                 "CiliumPodIPPool" => {
                     let pool = Pool::decode(obj, v2_shape);
@@ -85,34 +101,26 @@ impl Snapshot {
                     let node = Node::decode(obj);
                     nodes.insert(node.name.clone(), node);
                 }
-                "Pod" => {
-                    saw_pods = true;
-                    let pod = Pod::decode(obj);
-                    pods.insert((pod.namespace.clone(), pod.name.clone()), pod);
-                }
-                "CiliumEndpoint" => {
-                    saw_endpoints = true;
-                    let ep = Endpoint::decode(obj);
-                    endpoints.insert((ep.namespace.clone(), ep.name.clone()), ep);
-                }
                 "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
-                "CustomResourceDefinition" if crd_objects.iter().any(|c| std::ptr::eq(*c, obj)) => {}
+                "CustomResourceDefinition" if crd_positions.contains(&position) => {}
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
         let mut notes = Vec::new();
-        if !saw_pods {
+        if pods.is_empty() {
             notes.push("no Pods in the input".to_string());
         }
-        if !saw_endpoints {
+        if endpoints.is_empty() {
             notes.push("no CiliumEndpoints in the input".to_string());
         }
+        let pods = last_copies(pods, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let endpoints = last_copies(endpoints, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         Snapshot {
             ipam,
             pools,
             nodes: nodes.into_values().collect(),
-            pods: Some(pods.into_values().collect()),
-            endpoints: Some(endpoints.into_values().collect()),
+            pods: Some(pods),
+            endpoints: Some(endpoints),
             crd,
             notes,
             skipped,
@@ -142,13 +150,22 @@ impl Snapshot {
     }
 }
 
+/// `items` in `order`, keeping of those that compare equal the last one read (the last copy wins).
+fn last_copies<T>(mut items: Vec<T>, order: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
+    items.sort_by(&order); // stable: equal items stay in the order they were read
+    items.reverse();
+    items.dedup_by(|later, kept| order(later, kept).is_eq());
+    items.reverse();
+    items
+}
+
 fn kind(obj: &Value) -> &str {
     obj.get("kind").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Expands `kind: List` and typed lists (`CiliumNodeList`, `PodList`...), whose items may
 /// omit their own kind.
-fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Value>) {
+fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Object>) {
     let obj_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
     match (obj_kind, obj) {
         (Some(k), Value::Object(mut map)) if k.ends_with("List") && map.get("items").is_some_and(Value::is_array) => {
@@ -163,9 +180,9 @@ fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Value>) {
             if let Some(k) = inherited_kind {
                 map.insert("kind".into(), Value::String(k.to_string()));
             }
-            out.push(Value::Object(map));
+            out.push(Object::Whole(Value::Object(map)));
         }
-        (_, other) => out.push(other),
+        (_, other) => out.push(Object::Whole(other)),
     }
 }
 

@@ -26,6 +26,7 @@ impl Pod {
         if ips.is_empty() {
             ips.extend(status.and_then(|s| s.get("podIP")).and_then(Value::as_str).and_then(Addr::parse));
         }
+        ips.shrink_to_fit(); // hundreds of thousands of pods: no spare capacity each
         Pod {
             namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
@@ -56,10 +57,11 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn decode(obj: &Value) -> Endpoint {
-        let ips = list(obj.pointer("/status/networking/addressing"))
+        let mut ips: Vec<Addr> = list(obj.pointer("/status/networking/addressing"))
             .flat_map(|a| ["ipv4", "ipv6"].map(|k| a.get(k).and_then(Value::as_str).and_then(Addr::parse)))
             .flatten()
             .collect();
+        ips.shrink_to_fit();
         let meta = obj.get("metadata");
         Endpoint {
             namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),

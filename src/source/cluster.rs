@@ -5,7 +5,7 @@
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
-use crate::model::slim::Slim;
+use crate::model::slim::{Object, SlimJson};
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
@@ -108,9 +108,10 @@ pub struct Layout {
 /// The objects of one read, typed (`apiVersion`/`kind` set) as `kubectl get -o yaml` prints them.
 pub struct Objects {
     pub pools: Vec<Value>,
-    pub nodes: Vec<Value>,
-    pub pods: Option<Vec<Value>>,
-    pub endpoints: Option<Vec<Value>>,
+    pub nodes: Vec<Object>,
+    /// Pods and CiliumEndpoints, mostly decoded as they were read (`model::slim`).
+    pub pods: Option<Vec<Object>>,
+    pub endpoints: Option<Vec<Object>>,
 }
 
 impl Cluster {
@@ -166,16 +167,16 @@ impl Cluster {
         }
     }
 
-    /// Every object of a resource, page by page, with Pods and CiliumEndpoints slimmed to what the
-    /// snapshot reads (`model::slim`): a page of real pods is mostly fields the plugin never looks
-    /// at, and decoding them is most of a live read's cost.
-    async fn list(&self, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
+    /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
+    /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
+    /// never looks at, and decoding them is most of a live read's cost.
+    async fn list(&self, resource: &ApiResource) -> Result<Vec<Object>, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        list_pages::<Slim>(&self.connection.client, resource, namespace, PAGE_SIZE).await
+        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
-    fn optional(&self, listed: Result<Vec<Value>, kube::Error>, resource: &ApiResource) -> Result<Result<Vec<Value>, Unreadable>> {
+    fn optional(&self, listed: Result<Vec<Object>, kube::Error>, resource: &ApiResource) -> Result<Result<Vec<Object>, Unreadable>> {
         match listed {
             Ok(items) => Ok(Ok(items)),
             Err(kube::Error::Api(status)) if status.code == 403 => Ok(Err(Unreadable::Forbidden)),
@@ -191,6 +192,7 @@ impl Cluster {
         };
         let resource = pools_resource(version);
         let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
+        let pools = pools.into_iter().filter_map(Object::into_whole).collect();
         Ok(PoolRead { schema, resource, objects: pools, note })
     }
 
@@ -290,7 +292,8 @@ impl Layout {
         let all = crd
             .into_iter()
             .chain(self.config.as_ref().ok().cloned())
-            .chain(objects.pools)
+            .map(Object::Whole)
+            .chain(objects.pools.into_iter().map(Object::Whole))
             .chain(objects.nodes)
             .chain(objects.pods.into_iter().flatten())
             .chain(objects.endpoints.into_iter().flatten());
@@ -349,27 +352,27 @@ fn unreadable_text(why: Unreadable) -> &'static str {
 }
 
 /// Every object of `resource` (in `namespace`, or all), `page_size` per request, each response
-/// decoded straight into `D` (the page as JSON, possibly trimmed), items typed as [`typed_value`].
-pub async fn list_pages<D>(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Vec<Value>, kube::Error>
-where
-    D: serde::de::DeserializeOwned + Into<Value>,
-{
+/// decoded straight from its bytes: Pods and CiliumEndpoints into their structs, other items as
+/// JSON typed as [`typed_value`].
+pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Vec<Object>, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(page_size);
     loop {
         let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
-        let mut page: Value = client.request::<D>(request).await?.into();
-        if let Some(Value::Array(listed)) = page.get_mut("items").map(Value::take) {
+        let page = client.request::<SlimJson>(request).await?;
+        let mut list = page.document.unwrap_or_default();
+        if let Some(Value::Array(listed)) = list.get_mut("items").map(Value::take) {
             items.extend(listed.into_iter().map(|mut item| {
                 if let Some(map) = item.as_object_mut() {
                     map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
                     map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
                 }
-                item
+                Object::Whole(item)
             }));
         }
-        match page.pointer("/metadata/continue").and_then(Value::as_str) {
+        items.extend(page.decoded);
+        match list.pointer("/metadata/continue").and_then(Value::as_str) {
             Some(token) if !token.is_empty() => params = params.continue_token(token),
             _ => return Ok(items),
         }

@@ -11,6 +11,7 @@
 use super::{archive, sysdump};
 use crate::error::input;
 use crate::manifest;
+use crate::model::slim::Object;
 use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
@@ -39,6 +40,20 @@ pub struct TextFile {
 pub struct LoadedFile {
     pub name: String,
     pub documents: Vec<Value>,
+    /// Pods and CiliumEndpoints decoded while streaming, taken out of `documents` (`model::slim`).
+    pub decoded: Vec<Object>,
+}
+
+impl LoadedFile {
+    /// A file read whole: every object is in `documents`.
+    pub fn whole(name: String, documents: Vec<Value>) -> LoadedFile {
+        LoadedFile { name, documents, decoded: Vec::new() }
+    }
+
+    /// Every object, for `Snapshot::from_objects`.
+    pub fn into_objects(self) -> impl Iterator<Item = Object> {
+        self.documents.into_iter().map(Object::Whole).chain(self.decoded)
+    }
 }
 
 /// A file met while walking a directory or an archive that holds no Kubernetes objects.
@@ -67,10 +82,12 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 let (mut found, mut others) = (Vec::new(), Vec::new());
                 walk_from(Path::new(path), 0, &mut Default::default(), &mut found, &mut others)?;
                 inputs.skipped.extend(others.iter().map(|p| SkippedFile { name: p.display().to_string(), reason: not_manifest_reason(p) }));
-                for file in found {
+                // A sysdump is a few large files (pods, endpoints) among many small ones: decode them side by side.
+                let streamed = parallel_map(&found, |file| stream_file(file));
+                for (file, streamed) in found.into_iter().zip(streamed) {
                     let name = file.display().to_string();
-                    match stream_file(&file) {
-                        Some(documents) => kept_or_skipped(name, documents, None, &mut inputs),
+                    match streamed {
+                        Some((documents, decoded)) => kept_or_skipped(name, documents, decoded, None, &mut inputs),
                         None => {
                             let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
                             let text = read_text_or_binary(reader, &name)?;
@@ -91,7 +108,7 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
             }
             _ => {
                 let loaded = load_one((path != "-").then(|| Path::new(path.as_str())))?;
-                inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), name: loaded.name });
+                inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), ..loaded });
             }
         }
     }
@@ -110,16 +127,16 @@ pub(super) fn walked(name: String, text: std::result::Result<String, String>, in
                 let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
                 inputs.skipped.push(SkippedFile { name, reason });
             }
-            Ok(documents) => kept_or_skipped(name, documents, Some(&text), inputs),
+            Ok(documents) => kept_or_skipped(name, documents, Vec::new(), Some(&text), inputs),
         },
     }
 }
 
 /// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
-fn kept_or_skipped(name: String, documents: Vec<Value>, text: Option<&str>, inputs: &mut Inputs) {
+fn kept_or_skipped(name: String, documents: Vec<Value>, decoded: Vec<Object>, text: Option<&str>, inputs: &mut Inputs) {
     let documents = sysdump::type_documents(&name, documents);
-    if documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
-        inputs.files.push(LoadedFile { name, documents });
+    if !decoded.is_empty() || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
+        inputs.files.push(LoadedFile { name, documents, decoded });
         return;
     }
     let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
@@ -156,37 +173,42 @@ pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
         inputs.push(path);
         Ok(())
     })?;
-    // A dump is a few large files (pods, endpoints): decode them side by side. Results keep the
-    // input order, and the first failing input in that order is the error reported.
+    // A dump is a few large files (pods, endpoints): decode them side by side. The first failing
+    // input in the input order is the error reported.
+    parallel_map(&inputs, |input| load_one(input.as_deref())).into_iter().collect()
+}
+
+/// `f` of every item, on up to one thread per core, in the items' order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<LoadedFile>>>> = inputs.iter().map(|_| Default::default()).collect();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(inputs.len()).max(1);
+    let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(input) = inputs.get(index) else { break };
-                    let loaded = load_one(input.as_deref());
-                    *results[index].lock().expect("no worker panics holding it") = Some(loaded);
+                    let Some(item) = items.get(index) else { break };
+                    let result = f(item);
+                    *results[index].lock().expect("no worker panics holding it") = Some(result);
                 }
             });
         }
     });
-    results.into_iter().map(|slot| slot.into_inner().expect("no worker panicked").expect("every input decoded")).collect()
+    results.into_iter().map(|slot| slot.into_inner().expect("no worker panicked").expect("every item done")).collect()
 }
 
 fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
     Ok(match path {
         None => {
             let text = read_text(std::io::stdin().lock(), "standard input")?;
-            LoadedFile { documents: manifest::parse(&text, "-")?, name: "-".into() }
+            LoadedFile::whole("-".into(), manifest::parse(&text, "-")?)
         }
         Some(path) => match stream_file(path) {
-            Some(documents) => LoadedFile { documents, name: path.display().to_string() },
+            Some((documents, decoded)) => LoadedFile { documents, decoded, name: path.display().to_string() },
             None => {
                 let file = read_file(path.to_path_buf())?;
-                LoadedFile { documents: manifest::parse(&file.text, &file.name)?, name: file.name }
+                LoadedFile::whole(file.name.clone(), manifest::parse(&file.text, &file.name)?)
             }
         },
     })
@@ -229,7 +251,7 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 
 /// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
 /// when anything is out of the ordinary (the caller then reads it whole).
-fn stream_file(path: &Path) -> Option<Vec<Value>> {
+fn stream_file(path: &Path) -> Option<(Vec<Value>, Vec<Object>)> {
     let file = std::fs::File::open(path).ok()?;
     parse_stream(Guarded(archive::Bounded { inner: file, left: MAX_INPUT_BYTES }))
 }
@@ -406,12 +428,12 @@ fn read_file(path: PathBuf) -> Result<TextFile> {
     Ok(TextFile { name, path: Some(path), text })
 }
 
-/// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints slimmed
-/// ([`crate::model::slim`]): JSON values (one, concatenated, or an array of objects) or a plain
-/// YAML stream. `None` on anything [`manifest::parse`] must decide from the whole text: errors, and JSON
-/// that is really YAML.
-fn parse_stream(reader: impl std::io::Read) -> Option<Vec<Value>> {
-    use crate::model::slim::Slim;
+/// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints decoded into their
+/// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
+/// objects) or a plain YAML stream. `None` on anything [`manifest::parse`] must decide from the
+/// whole text: errors, and JSON that is really YAML.
+fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Vec<Object>)> {
+    use crate::model::slim::{SlimJson, SlimYaml};
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let first = loop {
@@ -425,19 +447,27 @@ fn parse_stream(reader: impl std::io::Read) -> Option<Vec<Value>> {
             }
         }
     };
-    let documents: Vec<Value> = match first {
-        None => return Some(Vec::new()),
-        Some(b'{' | b'[') => {
-            let stream = serde_json::Deserializer::from_reader(reader).into_iter::<Slim>();
-            let values = stream.map(|v| v.map(|s| s.0)).collect::<Result<Vec<_>, _>>().ok()?;
-            values.into_iter().flat_map(|v| match v {
-                Value::Array(items) => items,
-                other => vec![other],
-            }).collect()
-        }
-        Some(_) => serde_saphyr::read_with_options::<_, Slim>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| s.0)).collect::<Result<_, _>>().ok()?,
+    let json = matches!(first, Some(b'{' | b'['));
+    let slims: Vec<(Option<Value>, Vec<Object>)> = match first {
+        None => Vec::new(),
+        Some(_) if json => serde_json::Deserializer::from_reader(reader).into_iter::<SlimJson>().map(|d| d.map(|s| (s.document, s.decoded))).collect::<Result<_, _>>().ok()?,
+        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| (s.document, s.decoded))).collect::<Result<_, _>>().ok()?,
     };
-    Some(documents.into_iter().filter(|d| !d.is_null()).collect())
+    let (mut documents, mut decoded) = (Vec::new(), Vec::new());
+    for (document, objects) in slims {
+        match document {
+            // A JSON array of objects is a sequence of documents (a YAML one is one document).
+            Some(Value::Array(items)) if json => documents.extend(items.into_iter().filter(|d| !d.is_null())),
+            Some(Value::Null) | None => {}
+            Some(document) => documents.push(document),
+        }
+        if decoded.is_empty() {
+            decoded = objects; // the usual dump: one list; no copy of it
+        } else {
+            decoded.extend(objects);
+        }
+    }
+    Some((documents, decoded))
 }
 
 #[cfg(test)]
@@ -447,7 +477,7 @@ mod tests {
     #[test]
     fn duplicate_pools_across_and_within_files_and_lists() {
         let pool = |name: &str, uid: Option<&str>| serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name, "uid": uid}});
-        let file = |name: &str, documents: Vec<Value>| LoadedFile { name: name.into(), documents };
+        let file = |name: &str, documents: Vec<Value>| LoadedFile::whole(name.into(), documents);
         let files = vec![
             file("base/pool.yaml", vec![pool("blue", None), pool("red", None)]),
             file("overlay/pool.yaml", vec![pool("blue", None)]),

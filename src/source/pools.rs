@@ -11,6 +11,7 @@ use super::cluster::{crd_resource, list_pages};
 use crate::error::cluster;
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;
+use crate::model::slim::Object;
 use anyhow::Result;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -187,7 +188,8 @@ impl PoolViews {
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
 async fn list_pools(conn: &Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    list_pages::<Value>(&conn.client, &pools_resource(version), None, page_size)
+    list_pages(&conn.client, &pools_resource(version), None, page_size)
         .await
+        .map(|objects| objects.into_iter().filter_map(Object::into_whole).collect())
         .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))
 }

@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
-use crate::model::slim;
+use crate::model::slim::{self, Object};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -21,6 +21,10 @@ struct Watched {
 impl Watched {
     fn objects(&self) -> Vec<Value> {
         self.store.state().iter().map(|object| typed_value(object.as_ref().clone(), &self.resource)).collect()
+    }
+
+    fn whole(&self) -> Vec<Object> {
+        self.objects().into_iter().map(Object::Whole).collect()
     }
 }
 
@@ -143,9 +147,9 @@ impl Watch {
     pub fn snapshot(&self, layout: &Layout) -> crate::model::Snapshot {
         layout.snapshot(Objects {
             pools: self.pools.objects(),
-            nodes: self.nodes.objects(),
-            pods: self.pods.as_ref().map(Watched::objects),
-            endpoints: self.endpoints.as_ref().map(Watched::objects),
+            nodes: self.nodes.whole(),
+            pods: self.pods.as_ref().map(Watched::whole),
+            endpoints: self.endpoints.as_ref().map(Watched::whole),
         })
     }
 }
