@@ -4,8 +4,9 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use support::cli::{output, plugin};
+use support::files_under;
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -17,22 +18,8 @@ fn pool(api_version: &str, name: &str, cidr: &str, team: &str) -> String {
 }
 
 /// Every file under `dir` with its content, to prove nothing was written.
-fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for entry in walkdir(dir) {
-        out.push((entry.display().to_string(), std::fs::read(&entry).unwrap()));
-    }
-    out.sort();
-    out
-}
-
-fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { out.extend(walkdir(&path)) } else { out.push(path) }
-    }
-    out
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files_under(dir).into_iter().map(|file| (file.clone(), std::fs::read(dir.join(file)).unwrap())).collect()
 }
 
 // Defect 1: a pool defined twice (kustomize base + overlay) had the overlay's copy analysed and

@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
-use support::{Dialect, PLUGIN, TestCluster, repo_root, testenv_bin};
+use support::{Dialect, PLUGIN, TestCluster, files_under, repo_root, testenv_bin};
 
 fn stdout_of(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -256,36 +256,17 @@ fn completion_prints_a_script_for_every_shell() {
 /// `.crate` stores one fixed mtime for every file, so unpacking over an earlier copy would leave
 /// cargo's mtime-based fingerprints unaware of changed sources: here a changed file is new.
 fn sync_by_content(from: &Path, to: &Path) {
-    let mut wanted = std::collections::BTreeSet::new();
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        for entry in std::fs::read_dir(from.join(&relative)).expect("read unpacked crate") {
-            let entry = entry.expect("directory entry");
-            let path = relative.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let content = std::fs::read(entry.path()).expect("read unpacked file");
-            let target = to.join(&path);
-            if std::fs::read(&target).ok().as_ref() != Some(&content) {
-                std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
-                std::fs::write(&target, &content).expect("write unpacked file");
-            }
-            wanted.insert(path);
+    let wanted = files_under(from);
+    for path in &wanted {
+        let content = std::fs::read(from.join(path)).expect("read unpacked file");
+        let target = to.join(path);
+        if std::fs::read(&target).ok().as_ref() != Some(&content) {
+            std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&target, &content).expect("write unpacked file");
         }
     }
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        for entry in std::fs::read_dir(to.join(&relative)).expect("read unpacked copy") {
-            let entry = entry.expect("directory entry");
-            let path = relative.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                pending.push(path);
-            } else if !wanted.contains(&path) {
-                std::fs::remove_file(entry.path()).expect("remove a file the crate no longer has");
-            }
-        }
+    for path in files_under(to).into_iter().filter(|p| wanted.binary_search(p).is_err()) {
+        std::fs::remove_file(to.join(path)).expect("remove a file the crate no longer has");
     }
 }
 
@@ -302,15 +283,18 @@ fn cargo() -> Command {
 #[test]
 fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     let target_dir = Path::new(PLUGIN).parent().and_then(Path::parent).expect("target dir").join("packaged-crate");
+    let package = |flag: &str| {
+        let output = cargo()
+            .args(["package", flag, "--locked", "--offline", "--allow-dirty"])
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cargo package");
+        succeeded(&format!("cargo package {flag}"), output)
+    };
     let started = Instant::now();
-    let list = cargo()
-        .args(["package", "--list", "--locked", "--offline", "--allow-dirty"])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run cargo package --list");
-    let list = succeeded("cargo package --list", list);
+    let list = package("--list");
     let files: Vec<&str> = list.lines().collect();
     for needed in ["Cargo.toml", "Cargo.lock", "build.rs", "LICENSE", "README.md", "src/main.rs", "src/lib.rs", "kubectl_complete-ciliumpool"] {
         assert!(files.contains(&needed), "the package lacks {needed}: {files:?}");
@@ -323,14 +307,7 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     assert!(files.iter().filter(|f| f.starts_with("src/")).all(|f| f.ends_with(".rs")), "{files:?}");
 
     // --no-verify: the build below is the verification, in a place that is kept between runs.
-    let package = cargo()
-        .args(["package", "--locked", "--offline", "--allow-dirty", "--no-verify"])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run cargo package");
-    succeeded("cargo package", package);
+    package("--no-verify");
     let name = format!("kubectl-ciliumpool-{}", env!("CARGO_PKG_VERSION"));
     let crate_file = target_dir.join("package").join(format!("{name}.crate"));
     eprintln!("[packaging] cargo package: {:.1} s", started.elapsed().as_secs_f64());

@@ -544,6 +544,22 @@ pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str])
     })
 }
 
+/// Every file below `dir` (anything that is not a directory; symlinks are not followed), as a
+/// path relative to `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        for entry in std::fs::read_dir(dir.join(&relative)).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.join(&relative).display())) {
+            let entry = entry.expect("directory entry");
+            let path = relative.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() { pending.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// Reads a YAML/JSON file of the repository into documents (e.g. `examples/snapshot/pools.yaml`).
 pub fn read_manifests(relative: &str) -> Vec<Value> {
     let path = repo_root().join(relative);
