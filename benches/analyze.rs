@@ -84,7 +84,7 @@ fn decoding(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("realistic-json-dump", format!("{}-pods", scale.nodes * scale.pods_per_node)), |b| {
         b.iter(|| {
             let files = ciliumpool::source::files::load(black_box(&paths)).expect("dump loads");
-            Snapshot::from_objects(files.into_iter().flat_map(ciliumpool::source::files::LoadedFile::into_objects))
+            ciliumpool::source::files::snapshot_of(files)
         })
     });
     group.finish();

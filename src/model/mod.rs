@@ -18,4 +18,4 @@ pub use ipam::{IpamConfig, IpamMode};
 pub use node::Node;
 pub use pool::{Dialect, Pool};
 pub use snapshot::{Origin, Snapshot};
-pub use workload::{Endpoint, Pod};
+pub use workload::{Endpoint, Pod, Workloads};

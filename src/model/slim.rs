@@ -5,14 +5,14 @@
 //! many times over. [`Slim`] deserializes a document (JSON or YAML, streamed) keeping only the
 //! fields the Pod and CiliumEndpoint decoders read ([`POD_FIELDS`], [`ENDPOINT_FIELDS`]) — the
 //! others are skipped without being built — decodes each such object at once into its struct
-//! ([`Object`]) and lifts it out of the document. Every other kind is kept whole: pools are
+//! ([`Workloads`]) and lifts it out of the document. Every other kind is kept whole: pools are
 //! written back, and the rest is small.
 //!
 //! The kind must be known before the fields it prunes, as it is in what kubectl and the API
 //! server print (`apiVersion` and `kind` first); an object whose `kind` comes later is read whole
 //! and then decoded — correct, only slower.
 
-use super::workload::{Endpoint, Pod};
+use super::workload::{Endpoint, Pod, Workloads};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -71,59 +71,9 @@ fn retain(value: &mut Value, keep: Keep) {
     }
 }
 
-/// An object as reading leaves it: whole, or — Pods and CiliumEndpoints, which come by the
-/// hundred thousand — already the model's struct, so that no `Value` of them outlives its reading.
-#[derive(Clone, Debug)]
-pub enum Object {
-    Whole(Value),
-    Pod(Pod),
-    Endpoint(Endpoint),
-}
-
-impl From<Value> for Object {
-    fn from(value: Value) -> Object {
-        Object::Whole(value)
-    }
-}
-
-impl Object {
-    /// A Pod or CiliumEndpoint (by `kind`) decoded into the model's struct.
-    fn bulk(kind: Option<&str>, value: &Value) -> Option<Object> {
-        match kind? {
-            "Pod" => Some(Object::Pod(Pod::decode(value))),
-            "CiliumEndpoint" => Some(Object::Endpoint(Endpoint::decode(value))),
-            _ => None,
-        }
-    }
-
-    /// A whole Pod or CiliumEndpoint decoded into its struct; anything else as it is.
-    pub fn decoded(self) -> Object {
-        match self {
-            Object::Whole(value) => Object::bulk(value.get("kind").and_then(Value::as_str), &value).unwrap_or(Object::Whole(value)),
-            decoded => decoded,
-        }
-    }
-
-    /// The object's JSON when it is kept whole.
-    pub fn as_whole(&self) -> Option<&Value> {
-        match self {
-            Object::Whole(value) => Some(value),
-            Object::Pod(_) | Object::Endpoint(_) => None,
-        }
-    }
-
-    /// The object's JSON when it was kept whole.
-    pub fn into_whole(self) -> Option<Value> {
-        match self {
-            Object::Whole(value) => Some(value),
-            Object::Pod(_) | Object::Endpoint(_) => None,
-        }
-    }
-}
-
 /// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
 /// that are the document itself or items of a list are decoded (from only the fields their
-/// decoders read) and lifted out into `decoded`, in order; `document` is what remains — `None`
+/// decoders read) and lifted out into `workloads`, in order; `document` is what remains — `None`
 /// when the document was one such object, a list with those items taken out otherwise.
 ///
 /// Lifting happens exactly where `Snapshot::from_objects` would find the object (a document, a
@@ -136,7 +86,7 @@ impl Object {
 #[derive(Debug)]
 pub struct Slim<const ARRAYS_HOLD_DOCUMENTS: bool> {
     pub document: Option<Value>,
-    pub decoded: Vec<Object>,
+    pub workloads: Workloads,
 }
 
 /// A JSON text's documents, or a live list page.
@@ -146,10 +96,10 @@ pub type SlimYaml = Slim<false>;
 
 impl<'de, const ARRAYS_HOLD_DOCUMENTS: bool> de::Deserialize<'de> for Slim<ARRAYS_HOLD_DOCUMENTS> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let lifted = RefCell::new(Vec::new());
+        let lifted = RefCell::new(Workloads::default());
         let place = if ARRAYS_HOLD_DOCUMENTS { Place::Document } else { Place::Item };
         let document = deserializer.deserialize_any(ObjectVisitor { inherited_kind: None, place, lifted: &lifted })?;
-        Ok(Slim { document, decoded: lifted.into_inner() })
+        Ok(Slim { document, workloads: lifted.into_inner() })
     }
 }
 
@@ -170,7 +120,7 @@ struct ObjectVisitor<'k> {
     /// The item kind a typed list (`PodList`) gives items that name none.
     inherited_kind: Option<&'k str>,
     place: Place,
-    lifted: &'k RefCell<Vec<Object>>,
+    lifted: &'k RefCell<Workloads>,
 }
 
 impl<'de> DeserializeSeed<'de> for ObjectVisitor<'_> {
@@ -255,13 +205,13 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
             return Err(de::Error::custom("objects were taken out of the items of something that is not a list"));
         }
         let object = Value::Object(out);
-        match Object::bulk(kind.as_deref().or(self.inherited_kind), &object) {
-            Some(decoded) => {
-                self.lifted.borrow_mut().push(decoded);
-                Ok(None)
-            }
-            None => Ok(Some(object)),
+        let mut lifted = self.lifted.borrow_mut();
+        match kind.as_deref().or(self.inherited_kind) {
+            Some("Pod") => lifted.pods.push(Pod::decode(&object)),
+            Some("CiliumEndpoint") => lifted.endpoints.push(Endpoint::decode(&object)),
+            _ => return Ok(Some(object)),
         }
+        Ok(None)
     }
 }
 
@@ -344,8 +294,8 @@ mod tests {
         serde_json::from_str::<SlimJson>(&value.to_string())
     }
 
-    fn debug(objects: &[Object]) -> Vec<String> {
-        objects.iter().map(|o| format!("{o:?}")).collect()
+    fn debug<T: fmt::Debug>(items: &[T]) -> Vec<String> {
+        items.iter().map(|o| format!("{o:?}")).collect()
     }
 
     /// What `Snapshot::from_objects` makes of the JSON text read whole, and of its slim reading
@@ -357,7 +307,7 @@ mod tests {
             Some(Value::Array(items)) => items,
             other => other.into_iter().collect(),
         };
-        let read = Snapshot::from_objects(documents.into_iter().filter(|d| !d.is_null()).map(Object::Whole).chain(slim.decoded));
+        let read = Snapshot::from_read(documents.into_iter().filter(|d| !d.is_null()), slim.workloads);
         assert_eq!(format!("{:?}", read.pods), format!("{:?}", whole.pods), "{value}");
         assert_eq!(format!("{:?}", read.endpoints), format!("{:?}", whole.endpoints), "{value}");
         assert_eq!(read.skipped, whole.skipped, "{value}");
@@ -369,8 +319,9 @@ mod tests {
         for pod in [big_pod(true), big_pod(false)] {
             let slim = slim_json(&pod).unwrap();
             assert_eq!(slim.document, None, "the document was the pod: it is lifted out");
-            assert_eq!(debug(&slim.decoded), debug(&[Object::Pod(Pod::decode(&pod))]));
-            let Object::Pod(decoded) = &slim.decoded[0] else { panic!("a pod") };
+            assert_eq!(debug(&slim.workloads.pods), debug(&[Pod::decode(&pod)]));
+            assert!(slim.workloads.endpoints.is_empty());
+            let decoded = &slim.workloads.pods[0];
             assert_eq!((decoded.requested_pool.as_deref(), decoded.ips.len()), (Some("blue"), 2));
         }
         let mut retained = big_pod(false);
@@ -384,10 +335,10 @@ mod tests {
     #[test]
     fn endpoints_are_decoded_and_other_kinds_kept_whole() {
         let slim = slim_json(&endpoint()).unwrap();
-        assert_eq!(debug(&slim.decoded), debug(&[Object::Endpoint(Endpoint::decode(&endpoint()))]));
+        assert_eq!(debug(&slim.workloads.endpoints), debug(&[Endpoint::decode(&endpoint())]));
         let slim = slim_json(&pool()).unwrap();
         assert_eq!(slim.document, Some(pool()), "pools are kept whole: writes need every field");
-        assert!(slim.decoded.is_empty());
+        assert!(slim.workloads.is_empty());
         let mut map = json!({"kind": "ConfigMap", "data": {"a": "b"}});
         retain_read_fields(&mut map, "ConfigMap");
         assert_eq!(map, json!({"kind": "ConfigMap", "data": {"a": "b"}}));
@@ -399,13 +350,13 @@ mod tests {
         let list = json!({"apiVersion": "v1", "items": [big_pod(true), pool(), endpoint()], "kind": "List", "metadata": {"resourceVersion": ""}});
         let slim = slim_json(&list).unwrap();
         assert_eq!(slim.document, Some(json!({"apiVersion": "v1", "items": [pool()], "kind": "List", "metadata": {"resourceVersion": ""}})));
-        assert_eq!(slim.decoded.len(), 2);
+        assert_eq!((slim.workloads.pods.len(), slim.workloads.endpoints.len()), (1, 1));
         snapshots_agree(&list);
         // A typed list's items may name no kind: they are of the list's kind.
         let mut unnamed = big_pod(true);
         unnamed.as_object_mut().unwrap().remove("kind");
         let typed = json!({"kind": "PodList", "apiVersion": "v1", "items": [unnamed.clone()]});
-        assert_eq!(slim_json(&typed).unwrap().decoded.len(), 1);
+        assert_eq!(slim_json(&typed).unwrap().workloads.pods.len(), 1);
         snapshots_agree(&typed);
         // ... but not to lists nested in them, and a top-level JSON array holds documents.
         for value in [
@@ -419,7 +370,7 @@ mod tests {
             snapshots_agree(&value);
         }
         let array = slim_json(&json!([big_pod(true), 1, [big_pod(true)]])).unwrap();
-        assert_eq!((array.decoded.len(), array.document.unwrap().as_array().unwrap().len()), (1, 2), "a nested array is one value");
+        assert_eq!((array.workloads.len(), array.document.unwrap().as_array().unwrap().len()), (1, 2), "a nested array is one value");
     }
 
     #[test]
@@ -437,10 +388,10 @@ mod tests {
     fn yaml_documents_are_read_the_same_way() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  namespace: b\n  managedFields:\n  - manager: x\nspec:\n  nodeName: node-1\n---\nkind: ConfigMap\ndata:\n  ipam: multi-pool\n---\n- kind: Pod\n  metadata: {name: c}\n";
         let docs: Vec<SlimYaml> = serde_saphyr::from_multiple(text).unwrap();
-        assert_eq!((docs[0].document.as_ref(), docs[0].decoded.len()), (None, 1));
-        let Object::Pod(pod) = &docs[0].decoded[0] else { panic!("a pod") };
+        assert_eq!((docs[0].document.as_ref(), docs[0].workloads.pods.len()), (None, 1));
+        let pod = &docs[0].workloads.pods[0];
         assert_eq!((pod.name.as_str(), pod.namespace.as_str(), pod.node_name.as_deref()), ("a", "b", Some("node-1")));
         assert_eq!(docs[1].document, Some(json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}})));
-        assert!(docs[2].decoded.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
+        assert!(docs[2].workloads.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
     }
 }

@@ -4,8 +4,7 @@ use super::crd::{CrdInfo, POOL_CRD_NAME};
 use super::ipam::IpamConfig;
 use super::node::Node;
 use super::pool::{Dialect, Pool};
-use super::slim::Object;
-use super::workload::{Endpoint, Pod};
+use super::workload::{Endpoint, Pod, Workloads};
 use serde::Serialize;
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -55,39 +54,30 @@ impl Snapshot {
     /// kinds the plugin does not use are counted in `skipped`. When an object appears twice
     /// (a sysdump may hold the same pool read through v2alpha1 and v2), the v2 copy wins for
     /// pools and the last copy for everything else.
-    /// Objects are JSON values or (read from files and live lists) Pods and CiliumEndpoints
-    /// already decoded (`slim::Object`).
-    pub fn from_objects<O: Into<Object>>(objects: impl IntoIterator<Item = O>) -> Snapshot {
-        // Pods and CiliumEndpoints come by the hundred thousand: straight into their vectors.
-        let (mut flat, mut pods, mut endpoints) = (Vec::new(), Vec::new(), Vec::new());
+    pub fn from_objects(objects: impl IntoIterator<Item = Value>) -> Snapshot {
+        Snapshot::from_read(objects, Workloads::default())
+    }
+
+    /// [`Snapshot::from_objects`] of `objects` and of the Pods and CiliumEndpoints decoded as
+    /// they were read (`slim`), which are moved into the snapshot, not copied (and come before
+    /// copies of the same objects in `objects`, for "the last copy wins").
+    pub fn from_read(objects: impl IntoIterator<Item = Value>, workloads: Workloads) -> Snapshot {
+        let mut flat = Vec::new();
         for obj in objects {
-            match obj.into() {
-                Object::Whole(value) => flatten(value, None, &mut flat),
-                Object::Pod(pod) => pods.push(pod),
-                Object::Endpoint(endpoint) => endpoints.push(endpoint),
-            }
+            flatten(obj, None, &mut flat);
         }
-        let is_pool_crd = |o: &Value| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME);
-        let crd_positions: Vec<usize> = (0..flat.len()).filter(|&i| flat[i].as_whole().is_some_and(is_pool_crd)).collect();
-        let crd = crd_positions.last().and_then(|&i| flat[i].as_whole()).map(CrdInfo::decode);
+        let crd_objects: Vec<&Value> = flat
+            .iter()
+            .filter(|o| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME))
+            .collect();
+        let crd = crd_objects.last().map(|o| CrdInfo::decode(o));
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
         let mut pools: Vec<Pool> = Vec::new();
         let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+        let Workloads { mut pods, mut endpoints } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
-        for (position, object) in flat.into_iter().enumerate() {
-            let obj = match object.decoded() {
-                Object::Pod(pod) => {
-                    pods.push(pod);
-                    continue;
-                }
-                Object::Endpoint(endpoint) => {
-                    endpoints.push(endpoint);
-                    continue;
-                }
-                Object::Whole(value) => value,
-            };
-            let obj = &obj;
+        for obj in &flat {
             match kind(obj) {
                 "CiliumPodIPPool" => {
                     let pool = Pool::decode(obj, v2_shape);
@@ -101,8 +91,10 @@ impl Snapshot {
                     let node = Node::decode(obj);
                     nodes.insert(node.name.clone(), node);
                 }
+                "Pod" => pods.push(Pod::decode(obj)),
+                "CiliumEndpoint" => endpoints.push(Endpoint::decode(obj)),
                 "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
-                "CustomResourceDefinition" if crd_positions.contains(&position) => {}
+                "CustomResourceDefinition" if crd_objects.iter().any(|c| std::ptr::eq(*c, obj)) => {}
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
@@ -165,7 +157,7 @@ fn kind(obj: &Value) -> &str {
 
 /// Expands `kind: List` and typed lists (`CiliumNodeList`, `PodList`...), whose items may
 /// omit their own kind.
-fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Object>) {
+fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Value>) {
     let obj_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
     match (obj_kind, obj) {
         (Some(k), Value::Object(mut map)) if k.ends_with("List") && map.get("items").is_some_and(Value::is_array) => {
@@ -180,9 +172,9 @@ fn flatten(obj: Value, inherited_kind: Option<&str>, out: &mut Vec<Object>) {
             if let Some(k) = inherited_kind {
                 map.insert("kind".into(), Value::String(k.to_string()));
             }
-            out.push(Object::Whole(Value::Object(map)));
+            out.push(Value::Object(map));
         }
-        (_, other) => out.push(Object::Whole(other)),
+        (_, other) => out.push(other),
     }
 }
 

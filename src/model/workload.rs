@@ -4,13 +4,46 @@ use super::ip::Addr;
 use super::node::{list, str_at};
 use serde_json::Value;
 
+/// Pods and CiliumEndpoints decoded while they were read (`slim`), apart from the other objects.
+#[derive(Clone, Debug, Default)]
+pub struct Workloads {
+    pub pods: Vec<Pod>,
+    pub endpoints: Vec<Endpoint>,
+}
+
+impl Workloads {
+    pub fn len(&self) -> usize {
+        self.pods.len() + self.endpoints.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `other`'s; a vector added to an empty one is moved, not copied (a dump holds one
+    /// large list of each).
+    pub fn append(&mut self, mut other: Workloads) {
+        if self.pods.is_empty() {
+            self.pods = other.pods;
+        } else {
+            self.pods.append(&mut other.pods);
+        }
+        if self.endpoints.is_empty() {
+            self.endpoints = other.endpoints;
+        } else {
+            self.endpoints.append(&mut other.endpoints);
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Pod {
     pub namespace: String,
     pub name: String,
     pub node_name: Option<String>,
     pub host_network: bool,
-    pub phase: String,
+    /// Phase `Succeeded` or `Failed`: its addresses are released.
+    pub terminated: bool,
     pub ips: Vec<Addr>,
     /// `ipam.cilium.io/ip-pool` (extra information only, never used to attribute an IP).
     pub requested_pool: Option<String>,
@@ -32,7 +65,7 @@ impl Pod {
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
             node_name: obj.pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string),
             host_network: obj.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false),
-            phase: status.map(|s| str_at(s, "phase")).unwrap_or_default(),
+            terminated: matches!(status.and_then(|s| s.get("phase")).and_then(Value::as_str), Some("Succeeded" | "Failed")),
             ips,
             requested_pool: obj
                 .pointer("/metadata/annotations")
@@ -44,7 +77,7 @@ impl Pod {
 
     /// Pods whose addresses count as used: pod network, not terminated.
     pub fn holds_pod_ips(&self) -> bool {
-        !self.host_network && self.phase != "Succeeded" && self.phase != "Failed"
+        !self.host_network && !self.terminated
     }
 }
 

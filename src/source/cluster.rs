@@ -5,7 +5,8 @@
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
-use crate::model::slim::{Object, SlimJson};
+use crate::model::Workloads;
+use crate::model::slim::SlimJson;
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
@@ -108,10 +109,18 @@ pub struct Layout {
 /// The objects of one read, typed (`apiVersion`/`kind` set) as `kubectl get -o yaml` prints them.
 pub struct Objects {
     pub pools: Vec<Value>,
-    pub nodes: Vec<Object>,
-    /// Pods and CiliumEndpoints, mostly decoded as they were read (`model::slim`).
-    pub pods: Option<Vec<Object>>,
-    pub endpoints: Option<Vec<Object>>,
+    pub nodes: Listed,
+    /// `None` when they could not be read.
+    pub pods: Option<Listed>,
+    pub endpoints: Option<Listed>,
+}
+
+/// The items of a list: Pods and CiliumEndpoints decoded as they were read (`model::slim`),
+/// everything else as JSON.
+#[derive(Default)]
+pub struct Listed {
+    pub items: Vec<Value>,
+    pub workloads: Workloads,
 }
 
 impl Cluster {
@@ -170,13 +179,13 @@ impl Cluster {
     /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
     /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
     /// never looks at, and decoding them is most of a live read's cost.
-    async fn list(&self, resource: &ApiResource) -> Result<Vec<Object>, kube::Error> {
+    async fn list(&self, resource: &ApiResource) -> Result<Listed, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
         list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
-    fn optional(&self, listed: Result<Vec<Object>, kube::Error>, resource: &ApiResource) -> Result<Result<Vec<Object>, Unreadable>> {
+    fn optional(&self, listed: Result<Listed, kube::Error>, resource: &ApiResource) -> Result<Result<Listed, Unreadable>> {
         match listed {
             Ok(items) => Ok(Ok(items)),
             Err(kube::Error::Api(status)) if status.code == 403 => Ok(Err(Unreadable::Forbidden)),
@@ -192,7 +201,7 @@ impl Cluster {
         };
         let resource = pools_resource(version);
         let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
-        let pools = pools.into_iter().filter_map(Object::into_whole).collect();
+        let pools = pools.items;
         Ok(PoolRead { schema, resource, objects: pools, note })
     }
 
@@ -289,15 +298,14 @@ impl Layout {
         };
         let pods_read = objects.pods.is_some();
         let endpoints_read = objects.endpoints.is_some();
-        let all = crd
-            .into_iter()
-            .chain(self.config.as_ref().ok().cloned())
-            .map(Object::Whole)
-            .chain(objects.pools.into_iter().map(Object::Whole))
-            .chain(objects.nodes)
-            .chain(objects.pods.into_iter().flatten())
-            .chain(objects.endpoints.into_iter().flatten());
-        let mut snapshot = Snapshot::from_objects(all);
+        let mut workloads = objects.nodes.workloads;
+        let mut lists = vec![objects.nodes.items];
+        for listed in [objects.pods, objects.endpoints].into_iter().flatten() {
+            workloads.append(listed.workloads);
+            lists.push(listed.items);
+        }
+        let all = crd.into_iter().chain(self.config.as_ref().ok().cloned()).chain(objects.pools).chain(lists.into_iter().flatten());
+        let mut snapshot = Snapshot::from_read(all, workloads);
         if let PoolSchema::Discovered(info) = &self.schema {
             snapshot.crd = Some(info.clone());
         }
@@ -354,27 +362,27 @@ fn unreadable_text(why: Unreadable) -> &'static str {
 /// Every object of `resource` (in `namespace`, or all), `page_size` per request, each response
 /// decoded straight from its bytes: Pods and CiliumEndpoints into their structs, other items as
 /// JSON typed as [`typed_value`].
-pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Vec<Object>, kube::Error> {
+pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
-    let mut items = Vec::new();
+    let mut listed = Listed::default();
     let mut params = ListParams::default().limit(page_size);
     loop {
         let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
         let page = client.request::<SlimJson>(request).await?;
         let mut list = page.document.unwrap_or_default();
-        if let Some(Value::Array(listed)) = list.get_mut("items").map(Value::take) {
-            items.extend(listed.into_iter().map(|mut item| {
+        if let Some(Value::Array(items)) = list.get_mut("items").map(Value::take) {
+            listed.items.extend(items.into_iter().map(|mut item| {
                 if let Some(map) = item.as_object_mut() {
                     map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
                     map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
                 }
-                Object::Whole(item)
+                item
             }));
         }
-        items.extend(page.decoded);
+        listed.workloads.append(page.workloads);
         match list.pointer("/metadata/continue").and_then(Value::as_str) {
             Some(token) if !token.is_empty() => params = params.continue_token(token),
-            _ => return Ok(items),
+            _ => return Ok(listed),
         }
     }
 }

@@ -11,7 +11,7 @@
 use super::{archive, sysdump};
 use crate::error::input;
 use crate::manifest;
-use crate::model::slim::Object;
+use crate::model::{Snapshot, Workloads};
 use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
@@ -41,19 +41,24 @@ pub struct LoadedFile {
     pub name: String,
     pub documents: Vec<Value>,
     /// Pods and CiliumEndpoints decoded while streaming, taken out of `documents` (`model::slim`).
-    pub decoded: Vec<Object>,
+    pub workloads: Workloads,
 }
 
 impl LoadedFile {
     /// A file read whole: every object is in `documents`.
     pub fn whole(name: String, documents: Vec<Value>) -> LoadedFile {
-        LoadedFile { name, documents, decoded: Vec::new() }
+        LoadedFile { name, documents, workloads: Workloads::default() }
     }
+}
 
-    /// Every object, for `Snapshot::from_objects`.
-    pub fn into_objects(self) -> impl Iterator<Item = Object> {
-        self.documents.into_iter().map(Object::Whole).chain(self.decoded)
+/// The snapshot of what `files` hold (before `Snapshot::set_origin`).
+pub fn snapshot_of(files: Vec<LoadedFile>) -> Snapshot {
+    let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
+    for file in files {
+        documents.extend(file.documents);
+        workloads.append(file.workloads);
     }
+    Snapshot::from_read(documents, workloads)
 }
 
 /// A file met while walking a directory or an archive that holds no Kubernetes objects.
@@ -87,7 +92,7 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 for (file, streamed) in found.into_iter().zip(streamed) {
                     let name = file.display().to_string();
                     match streamed {
-                        Some((documents, decoded)) => kept_or_skipped(name, documents, decoded, None, &mut inputs),
+                        Some((documents, workloads)) => kept_or_skipped(name, documents, workloads, None, &mut inputs),
                         None => {
                             let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
                             let text = read_text_or_binary(reader, &name)?;
@@ -127,16 +132,16 @@ pub(super) fn walked(name: String, text: std::result::Result<String, String>, in
                 let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
                 inputs.skipped.push(SkippedFile { name, reason });
             }
-            Ok(documents) => kept_or_skipped(name, documents, Vec::new(), Some(&text), inputs),
+            Ok(documents) => kept_or_skipped(name, documents, Workloads::default(), Some(&text), inputs),
         },
     }
 }
 
 /// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
-fn kept_or_skipped(name: String, documents: Vec<Value>, decoded: Vec<Object>, text: Option<&str>, inputs: &mut Inputs) {
+fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads, text: Option<&str>, inputs: &mut Inputs) {
     let documents = sysdump::type_documents(&name, documents);
-    if !decoded.is_empty() || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
-        inputs.files.push(LoadedFile { name, documents, decoded });
+    if !workloads.is_empty() || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
+        inputs.files.push(LoadedFile { name, documents, workloads });
         return;
     }
     let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
@@ -205,7 +210,7 @@ fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
             LoadedFile::whole("-".into(), manifest::parse(&text, "-")?)
         }
         Some(path) => match stream_file(path) {
-            Some((documents, decoded)) => LoadedFile { documents, decoded, name: path.display().to_string() },
+            Some((documents, workloads)) => LoadedFile { documents, workloads, name: path.display().to_string() },
             None => {
                 let file = read_file(path.to_path_buf())?;
                 LoadedFile::whole(file.name.clone(), manifest::parse(&file.text, &file.name)?)
@@ -251,7 +256,7 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 
 /// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
 /// when anything is out of the ordinary (the caller then reads it whole).
-fn stream_file(path: &Path) -> Option<(Vec<Value>, Vec<Object>)> {
+fn stream_file(path: &Path) -> Option<(Vec<Value>, Workloads)> {
     let file = std::fs::File::open(path).ok()?;
     parse_stream(Guarded(archive::Bounded { inner: file, left: MAX_INPUT_BYTES }))
 }
@@ -432,7 +437,7 @@ fn read_file(path: PathBuf) -> Result<TextFile> {
 /// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
 /// objects) or a plain YAML stream. `None` on anything [`manifest::parse`] must decide from the
 /// whole text: errors, and JSON that is really YAML.
-fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Vec<Object>)> {
+fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads)> {
     use crate::model::slim::{SlimJson, SlimYaml};
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
@@ -448,26 +453,22 @@ fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Vec<Object>)>
         }
     };
     let json = matches!(first, Some(b'{' | b'['));
-    let slims: Vec<(Option<Value>, Vec<Object>)> = match first {
+    let slims: Vec<(Option<Value>, Workloads)> = match first {
         None => Vec::new(),
-        Some(_) if json => serde_json::Deserializer::from_reader(reader).into_iter::<SlimJson>().map(|d| d.map(|s| (s.document, s.decoded))).collect::<Result<_, _>>().ok()?,
-        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| (s.document, s.decoded))).collect::<Result<_, _>>().ok()?,
+        Some(_) if json => serde_json::Deserializer::from_reader(reader).into_iter::<SlimJson>().map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
+        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
     };
-    let (mut documents, mut decoded) = (Vec::new(), Vec::new());
-    for (document, objects) in slims {
+    let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
+    for (document, decoded) in slims {
         match document {
             // A JSON array of objects is a sequence of documents (a YAML one is one document).
             Some(Value::Array(items)) if json => documents.extend(items.into_iter().filter(|d| !d.is_null())),
             Some(Value::Null) | None => {}
             Some(document) => documents.push(document),
         }
-        if decoded.is_empty() {
-            decoded = objects; // the usual dump: one list; no copy of it
-        } else {
-            decoded.extend(objects);
-        }
+        workloads.append(decoded);
     }
-    Some((documents, decoded))
+    Some((documents, workloads))
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ pub mod watch;
 pub use client::ConnectOptions;
 
 use crate::model::{Origin, Snapshot};
-use files::LoadedFile;
 use anyhow::Result;
 
 /// Where snapshots come from: files (`-f`, no cluster is contacted) or a cluster.
@@ -51,7 +50,7 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
     let inputs = files::load_inputs(paths)?;
     files::warn_duplicates(&inputs.files);
     let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
-    let mut snapshot = Snapshot::from_objects(inputs.files.into_iter().flat_map(LoadedFile::into_objects));
+    let mut snapshot = files::snapshot_of(inputs.files);
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
     if let Some(ns) = namespace {
         if let Some(pods) = snapshot.pods.as_mut() {

@@ -11,7 +11,6 @@ use super::cluster::{crd_resource, list_pages};
 use crate::error::cluster;
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;
-use crate::model::slim::Object;
 use anyhow::Result;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -190,6 +189,6 @@ impl PoolViews {
 async fn list_pools(conn: &Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
     list_pages(&conn.client, &pools_resource(version), None, page_size)
         .await
-        .map(|objects| objects.into_iter().filter_map(Object::into_whole).collect())
+        .map(|listed| listed.items)
         .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))
 }

@@ -2,13 +2,13 @@
 //! pods/CiliumEndpoints when readable). Each keeps the current objects, so a change rebuilds the
 //! snapshot from memory instead of re-listing a large cluster every second.
 
-use super::cluster::{Cluster, Layout, Objects, typed_value};
+use super::cluster::{Cluster, Layout, Listed, Objects, typed_value};
 use futures::stream::{BoxStream, SelectAll};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
-use crate::model::slim::{self, Object};
+use crate::model::slim;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -23,8 +23,8 @@ impl Watched {
         self.store.state().iter().map(|object| typed_value(object.as_ref().clone(), &self.resource)).collect()
     }
 
-    fn whole(&self) -> Vec<Object> {
-        self.objects().into_iter().map(Object::Whole).collect()
+    fn listed(&self) -> Listed {
+        Listed { items: self.objects(), workloads: Default::default() }
     }
 }
 
@@ -147,9 +147,9 @@ impl Watch {
     pub fn snapshot(&self, layout: &Layout) -> crate::model::Snapshot {
         layout.snapshot(Objects {
             pools: self.pools.objects(),
-            nodes: self.nodes.whole(),
-            pods: self.pods.as_ref().map(Watched::whole),
-            endpoints: self.endpoints.as_ref().map(Watched::whole),
+            nodes: self.nodes.listed(),
+            pods: self.pods.as_ref().map(Watched::listed),
+            endpoints: self.endpoints.as_ref().map(Watched::listed),
         })
     }
 }
