@@ -1,6 +1,8 @@
 //! Any text as `-f` input: the manifest decoder (JSON, YAML streams, flow style, every pool
 //! dialect, `List` kinds), the snapshot, the allocator and every renderer in every format.
-//! Never a panic; every JSON document parses back.
+//! Never a panic; every JSON document parses back. The streaming reader of `-f` files
+//! (`files::parse_stream`, Pods and CiliumEndpoints decoded straight into structs) agrees with
+//! the whole-text decoder whenever both accept the text.
 #![no_main]
 
 use ciliumpool::allocator::analyze;
@@ -24,10 +26,24 @@ fn check(text: String, format: Format) {
     }
 }
 
+/// The stream path may accept more (concatenated JSON values), never something different.
+fn agree(whole: &Snapshot, stream: &Snapshot) {
+    let names = |s: &Snapshot| s.pools.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    assert_eq!(format!("{:?}", whole.pods), format!("{:?}", stream.pods), "pods");
+    assert_eq!(format!("{:?}", whole.endpoints), format!("{:?}", stream.endpoints), "endpoints");
+    assert_eq!(names(whole), names(stream), "pools");
+    assert_eq!(format!("{:?}", whole.nodes), format!("{:?}", stream.nodes), "nodes");
+    assert_eq!(whole.skipped, stream.skipped, "skipped");
+    assert_eq!(whole.notes, stream.notes, "notes");
+}
+
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
+    if let Some((documents, workloads)) = ciliumpool::source::files::parse_stream(data) {
+        agree(&snapshot, &Snapshot::from_read(documents, workloads));
+    }
     let report = analyze(&snapshot);
     let names: Vec<String> = snapshot.pools.iter().map(|p| p.name.clone()).collect();
     for style in [Style::plain(), Style { color: true, headers: false }] {

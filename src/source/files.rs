@@ -436,8 +436,9 @@ fn read_file(path: PathBuf) -> Result<TextFile> {
 /// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints decoded into their
 /// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
 /// objects) or a plain YAML stream. `None` on anything [`manifest::parse`] must decide from the
-/// whole text: errors, and JSON that is really YAML.
-fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads)> {
+/// whole text: errors, and JSON that is really YAML. Public for the `manifest` fuzz target, which
+/// checks it against [`manifest::parse`] (docs/reliability.md).
+pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads)> {
     use crate::model::slim::{SlimJson, SlimYaml};
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
