@@ -181,3 +181,111 @@ fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allocator::analyze;
+    use serde_json::json;
+
+    /// Pool blue: 10.40.0.0/16 in /24 blocks, reservations 10.40.5.10-10.40.5.20 (block 5) and
+    /// 10.40.7.200-10.40.8.5 (blocks 7 and 8); red overlaps it with 10.40.0.0/20. n1 holds
+    /// 10.40.3.0/24 of blue; n2 lists 10.99.0.0/24 under the deleted pool gone (allowFirstIP).
+    fn snapshot(ipam: &str) -> Snapshot {
+        Snapshot::from_objects(vec![
+            json!({"kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": {"ipam": ipam}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+                "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24, "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [
+                    {"start": "10.40.5.10", "end": "10.40.5.20"}, {"start": "10.40.7.200", "end": "10.40.8.5"}]}]}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "red"},
+                "spec": {"ipv4": {"cidrs": ["10.40.0.0/20"], "maskSize": 28}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"},
+                "spec": {"addresses": [{"type": "CiliumInternalIP", "ip": "10.40.3.1"}, {"type": "InternalIP", "ip": "10.40.3.2"}],
+                         "ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.40.3.0/24"]}]}}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2"},
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "gone", "cidrs": ["10.99.0.0/24"], "allowFirstIP": true}]}}}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db", "namespace": "team"}, "spec": {"nodeName": "n1"},
+                "status": {"phase": "Running", "podIPs": [{"ip": "10.40.3.7"}]}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "done", "namespace": "team"}, "spec": {"nodeName": "n1"},
+                "status": {"phase": "Succeeded", "podIPs": [{"ip": "10.40.3.8"}]}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": "db", "namespace": "team"},
+                "status": {"networking": {"addressing": [{"ipv4": "10.40.3.7"}]}}}),
+        ])
+    }
+
+    fn ask(snap: &Snapshot, ip: &str) -> IpAnswer {
+        lookup(snap, &analyze(snap), Addr::parse(ip).unwrap())
+    }
+
+    fn range(start: &str, end: &str) -> ReservedRange {
+        ReservedRange { start: start.into(), end: end.into() }
+    }
+
+    #[test]
+    fn allocated_block_its_holders_and_unusable_ends() {
+        let snap = snapshot("multi-pool");
+        let a = ask(&snap, "10.40.3.7");
+        assert_eq!((a.pool.as_deref(), a.cidr.as_deref(), a.block.as_deref(), a.state), (Some("blue"), Some("10.40.0.0/16"), Some("10.40.3.0/24"), Some(BlockState::Allocated)));
+        assert!(!a.in_no_pool());
+        assert_eq!((a.nodes, a.also_in_pools, a.unusable, a.reserved_by), (vec!["n1".to_string()], vec!["red".to_string()], false, None));
+        assert_eq!(a.held_by, vec![
+            Holder { kind: "pod", name: "team/db".into(), detail: Some("n1".into()) },
+            Holder { kind: "endpoint", name: "team/db".into(), detail: None },
+        ]);
+        // A finished pod holds nothing; only CiliumInternalIP, health and ingress are node addresses.
+        assert!(ask(&snap, "10.40.3.8").held_by.is_empty());
+        assert!(ask(&snap, "10.40.3.2").held_by.is_empty());
+        assert_eq!(ask(&snap, "10.40.3.1").held_by, vec![Holder { kind: "node", name: "n1".into(), detail: Some("CiliumInternalIP".into()) }]);
+        // The pool allows neither end: .0 and .255 of each block are unusable, .1 and .254 are not.
+        let unusable = |ip: &str| ask(&snap, ip).unusable;
+        assert_eq!([unusable("10.40.3.0"), unusable("10.40.3.1"), unusable("10.40.3.254"), unusable("10.40.3.255")], [true, false, false, true]);
+        assert_eq!([unusable("10.40.6.0"), unusable("10.40.6.9"), unusable("10.40.6.255")], [true, false, true]);
+        // Outside red's 10.40.0.0/20: only blue.
+        assert!(ask(&snap, "10.40.16.1").also_in_pools.is_empty());
+    }
+
+    #[test]
+    fn free_and_withheld_blocks_name_their_reservations() {
+        let snap = snapshot("multi-pool");
+        let free = ask(&snap, "10.40.6.9");
+        assert_eq!((free.block.as_deref(), free.state, free.withheld_by.len(), free.reserved_by.is_none()), (Some("10.40.6.0/24"), Some(BlockState::Free), 0, true));
+        assert!(free.nodes.is_empty());
+        let first = range("10.40.5.10", "10.40.5.20");
+        let second = range("10.40.7.200", "10.40.8.5");
+        for (ip, reserved_by) in [("10.40.5.9", None), ("10.40.5.10", Some(&first)), ("10.40.5.15", Some(&first)), ("10.40.5.20", Some(&first)), ("10.40.5.21", None)] {
+            let a = ask(&snap, ip);
+            assert_eq!((a.block.as_deref(), a.state), (Some("10.40.5.0/24"), Some(BlockState::Withheld)), "{ip}");
+            assert_eq!(a.withheld_by, vec![first.clone()], "{ip}");
+            assert_eq!(a.reserved_by.as_ref(), reserved_by, "{ip}");
+        }
+        // A range over two blocks withholds both, and only it is named there.
+        for (ip, block) in [("10.40.7.1", "10.40.7.0/24"), ("10.40.8.200", "10.40.8.0/24")] {
+            let a = ask(&snap, ip);
+            assert_eq!((a.block.as_deref(), a.state, a.withheld_by), (Some(block), Some(BlockState::Withheld), vec![second.clone()]), "{ip}");
+            assert_eq!(a.reserved_by, None, "{ip}");
+        }
+        assert_eq!(ask(&snap, "10.40.8.5").reserved_by, Some(second));
+    }
+
+    #[test]
+    fn orphan_and_mode_blocks_and_addresses_in_no_pool() {
+        let snap = snapshot("multi-pool");
+        let orphan = ask(&snap, "10.99.0.5");
+        assert!(!orphan.in_no_pool());
+        assert_eq!((orphan.pool.as_deref(), orphan.cidr.as_deref(), orphan.block.as_deref(), orphan.state), (Some("gone"), None, Some("10.99.0.0/24"), Some(BlockState::Orphan)));
+        assert_eq!(orphan.nodes, vec!["n2".to_string()]);
+        // n2 copied allowFirstIP (true) and not allowLastIP.
+        let unusable = |ip: &str| ask(&snap, ip).unusable;
+        assert_eq!([unusable("10.99.0.0"), unusable("10.99.0.5"), unusable("10.99.0.255")], [false, false, true]);
+        let nowhere = ask(&snap, "192.168.0.1");
+        assert!(nowhere.in_no_pool());
+        assert_eq!((nowhere.block, nowhere.state, nowhere.unusable), (None, None, false));
+        let v6 = ask(&snap, "fd00::1");
+        assert!(v6.in_no_pool() && v6.state.is_none());
+        // In ENI mode the node's own pool is the mode's, not an orphan.
+        let eni = ask(&snapshot("eni"), "10.99.0.5");
+        assert_eq!((eni.pool.as_deref(), eni.state), (Some("gone"), Some(BlockState::ModeAllocated)));
+        let names: Vec<&str> = [BlockState::Allocated, BlockState::Free, BlockState::Withheld, BlockState::Orphan, BlockState::ModeAllocated].map(BlockState::name).to_vec();
+        assert_eq!(names, ["allocated", "free", "withheld", "orphan", "mode-allocated"]);
+    }
+}
