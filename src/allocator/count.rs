@@ -153,6 +153,15 @@ mod tests {
     }
 
     #[test]
+    fn saturating_sub_keeps_a_positive_difference() {
+        // 2^64 + 5 - 7 = 2^64 - 2 = u64::MAX - 1; only a larger rhs gives zero.
+        let big = Count::pow2(64) + Count::from(5u64);
+        assert_eq!(big.saturating_sub(Count::from(7u64)).to_u64(), Some(u64::MAX - 1));
+        assert_eq!(Count::from(7u64).saturating_sub(Count::from(7u64)), Count::ZERO);
+        assert_eq!(Count::from(3u64).saturating_sub(big), Count::ZERO);
+    }
+
+    #[test]
     #[should_panic(expected = "negative")]
     fn negative_results_are_refused() {
         let _ = Count::from(1u64) - Count::from(2u64);

@@ -190,7 +190,8 @@ mod tests {
 
     /// Pool blue: 10.40.0.0/16 in /24 blocks, reservations 10.40.5.10-10.40.5.20 (block 5) and
     /// 10.40.7.200-10.40.8.5 (blocks 7 and 8); red overlaps it with 10.40.0.0/20. n1 holds
-    /// 10.40.3.0/24 of blue; n2 lists 10.99.0.0/24 under the deleted pool gone (allowFirstIP).
+    /// 10.40.3.0/24 of blue; n2 lists 10.99.0.0/24 under the deleted pool gone (allowFirstIP),
+    /// n3 10.98.0.0/24 under the deleted pool old (no flags).
     fn snapshot(ipam: &str) -> Snapshot {
         Snapshot::from_objects(vec![
             json!({"kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": {"ipam": ipam}}),
@@ -204,6 +205,8 @@ mod tests {
                          "ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.40.3.0/24"]}]}}}}),
             json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2"},
                 "spec": {"ipam": {"pools": {"allocated": [{"pool": "gone", "cidrs": ["10.99.0.0/24"], "allowFirstIP": true}]}}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n3"},
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "old", "cidrs": ["10.98.0.0/24"]}]}}}}),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db", "namespace": "team"}, "spec": {"nodeName": "n1"},
                 "status": {"phase": "Running", "podIPs": [{"ip": "10.40.3.7"}]}}),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "done", "namespace": "team"}, "spec": {"nodeName": "n1"},
@@ -277,6 +280,8 @@ mod tests {
         // n2 copied allowFirstIP (true) and not allowLastIP.
         let unusable = |ip: &str| ask(&snap, ip).unusable;
         assert_eq!([unusable("10.99.0.0"), unusable("10.99.0.5"), unusable("10.99.0.255")], [false, false, true]);
+        // n3 copied neither flag for its orphan of pool old: both ends unusable.
+        assert_eq!([unusable("10.98.0.0"), unusable("10.98.0.5"), unusable("10.98.0.255")], [true, false, true]);
         let nowhere = ask(&snap, "192.168.0.1");
         assert!(nowhere.in_no_pool());
         assert_eq!((nowhere.block, nowhere.state, nowhere.unusable), (None, None, false));
