@@ -7,12 +7,14 @@
 # and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
 # 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
 #
-# Usage: tools/bench.sh [--offline-only] [--nodes N] [--pods-per-node N] [--runs N]
-#        [--live-nodes N] [--live-pods-per-node N]
+# Usage: tools/bench.sh [--offline-only | --live-only] [--nodes N] [--pods-per-node N] [--runs N]
+#        [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
+# --watch-minutes N: after the live timings, `usage --watch` runs N minutes while pods come and go
+# (25 created and 25 deleted every round) and its RSS is compared with the RSS after its first frame.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0
+NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 WATCH_MINUTES=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -21,7 +23,9 @@ while [[ $# -gt 0 ]]; do
     --live-nodes) LIVE_NODES=$2; shift 2 ;;
     --live-pods-per-node) LIVE_PODS=$2; shift 2 ;;
     --offline-only) OFFLINE_ONLY=1; shift ;;
-    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --live-only) LIVE_ONLY=1; shift ;;
+    --watch-minutes) WATCH_MINUTES=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -78,13 +82,15 @@ offline() { # offline <label> <gen flags...>
   echo "| $label | $NODES × $PODS | $(mb "$bytes") | ${ours}s | ${jq}s | $(ratio "$ours" "$jq") | $(mb "$rss") | $(ratio "$rss" "$bytes") |"
 }
 
-echo "## Offline: \`usage -f DIR -o json\` vs \`jq -c . DIR/*.json\` (medians of $RUNS runs)"
-echo
-echo "| dump | nodes × pods/node | size | usage | jq | usage / jq | usage peak RSS | RSS / size |"
-echo "|---|---|---|---|---|---|---|---|"
-offline realistic
-offline compact --compact
-echo
+if [[ $LIVE_ONLY == 0 ]]; then
+  echo "## Offline: \`usage -f DIR -o json\` vs \`jq -c . DIR/*.json\` (medians of $RUNS runs)"
+  echo
+  echo "| dump | nodes × pods/node | size | usage | jq | usage / jq | usage peak RSS | RSS / size |"
+  echo "|---|---|---|---|---|---|---|---|"
+  offline realistic
+  offline compact --compact
+  echo
+fi
 
 [[ $OFFLINE_ONLY == 1 ]] && exit 0
 
@@ -122,3 +128,35 @@ echo
 echo "| cluster | bytes of the lists | usage | raw GETs | usage / raw | usage peak RSS | RSS / bytes |"
 echo "|---|---|---|---|---|---|---|"
 echo "| $LIVE_NODES nodes, $((LIVE_NODES * LIVE_PODS)) pods | $(mb "$received") | ${ours}s | ${raw}s | $(ratio "$ours" "$raw") | $(mb "$rss") | $(ratio "$rss" "$received") |"
+
+[[ $WATCH_MINUTES == 0 ]] && exit 0
+
+rss_of() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
+log "usage --watch for $WATCH_MINUTES minute(s) while pods come and go"
+"$BIN" usage --watch >"$WORK/watch.out" 2>"$WORK/watch.err" &   # piped: one `# TIME WHAT` block per frame
+watch_pid=$!
+until [[ -s $WORK/watch.out ]]; do sleep 1; done
+sleep 5
+first=$(rss_of "$watch_pid")
+churn_pod() { # churn_pod <name>: a pod of the churn namespace on node 0
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"churn"},"spec":{"nodeName":"ip-10-250-0-0.eu-west-1.compute.internal","containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}\n' "$1"
+}
+kubectl create namespace churn >/dev/null
+rounds=0 end=$((SECONDS + WATCH_MINUTES * 60))
+while (( SECONDS < end )); do
+  for i in $(seq 1 25); do churn_pod "churn-$rounds-$i"; done | kubectl create -f - >/dev/null
+  if (( rounds > 0 )); then
+    kubectl delete pod -n churn --wait=false $(for i in $(seq 1 25); do echo "churn-$((rounds - 1))-$i"; done) >/dev/null
+  fi
+  rounds=$((rounds + 1))
+done
+sleep 5
+last=$(rss_of "$watch_pid")
+frames=$(grep -c '^# ' "$WORK/watch.out" || true)
+kill -INT "$watch_pid"; wait "$watch_pid" || true
+echo
+echo "## \`usage --watch\` under churn ($WATCH_MINUTES min, $rounds rounds of 25 pods created and 25 deleted)"
+echo
+echo "| RSS after the first frame | RSS at the end | end / first | frames |"
+echo "|---|---|---|---|"
+echo "| $(mb "$first") | $(mb "$last") | $(ratio "$last" "$first") | $frames |"

@@ -66,18 +66,18 @@ impl Snapshot {
         for obj in objects {
             flatten(obj, None, &mut flat);
         }
-        let crd_objects: Vec<&Value> = flat
-            .iter()
-            .filter(|o| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME))
-            .collect();
-        let crd = crd_objects.last().map(|o| CrdInfo::decode(o));
+        let is_pool_crd = |o: &Value| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME);
+        let crd_positions: Vec<usize> = (0..flat.len()).filter(|&i| is_pool_crd(&flat[i])).collect();
+        let crd = crd_positions.last().map(|&i| CrdInfo::decode(&flat[i]));
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
         let mut pools: Vec<Pool> = Vec::new();
         let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
         let Workloads { mut pods, mut endpoints } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
-        for obj in &flat {
+        // By value: each object's JSON is freed once it is decoded.
+        for (position, obj) in flat.into_iter().enumerate() {
+            let obj = &obj;
             match kind(obj) {
                 "CiliumPodIPPool" => {
                     let pool = Pool::decode(obj, v2_shape);
@@ -94,7 +94,7 @@ impl Snapshot {
                 "Pod" => pods.push(Pod::decode(obj)),
                 "CiliumEndpoint" => endpoints.push(Endpoint::decode(obj)),
                 "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
-                "CustomResourceDefinition" if crd_objects.iter().any(|c| std::ptr::eq(*c, obj)) => {}
+                "CustomResourceDefinition" if crd_positions.contains(&position) => {}
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
@@ -144,6 +144,10 @@ impl Snapshot {
 
 /// `items` in `order`, keeping of those that compare equal the last one read (the last copy wins).
 fn last_copies<T>(mut items: Vec<T>, order: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
+    // kubectl and the API server list objects in this order already: no sort, no sort buffer.
+    if items.is_sorted_by(|a, b| order(a, b).is_lt()) {
+        return items;
+    }
     items.sort_by(&order); // stable: equal items stay in the order they were read
     items.reverse();
     items.dedup_by(|later, kept| order(later, kept).is_eq());
@@ -198,5 +202,15 @@ mod tests {
         assert_eq!(snap.nodes.len(), 2);
         assert_eq!(snap.skipped.get("ConfigMap"), Some(&1));
         assert_eq!(snap.notes.len(), 2);
+    }
+
+    #[test]
+    fn the_last_copy_of_a_pod_wins_and_pods_come_sorted() {
+        let pod = |ns: &str, name: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "status": {"phase": "Running", "podIP": ip}});
+        let ips = |snap: &Snapshot| snap.pods.as_ref().unwrap().iter().map(|p| format!("{}/{} {:?}", p.namespace, p.name, p.ips.iter().map(|a| a.to_string()).collect::<Vec<_>>())).collect::<Vec<_>>();
+        let snap = Snapshot::from_objects(vec![pod("b", "x", "10.0.0.1"), pod("a", "y", "10.0.0.2"), pod("b", "x", "10.0.0.3"), pod("a", "x", "10.0.0.4")]);
+        assert_eq!(ips(&snap), ["a/x [\"10.0.0.4\"]", "a/y [\"10.0.0.2\"]", "b/x [\"10.0.0.3\"]"]);
+        let sorted = Snapshot::from_objects(vec![pod("a", "x", "10.0.0.4"), pod("a", "y", "10.0.0.2")]);
+        assert_eq!(ips(&sorted), ["a/x [\"10.0.0.4\"]", "a/y [\"10.0.0.2\"]"]);
     }
 }
