@@ -298,16 +298,21 @@ mod tests {
         items.iter().map(|o| format!("{o:?}")).collect()
     }
 
-    /// What `Snapshot::from_objects` makes of the JSON text read whole, and of its slim reading
-    /// (whose top-level array, as `manifest::parse`'s, holds documents).
-    fn snapshots_agree(value: &Value) {
-        let slim = slim_json(value).unwrap();
-        let whole = Snapshot::from_objects(crate::manifest::parse(&value.to_string(), "t.json").unwrap());
-        let documents = match slim.document {
+    /// A JSON text's documents as the whole-text reader takes them: a top-level array holds
+    /// documents, nulls are dropped.
+    fn documents(value: Option<Value>) -> Vec<Value> {
+        let all = match value {
             Some(Value::Array(items)) => items,
             other => other.into_iter().collect(),
         };
-        let read = Snapshot::from_read(documents.into_iter().filter(|d| !d.is_null()), slim.workloads);
+        all.into_iter().filter(|d| !d.is_null()).collect()
+    }
+
+    /// What `Snapshot::from_objects` makes of the JSON text read whole, and of its slim reading.
+    fn snapshots_agree(value: &Value) {
+        let slim = slim_json(value).unwrap();
+        let whole = Snapshot::from_objects(documents(Some(value.clone())));
+        let read = Snapshot::from_read(documents(slim.document), slim.workloads);
         assert_eq!(format!("{:?}", read.pods), format!("{:?}", whole.pods), "{value}");
         assert_eq!(format!("{:?}", read.endpoints), format!("{:?}", whole.endpoints), "{value}");
         assert_eq!(read.skipped, whole.skipped, "{value}");
