@@ -22,17 +22,17 @@ impl Workloads {
 
     /// Adds `other`'s; a vector added to an empty one is moved, not copied (a dump holds one
     /// large list of each).
-    pub fn append(&mut self, mut other: Workloads) {
-        if self.pods.is_empty() {
-            self.pods = other.pods;
-        } else {
-            self.pods.append(&mut other.pods);
-        }
-        if self.endpoints.is_empty() {
-            self.endpoints = other.endpoints;
-        } else {
-            self.endpoints.append(&mut other.endpoints);
-        }
+    pub fn append(&mut self, other: Workloads) {
+        move_or_append(&mut self.pods, other.pods);
+        move_or_append(&mut self.endpoints, other.endpoints);
+    }
+}
+
+fn move_or_append<T>(into: &mut Vec<T>, mut from: Vec<T>) {
+    if into.is_empty() {
+        *into = from;
+    } else {
+        into.append(&mut from);
     }
 }
 
