@@ -400,7 +400,11 @@ mod tests {
     use serde_json::json;
 
     fn blue_snapshot() -> Snapshot {
-        Snapshot::from_objects(vec![
+        Snapshot::from_objects(blue_objects())
+    }
+
+    fn blue_objects() -> Vec<serde_json::Value> {
+        vec![
             json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool",
                 "metadata": {"name": "blue", "annotations": {"note": "keep"}, "resourceVersion": "5"},
                 "spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16"], "maskSize": 24},
@@ -409,7 +413,7 @@ mod tests {
                 "spec": {"ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.41.3.0/24"]}]}}}}),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db", "namespace": "team-blue"}, "spec": {"nodeName": "n1"},
                 "status": {"phase": "Running", "podIPs": [{"ip": "10.41.3.7"}]}}),
-        ])
+        ]
     }
 
     fn r(text: &str) -> AddrRange {
@@ -460,11 +464,14 @@ mod tests {
         let err = |change: Change, cidr: Option<&str>| prepare(&first.after, "blue", Dialect::UpstreamV2, &change, cidr, false).unwrap_err();
         assert!(err(Change::Reserve(r("10.50.0.1")), None).contains("not inside any CIDR"));
         assert!(err(Change::Reserve(r("10.40.255.0-10.41.0.5")), None).contains("spans more than one CIDR"));
+        // Starting in 10.40.0.0/16 and ending past both CIDRs touches one CIDR: not inside, no span.
+        let outside = err(Change::Reserve(r("10.40.255.0-10.50.0.0")), None);
+        assert!(outside.ends_with("is not inside any CIDR of pool blue (CIDRs: 10.40.0.0/16, 10.41.0.0/16)"), "{outside}");
         assert!(err(Change::Reserve(r("10.40.255.240-10.40.255.254")), None).contains("already reserved"));
         assert!(err(Change::Reserve(r("10.40.255.250-10.40.255.255")), None).contains("overlaps the reserved range(s) 10.40.255.240-10.40.255.254"));
         assert!(err(Change::Reserve(r("fd00::1")), None).contains("no ipv6 CIDRs"));
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.41.0.0/16")).contains("not inside the chosen CIDR"));
-        assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16")).contains("--cidr 10.9.0.0/16 is not a CIDR"));
+        assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16")).contains("--cidr 10.9.0.0/16 is not a CIDR of pool blue (CIDRs: 10.40.0.0/16, 10.41.0.0/16)"));
         assert!(err(Change::Drain("10.41.0.0/17".into()), None).contains("is not a CIDR of pool blue"));
         assert!(err(Change::Remove(written_range("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
         assert!(err(Change::Remove(written_range("10.40.0.1")), None).contains("has no reserved range"));
@@ -514,6 +521,43 @@ mod tests {
         assert!(valid.edited.pointer("/spec/ipv4/pool").is_none());
     }
 
+    #[test]
+    fn removal_matches_the_written_text_and_only_the_chosen_cidr() {
+        // Two entries of 10.40.0.0/16 are no address range at all (start "bogus"); they differ in
+        // their end only. 10.40.1.0-10.40.1.9 is reserved in the first CIDR, not in the second.
+        let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+            "spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16"], "maskSize": 24, "pool": [
+                {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.5"}, {"start": "bogus", "end": "10.40.0.6"}]},
+                {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.1.0", "end": "10.41.1.9"}]}]}}})]);
+        let remove = |text: &str, cidr: Option<&str>| prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range(text)), cidr, false);
+        // An entry that is not an address range is matched by its text, both ends of it.
+        let bogus = remove("bogus-10.40.0.5", None).unwrap();
+        assert_eq!((bogus.plan.entry.start.as_str(), bogus.plan.entry.end.as_str(), bogus.plan.range), ("bogus", "10.40.0.5", None));
+        assert_eq!(bogus.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(), &json!([{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.6"}]));
+        assert!(remove("bogus-10.40.0.7", None).unwrap_err().contains("has no reserved range"));
+        // --cidr limits the search to that CIDR, however the CIDR is spelled.
+        assert!(remove("10.40.1.0-10.40.1.9", Some("10.41.0.0/16")).unwrap_err().contains("has no reserved range"));
+        let chosen = remove("10.40.1.0-10.40.1.9", Some("10.40.0.1/16")).unwrap();
+        assert_eq!(chosen.plan.cidr, "10.40.0.0/16");
+        assert_eq!(chosen.impact.released, vec![BlockSpan { first: "10.40.1.0/24".into(), last: "10.40.1.0/24".into(), blocks: Count::from(1u64) }]);
+    }
+
+    #[test]
+    fn pods_in_range_are_running_pods_with_an_address_in_the_range() {
+        // n1's block 10.41.3.0/24 holds db (running, .7) and the old address (.2) of a finished pod.
+        let mut objects = blue_objects();
+        objects.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "old", "namespace": "team-blue"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Succeeded", "podIPs": [{"ip": "10.41.3.2"}]}}));
+        let snap = Snapshot::from_objects(objects);
+        let pods = |range: &str| {
+            let p = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r(range)), None, false).unwrap();
+            assert_eq!(p.impact.allocated_in_range.len(), 1, "{range} touches n1's block");
+            p.impact.allocated_in_range[0].pods_in_range.clone()
+        };
+        assert!(pods("10.41.3.0-10.41.3.5").is_empty(), "db is outside the range, the finished pod holds no address");
+        assert_eq!(pods("10.41.3.7"), ["team-blue/db"]);
+    }
+
     proptest! {
         /// Reserving `start..=end` (offsets from 10.40.0.0) in blue (two /16 CIDRs of /24 blocks,
         /// 10.41.3.0/24 held by n1): the figures follow from plain block arithmetic done here —
@@ -541,6 +585,8 @@ mod tests {
                     prop_assert_eq!(a.allocated_blocks, Count::from(1u64));
                     prop_assert_eq!(a.withheld_blocks, Count::from(newly));
                     prop_assert_eq!(a.free_blocks, Count::from(511 - newly));
+                    // allocatable = allocated + free: 1 + 511 before, less the newly withheld after.
+                    prop_assert_eq!((b.allocatable_blocks, a.allocatable_blocks), (Count::from(512u64), Count::from(512 - newly)));
                     prop_assert_eq!(a.free_addresses, Count::from((511 - newly) * 254));
                     prop_assert_eq!(a.reserved_addresses, Count::from(u64::from(end - start) + 1));
                     prop_assert_eq!(p.impact.touched_blocks, Count::from(touched.len() as u64));
