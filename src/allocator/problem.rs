@@ -77,3 +77,18 @@ pub fn pool_object(name: &str) -> String {
 pub fn node_object(name: &str) -> String {
     format!("CiliumNode/{name}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_json_contracts_identifiers() {
+        let severities: Vec<&str> = [Severity::Error, Severity::Warning, Severity::Info].into_iter().map(Severity::name).collect();
+        assert_eq!(severities, ["error", "warning", "info"]);
+        assert_eq!(ProblemKind::BlockMultipleOwners.name(), "block-multiple-owners");
+        assert_eq!(ProblemKind::Ipv6TooManyBlocks.name(), "ipv6-too-many-blocks");
+        assert_eq!(pool_object("blue"), "CiliumPodIPPool/blue");
+        assert_eq!(node_object("n1"), "CiliumNode/n1");
+    }
+}

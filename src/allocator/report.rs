@@ -207,3 +207,37 @@ fn display_or_null<S: serde::Serializer>(value: &Option<Prefix>, serializer: S) 
         None => serializer.serialize_none(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allocator::analyze;
+    use crate::model::Snapshot;
+    use serde_json::json;
+
+    #[test]
+    fn utilization_is_allocated_over_allocated_plus_free() {
+        // 10.0.0.0/24 in /26 blocks: n holds three, one is free; a second pool is reserved end to
+        // end, so it has nothing allocatable.
+        let snap = Snapshot::from_objects(vec![
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "p"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "shut"}, "spec": {"ipv4": {"cidrs": ["10.9.0.0/24"], "maskSize": 26,
+                "pool": [{"cidr": "10.9.0.0/24", "reservedRanges": [{"start": "10.9.0.0", "end": "10.9.0.255"}]}]}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n"},
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/26", "10.0.0.64/26", "10.0.0.128/26"]}]}}}}),
+        ]);
+        let report = analyze(&snap);
+        let p = report.pool("p").and_then(|p| p.family(Family::Ipv4)).unwrap();
+        assert_eq!(p.utilization(), Some(0.75));
+        let shut = report.pool("shut").and_then(|p| p.family(Family::Ipv4)).unwrap();
+        assert_eq!(shut.utilization(), None, "no allocatable block");
+        assert!(report.pool("q").is_none() && report.pool("p").unwrap().family(Family::Ipv6).is_none());
+    }
+
+    #[test]
+    fn a_reservation_touches_its_first_to_last_block() {
+        let addr = |text| Addr::parse(text).unwrap();
+        let r = Reservation { start: addr("10.0.0.130"), end: addr("10.0.1.10"), reserved_addresses: Count::from(137u64), first_block: 2, last_block: 4, allocated_overlapping: Vec::new() };
+        assert_eq!(r.touched_blocks(), Count::from(3u64));
+    }
+}
