@@ -309,3 +309,73 @@ fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
             "wait for Cilium's operator to migrate storage (main branch, for 1.21), or run kubectl ciliumpool migrate, then migrate --finalize; see migrate --status", None);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! What the integration tests (tests/oracle.rs and tests/problem_kinds.rs compare kind, object
+    //! and severity) do not pin down: the stale-operator-error rule, the blocks a message names,
+    //! the decoder's own issues.
+    use super::*;
+    use crate::allocator::analyze;
+    use serde_json::{Value, json};
+
+    fn pool(name: &str, spec: Value) -> Value {
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name}, "spec": spec})
+    }
+
+    fn node(name: &str, pools: Value, status: Value) -> Value {
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name}, "spec": {"ipam": {"pools": pools}}, "status": status})
+    }
+
+    fn found(objects: Vec<Value>, kind: ProblemKind) -> Vec<Problem> {
+        analyze(&Snapshot::from_objects(objects)).problems.into_iter().filter(|p| p.kind == kind).collect()
+    }
+
+    #[test]
+    fn an_operator_error_is_stale_when_the_node_holds_what_it_requests() {
+        // Pool p hands out /26 blocks: 62 usable addresses each. Every node shows an operator
+        // error and requests (IPv4, IPv6) addresses; the IPv4 and IPv6 requests add up.
+        let with_request = |name: &str, blocks: &[&str], ipv4: u64, ipv6: u64| {
+            node(name, json!({"allocated": [{"pool": "p", "cidrs": blocks}], "requested": [{"pool": "p", "needed": {"ipv4-addrs": ipv4, "ipv6-addrs": ipv6}}]}),
+                json!({"ipam": {"operator-status": {"error": "allocation failed"}}}))
+        };
+        let objects = vec![
+            pool("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})),
+            with_request("a", &["10.0.0.0/26"], 2, 0),                      // 2 <= 62: stale
+            with_request("b", &["10.0.0.64/26", "10.0.0.128/26"], 100, 0), // 100 <= 124: stale
+            with_request("c", &["10.0.0.192/26"], 40, 30),                 // 70 > 62: still needs addresses
+            with_request("d", &["10.0.1.0/26"], 10, 10),                   // 20 <= 62: stale
+            with_request("e", &["10.0.1.64/26"], 63, 0),                   // 63 > 62: still needs addresses
+        ];
+        let severities: Vec<(String, Severity)> = found(objects, ProblemKind::StaleOperatorError).into_iter().map(|p| (p.object, p.severity)).collect();
+        // Sorted most severe first.
+        assert_eq!(severities, [
+            ("CiliumNode/c".to_string(), Severity::Warning),
+            ("CiliumNode/e".to_string(), Severity::Warning),
+            ("CiliumNode/a".to_string(), Severity::Info),
+            ("CiliumNode/b".to_string(), Severity::Info),
+            ("CiliumNode/d".to_string(), Severity::Info),
+        ]);
+    }
+
+    #[test]
+    fn split_entries_name_the_blocks_a_restart_frees() {
+        let objects = vec![
+            pool("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}})),
+            node("n1", json!({"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/26", "10.0.0.64/26"]}, {"pool": "p", "cidrs": ["10.0.0.64/26"]}]}), json!({})),
+            node("n2", json!({"allocated": [{"pool": "p", "cidrs": ["10.0.0.128/26"]}, {"pool": "p", "cidrs": ["10.0.0.128/26"]}]}), json!({})),
+        ];
+        let messages: Vec<String> = found(objects, ProblemKind::PoolSplitEntries).into_iter().map(|p| p.message).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("in 2 allocated[] entries") && messages[0].contains("; 10.0.0.0/26 are freed"), "{}", messages[0]);
+        assert!(messages[1].contains("; no other block is freed"), "{}", messages[1]);
+    }
+
+    #[test]
+    fn what_the_decoder_cannot_understand_is_an_invalid_pool() {
+        // No maskSize: the operator accepts the pool (zero blocks), so this is the decoder's issue only.
+        let objects = vec![pool("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"]}}))];
+        let found: Vec<(String, Severity, String)> = found(objects, ProblemKind::InvalidPool).into_iter().map(|p| (p.object, p.severity, p.message)).collect();
+        assert_eq!(found, [("CiliumPodIPPool/p".to_string(), Severity::Error, "spec.ipv4.maskSize is missing".to_string())]);
+    }
+}
