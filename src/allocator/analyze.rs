@@ -9,18 +9,19 @@ use super::interval::IntervalSet;
 use super::report::*;
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Addr, AddrRange, Family, Node, Pool, Prefix, Snapshot};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 /// The operator rejects IPv6 CIDRs split into more blocks than this (2^16).
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
     let listed = ListedBlocks::from_nodes(&snapshot.nodes);
     let in_use = InUse::collect(snapshot);
+    let entries = entries_by_pool(&snapshot.nodes);
     let mut problems = Problems::default();
     let mut pools: Vec<PoolReport> = snapshot
         .pools
         .iter()
-        .map(|pool| pool_report(pool, &snapshot.nodes, &in_use, &mut problems))
+        .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &mut problems))
         .collect();
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -52,22 +53,23 @@ impl InUse {
     fn collect(snapshot: &Snapshot) -> InUse {
         let pods: Vec<&crate::model::Pod> = snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()).collect();
         let endpoints = snapshot.endpoints.as_deref().unwrap_or_default();
-        let infrastructure: Vec<Addr> = snapshot.nodes.iter().flat_map(|n| n.infrastructure_ips.iter().copied()).collect();
-        let all: Vec<Addr> = pods
-            .iter()
-            .flat_map(|p| p.ips.iter().copied())
-            .chain(endpoints.iter().flat_map(|e| e.ips.iter().copied()))
-            .chain(infrastructure.iter().copied())
-            .collect();
-        let of = |family: Family| AddressSet::new(all.iter().filter(|a| a.family == family).map(|a| a.value));
+        let infrastructure = snapshot.nodes.iter().flat_map(|n| n.infrastructure_ips.iter());
+        let all = pods.iter().flat_map(|p| p.ips.iter()).chain(endpoints.iter().flat_map(|e| e.ips.iter())).chain(infrastructure.clone());
+        let (mut ipv4, mut ipv6) = (Vec::new(), Vec::new());
+        for addr in all {
+            match addr.family {
+                Family::Ipv4 => ipv4.push(addr.value),
+                Family::Ipv6 => ipv6.push(addr.value),
+            }
+        }
         InUse {
-            ipv4: of(Family::Ipv4),
-            ipv6: of(Family::Ipv6),
+            ipv4: AddressSet::new(ipv4),
+            ipv6: AddressSet::new(ipv6),
             sources: UsedSources {
                 known: snapshot.pods.is_some() || snapshot.endpoints.is_some(),
                 pods: pods.len(),
                 endpoints: endpoints.len(),
-                infrastructure_ips: infrastructure.len(),
+                infrastructure_ips: infrastructure.count(),
                 unmanaged_ips: 0,
             },
         }
@@ -92,7 +94,7 @@ struct UsableCidr<'a> {
     reserved: &'a [ReservedRange],
 }
 
-fn pool_report(pool: &Pool, nodes: &[Node], in_use: &InUse, problems: &mut Problems) -> PoolReport {
+fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, problems: &mut Problems) -> PoolReport {
     checks::pool_issues(problems, &pool.name, &pool.issues);
     let rejection = operator_rejection(pool);
     if let Some(why) = &rejection {
@@ -102,7 +104,7 @@ fn pool_report(pool: &Pool, nodes: &[Node], in_use: &InUse, problems: &mut Probl
         name: pool.name.clone(),
         api_version: pool.api_version.clone(),
         dialect: pool.dialect,
-        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), nodes, in_use, problems)).collect(),
+        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), entries, in_use, problems)).collect(),
         allow_first_ip: pool.allow_first_ip,
         allow_last_ip: pool.allow_last_ip,
     }
@@ -110,7 +112,7 @@ fn pool_report(pool: &Pool, nodes: &[Node], in_use: &InUse, problems: &mut Probl
 
 /// One family of a pool: which CIDRs count, the blocks nodes hold in them, each CIDR's
 /// figures, then the family's totals.
-fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, nodes: &[Node], in_use: &InUse, problems: &mut Problems) -> FamilyReport {
+fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeEntry], in_use: &InUse, problems: &mut Problems) -> FamilyReport {
     checks::unmatched_pool_entries(problems, &pool.name, fam);
     let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
@@ -121,13 +123,14 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, nodes: &[Node], 
     // A block belongs to the first CIDR of the pool it overlaps (pool.go occupyCIDR: the first
     // allocator InRange), whatever its length: cidrset.Occupy marks every block it touches, all of
     // the CIDR for a block containing it. In a CIDR the figures leave out it is refused: an orphan.
-    for (block, holders) in &held_blocks(pool, fam.family, nodes) {
+    for run in held_blocks(entries, fam.family).chunk_by(|a, b| a.0 == b.0) {
+        let (block, holders) = (&run[0].0, run.iter().map(|(_, node)| *node));
         match owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable) {
             Some(i) => in_cidrs[i].push(block_use.held(block, holders)),
             None => orphans.push(block_use.held(block, holders)),
         }
     }
-    let occupied = occupied_blocks(pool, fam.family, nodes, &usable, &owners, mask);
+    let occupied = occupied_blocks(entries, fam.family, &usable, &owners, mask);
     let cidrs = usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, &occupied, problems)).collect();
     family_totals(fam, &block_use, mask, cidrs, orphans)
 }
@@ -139,26 +142,25 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, nodes: &[Node], 
 /// for the pool is released, which clears every block it touches — also blocks a kept CIDR covers.
 /// Across nodes the union is taken; a release that clears another node's blocks depends on the
 /// informer's order, which no snapshot says.
-fn occupied_blocks(pool: &Pool, family: Family, nodes: &[Node], usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
+fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], family: Family, usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
     // The aligned address range of the blocks `block` touches in its owner CIDR.
     let touched = |block: &Prefix| -> Option<(u128, u128)> {
         let cidr = &usable[owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable)?].prefix;
         let (first, last) = blocks::indices_overlapping(cidr, mask, block.first().max(cidr.first()), block.last().min(cidr.last()));
         Some((blocks::block_at(cidr, mask, first).first(), blocks::block_at(cidr, mask, last).last()))
     };
+    let listed = |&(_, alloc): &NodeEntry<'a>| alloc.blocks.iter().filter_map(|b| b.prefix).filter(move |b| b.family == family);
     let mut ranges = Vec::new();
-    for node in nodes {
-        let entries: Vec<_> = node.allocated.iter().filter(|a| a.pool == pool.name).collect();
-        let listed = |entry: &crate::model::node::PoolAllocation| entry.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).collect::<Vec<_>>();
-        let [.., last] = entries.as_slice() else { continue };
-        if entries.len() == 1 {
-            ranges.extend(listed(last).iter().filter_map(&touched));
+    for node_entries in by_node(entries) {
+        let [.., last] = node_entries else { continue };
+        if node_entries.len() == 1 {
+            ranges.extend(listed(last).filter_map(|b| touched(&b)));
             continue;
         }
-        let kept: BTreeSet<Prefix> = listed(last).into_iter().collect();
+        let kept: BTreeSet<Prefix> = listed(last).collect();
         let mut marked: Vec<(Prefix, (u128, u128))> = Vec::new();
         let mut held = IntervalSet::new();
-        for block in entries.iter().flat_map(|e| listed(e)) {
+        for block in node_entries.iter().flat_map(listed) {
             let Some((start, end)) = touched(&block) else { continue };
             if marked.iter().any(|(m, _)| *m == block) || IntervalSet::single(start, end).difference(&held).is_empty() {
                 continue;
@@ -240,19 +242,38 @@ fn operator_rejection(pool: &Pool) -> Option<String> {
     None
 }
 
-/// Every block CiliumNodes list under the pool's name, of one family, with the nodes listing it.
+/// One `allocated[]` entry of a node: the node and the entry.
+type NodeEntry<'a> = (&'a Node, &'a crate::model::node::PoolAllocation);
+
+/// Every node's `allocated[]` entries, by pool name; one node's entries for a pool are
+/// consecutive and in spec order. Built once, so each pool reads only the nodes that list it.
+fn entries_by_pool(nodes: &[Node]) -> HashMap<&str, Vec<NodeEntry<'_>>, foldhash::fast::FixedState> {
+    let mut by_pool: HashMap<&str, Vec<NodeEntry>, _> = HashMap::default();
+    for node in nodes {
+        for alloc in &node.allocated {
+            by_pool.entry(alloc.pool.as_str()).or_default().push((node, alloc));
+        }
+    }
+    by_pool
+}
+
+/// A pool's entries split into one run per node.
+fn by_node<'e, 'a>(entries: &'e [NodeEntry<'a>]) -> impl Iterator<Item = &'e [NodeEntry<'a>]> {
+    entries.chunk_by(|a, b| std::ptr::eq(a.0, b.0))
+}
+
+/// Every block CiliumNodes list under the pool's name, of one family, with the node listing
+/// it: sorted by block, then node, without repeats.
 /// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
 /// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
-fn held_blocks(pool: &Pool, family: Family, nodes: &[Node]) -> BTreeMap<Prefix, BTreeSet<String>> {
-    let mut held: BTreeMap<Prefix, BTreeSet<String>> = BTreeMap::new();
-    for node in nodes {
-        if let Some(alloc) = node.allocated.iter().rfind(|a| a.pool == pool.name) {
-            for block in alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family) {
-                held.entry(block).or_default().insert(node.name.clone());
-            }
-        }
-    }
+fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<(Prefix, &'a str)> {
+    let mut held: Vec<(Prefix, &str)> = by_node(entries)
+        .filter_map(|node_entries| node_entries.last())
+        .flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, node.name.as_str())))
+        .collect();
+    held.sort_unstable();
+    held.dedup();
     held
 }
 
@@ -269,9 +290,9 @@ impl BlockUse<'_> {
         blocks::usable(self.family, len, self.allow_first_ip, self.allow_last_ip)
     }
 
-    fn held(&self, prefix: &Prefix, holders: &BTreeSet<String>) -> HeldBlock {
-        let used = self.in_use.count_in(self.family, &IntervalSet::single(prefix.first(), prefix.last())).unwrap_or(Count::ZERO);
-        HeldBlock { prefix: *prefix, nodes: holders.iter().cloned().collect(), used, usable: self.usable(prefix.len) }
+    fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a str>) -> HeldBlock {
+        let used = Count::from(self.in_use.family(self.family).count_in_range(prefix.first(), prefix.last()));
+        HeldBlock { prefix: *prefix, nodes: holders.map(str::to_string).collect(), used, usable: self.usable(prefix.len) }
     }
 }
 
@@ -321,14 +342,14 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
     let (capacity_blocks, allocated_blocks) = (sum(|c| c.capacity_blocks), sum(|c| c.allocated_blocks));
     let (withheld_blocks, free_blocks) = (sum(|c| c.withheld_blocks), sum(|c| c.free_blocks));
     let allocated = || cidrs.iter().flat_map(|c| c.allocated.iter());
-    let mut blocks_per_node: BTreeMap<&str, Count> = BTreeMap::new();
+    let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
     for node in allocated().flat_map(|b| b.nodes.iter()) {
-        *blocks_per_node.entry(node.as_str()).or_default() += Count::from(1u64);
+        *blocks_per_node.entry(node.as_str()).or_default() += 1;
     }
     let usable_per_block = block_use.usable(mask);
     let allocated_addresses = allocated_blocks * usable_per_block;
     let used_addresses = block_use.in_use.count_in(family, &IntervalSet::from_ranges(allocated().map(|b| (b.prefix.first(), b.prefix.last()))));
-    let median_blocks_per_node = median(blocks_per_node.values().map(|c| c.to_f64()).collect());
+    let median_blocks_per_node = median(blocks_per_node.values().map(|&c| c as f64).collect());
     let per_node = Count::from(median_blocks_per_node.map_or(1u64, |m| m.ceil().max(1.0) as u64));
     let reserved_spans = cidrs.iter().flat_map(|c| c.reservations.iter()).map(|r| (r.start.value, r.end.value));
     FamilyReport {
@@ -365,56 +386,58 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 fn node_reports(snapshot: &Snapshot, in_use: &InUse) -> Vec<NodeReport> {
-    snapshot
-        .nodes
-        .iter()
-        .map(|node| {
-            let mut names: Vec<&str> = node.allocated.iter().map(|a| a.pool.as_str()).collect();
-            names.extend(node.requested.iter().map(|r| r.pool.as_str()));
-            let mut seen = BTreeSet::new();
-            names.retain(|n| seen.insert(*n));
-            let pools = names
-                .into_iter()
-                .map(|name| {
-                    let pool = snapshot.pool(name);
-                    let entries: Vec<_> = node.allocated.iter().filter(|a| a.pool == name).collect();
-                    let mut prefixes = Vec::new();
-                    let mut usable_addresses = Count::ZERO;
-                    for entry in &entries {
-                        let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
-                        let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
-                        for b in entry.blocks.iter().filter_map(|b| b.prefix) {
-                            let usable = blocks::usable(b.family, b.len, allow_first, allow_last);
-                            usable_addresses += usable;
-                            prefixes.push((b, usable));
-                        }
-                    }
-                    let request = node.requested.iter().find(|r| r.pool == name);
-                    let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
-                    let families: Vec<NodeFamilyReport> = Family::ALL
-                        .iter()
-                        .map(|&family| {
-                            let held: Vec<_> = prefixes.iter().filter(|(p, _)| p.family == family).collect();
-                            let used_addresses = in_use.sources.known.then(|| in_use.family(family).count_in(&IntervalSet::from_ranges(held.iter().map(|(p, _)| (p.first(), p.last())))));
-                            let usable_addresses = held.iter().map(|(_, usable)| *usable).sum();
-                            let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
-                            NodeFamilyReport { family, blocks: held.len(), usable_addresses, used_addresses, needed_addresses }
-                        })
-                        .filter(|f| f.blocks > 0 || f.needed_addresses > 0)
-                        .collect();
-                    let used_addresses = in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum());
-                    NodePoolReport {
-                        pool: name.to_string(),
-                        blocks: entries.iter().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
-                        used_addresses,
-                        needed_addresses: needed,
-                        families,
-                        usable_addresses,
-                        pool_exists: pool.is_some(),
-                    }
+    snapshot.nodes.iter().map(|node| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, node, in_use), ignored: node.ignored }).collect()
+}
+
+/// One row per pool the node lists or requests, in that order. Runs for every node of the
+/// cluster: few allocations, no interval set for the usual one block per family.
+fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse) -> Vec<NodePoolReport> {
+    let mut names: Vec<&str> = Vec::with_capacity(node.allocated.len() + node.requested.len());
+    for name in node.allocated.iter().map(|a| a.pool.as_str()).chain(node.requested.iter().map(|r| r.pool.as_str())) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let pool = snapshot.pool(name);
+            let entries = || node.allocated.iter().filter(move |a| a.pool == name);
+            // Every listed block of the pool with its usable addresses (the entry's flags, else the pool's).
+            let prefixes = || {
+                entries().flat_map(move |entry| {
+                    let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
+                    let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
+                    entry.blocks.iter().filter_map(|b| b.prefix).map(move |b| (b, blocks::usable(b.family, b.len, allow_first, allow_last)))
                 })
+            };
+            let request = node.requested.iter().find(|r| r.pool == name);
+            let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
+            let families: Vec<NodeFamilyReport> = Family::ALL
+                .iter()
+                .map(|&family| {
+                    let held = || prefixes().filter(move |(p, _)| p.family == family);
+                    let addresses = in_use.family(family);
+                    // Distinct addresses: blocks listed twice or overlapping count once.
+                    let used_addresses = in_use.sources.known.then(|| match (held().next(), held().nth(1)) {
+                        (Some((only, _)), None) => Count::from(addresses.count_in_range(only.first(), only.last())),
+                        _ => addresses.count_in(&IntervalSet::from_ranges(held().map(|(p, _)| (p.first(), p.last())))),
+                    });
+                    let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
+                    NodeFamilyReport { family, blocks: held().count(), usable_addresses: held().map(|(_, usable)| usable).sum(), used_addresses, needed_addresses }
+                })
+                .filter(|f| f.blocks > 0 || f.needed_addresses > 0)
                 .collect();
-            NodeReport { name: node.name.clone(), pools, ignored: node.ignored }
+            let used_addresses = in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum());
+            NodePoolReport {
+                pool: name.to_string(),
+                blocks: entries().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
+                used_addresses,
+                needed_addresses: needed,
+                families,
+                usable_addresses: prefixes().map(|(_, usable)| usable).sum(),
+                pool_exists: pool.is_some(),
+            }
         })
         .collect()
 }
@@ -444,7 +467,8 @@ mod tests {
         let pool = &snap.pools[0];
         let fam = &pool.families[0];
         let (usable, owners) = usable_cidrs(pool, fam, true, &mut Problems::default());
-        let occupied = occupied_blocks(pool, Family::Ipv4, &snap.nodes, &usable, &owners, mask);
+        let entries = entries_by_pool(&snap.nodes);
+        let occupied = occupied_blocks(entries.get("p").map_or(&[], Vec::as_slice), Family::Ipv4, &usable, &owners, mask);
         let first = &usable[0].prefix;
         let mut out = Vec::new();
         for &(start, end) in occupied.intersection(&IntervalSet::single(first.first(), first.last())).ranges() {
@@ -519,8 +543,8 @@ mod tests {
         assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/25", "10.0.0.0/26"]), ("p", &["10.0.0.0/25"])]), [0, 1]);
         // held_blocks (used addresses, orphans, runway) reads the last entry only.
         let snap = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": cidr, "maskSize": 26}})), node_object("n", &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.128/26"])])]);
-        let held = held_blocks(&snap.pools[0], Family::Ipv4, &snap.nodes);
-        assert_eq!(held.keys().map(|p| p.to_string()).collect::<Vec<_>>(), ["10.0.0.128/26"]);
+        let held = held_blocks(&entries_by_pool(&snap.nodes)["p"], Family::Ipv4);
+        assert_eq!(held.iter().map(|(p, node)| format!("{p} {node}")).collect::<Vec<_>>(), ["10.0.0.128/26 n"]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashMap;
 
 /// Number of blocks of `mask_size` in `cidr`.
 pub fn capacity(cidr: &Prefix, mask_size: u8) -> Count {
@@ -43,43 +43,83 @@ pub fn indices_overlapping(cidr: &Prefix, mask_size: u8, start: u128, end: u128)
     (block_index(cidr, mask_size, start), block_index(cidr, mask_size, end))
 }
 
-/// Everything CiliumNodes list in `spec.ipam.pools.allocated`, by block.
-#[derive(Debug, Default)]
-pub struct ListedBlocks {
-    /// block → (node, pool) pairs listing it.
-    pub holders: BTreeMap<Prefix, BTreeSet<(String, String)>>,
-    /// Prefix lengths present per family, longest first (for longest-prefix match).
-    lengths: BTreeMap<Family, Vec<u8>>,
+/// One CiliumNode listing a block under a pool's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Listing<'a> {
+    pub node: &'a str,
+    pub pool: &'a str,
+    /// The node's position in the snapshot: comparing it is cheaper than comparing names.
+    pub node_index: usize,
 }
 
-impl ListedBlocks {
-    pub fn from_nodes(nodes: &[Node]) -> ListedBlocks {
-        let mut holders: BTreeMap<Prefix, BTreeSet<(String, String)>> = BTreeMap::new();
-        for node in nodes {
-            for alloc in &node.allocated {
-                for block in alloc.blocks.iter().filter_map(|b| b.prefix) {
-                    holders.entry(block).or_default().insert((node.name.clone(), alloc.pool.clone()));
-                }
+/// Everything CiliumNodes list in `spec.ipam.pools.allocated`, by block. It borrows the names
+/// from the nodes, and answers a lookup with one hash probe per listed prefix length: the
+/// analysis looks up every address in use, hundreds of thousands in a large cluster.
+#[derive(Debug, Default)]
+pub struct ListedBlocks<'a> {
+    /// Every block once, in order, with where its run of `listings` starts and ends.
+    blocks: Vec<(Prefix, usize, usize)>,
+    /// Who lists each block: sorted by node, then pool, without repeats.
+    listings: Vec<Listing<'a>>,
+    /// Block → its index in `blocks`.
+    index: HashMap<Prefix, usize, foldhash::fast::FixedState>,
+    /// Prefix lengths present, per family (IPv4, IPv6), longest first (for longest-prefix match).
+    lengths: [Vec<u8>; 2],
+}
+
+impl<'a> ListedBlocks<'a> {
+    pub fn from_nodes(nodes: &'a [Node]) -> ListedBlocks<'a> {
+        let mut pairs: Vec<(Prefix, Listing)> = nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index, node.name.as_str(), alloc)))
+            .flat_map(|(node_index, node, alloc)| {
+                alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut listed = ListedBlocks {
+            listings: Vec::with_capacity(pairs.len()),
+            blocks: Vec::with_capacity(pairs.len()),
+            index: HashMap::with_capacity_and_hasher(pairs.len(), Default::default()),
+            lengths: Default::default(),
+        };
+        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+            let block = run[0].0;
+            let start = listed.listings.len();
+            listed.listings.extend(run.iter().map(|(_, listing)| *listing));
+            listed.index.insert(block, listed.blocks.len());
+            listed.blocks.push((block, start, listed.listings.len()));
+            let lens = &mut listed.lengths[family_slot(block.family)];
+            if !lens.contains(&block.len) {
+                lens.push(block.len);
             }
         }
-        let mut lengths: BTreeMap<Family, Vec<u8>> = BTreeMap::new();
-        for block in holders.keys() {
-            let entry = lengths.entry(block.family).or_default();
-            if !entry.contains(&block.len) {
-                entry.push(block.len);
-            }
-        }
-        for lens in lengths.values_mut() {
+        for lens in &mut listed.lengths {
             lens.sort_unstable_by(|a, b| b.cmp(a));
         }
-        ListedBlocks { holders, lengths }
+        listed
     }
 
-    /// The most specific listed block containing `addr`, with its holders.
-    pub fn lookup(&self, addr: Addr) -> Option<(&Prefix, &BTreeSet<(String, String)>)> {
-        self.lengths.get(&addr.family)?.iter().find_map(|&len| {
-            self.holders.get_key_value(&Prefix::containing(addr.family, addr.value, len))
+    /// Every listed block with who lists it, in block order.
+    pub fn blocks(&self) -> impl Iterator<Item = (&Prefix, &[Listing<'a>])> {
+        self.blocks.iter().map(|(block, start, end)| (block, &self.listings[*start..*end]))
+    }
+
+    /// The most specific listed block containing `addr`, with who lists it.
+    pub fn lookup(&self, addr: Addr) -> Option<(&Prefix, &[Listing<'a>])> {
+        self.lengths[family_slot(addr.family)].iter().find_map(|&len| {
+            let (block, start, end) = &self.blocks[*self.index.get(&Prefix::containing(addr.family, addr.value, len))?];
+            Some((block, &self.listings[*start..*end]))
         })
+    }
+}
+
+fn family_slot(family: Family) -> usize {
+    match family {
+        Family::Ipv4 => 0,
+        Family::Ipv6 => 1,
     }
 }
 

@@ -11,7 +11,7 @@ use super::report::{CidrReport, FamilyReport, NodeReport, PoolReport};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Prefix, Snapshot};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Utilization at or above which a pool counts as nearly exhausted.
 pub const NEARLY_EXHAUSTED: f64 = 0.9;
@@ -181,14 +181,12 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
 
 /// A block held by more than one node.
 fn blocks_with_several_owners(listed: &ListedBlocks, problems: &mut Problems) {
-    for (block, holders) in &listed.holders {
-        let node_set: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
-        if node_set.len() > 1 {
-            let pool = holders.iter().next().map(|(_, p)| p.as_str());
-            problems.push(Severity::Error, ProblemKind::BlockMultipleOwners, format!("block/{block}"),
-                format!("block {block} is listed by {} nodes: {}", node_set.len(), node_set.iter().copied().collect::<Vec<_>>().join(", ")),
-                "pods on these nodes can get the same IP: drain all but one of the nodes", pool);
-        }
+    // Listings are sorted by node: a block of one node has the same node first and last.
+    for (block, listings) in listed.blocks().filter(|(_, l)| l.first().map(|f| f.node) != l.last().map(|l| l.node)) {
+        let node_set: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
+        problems.push(Severity::Error, ProblemKind::BlockMultipleOwners, format!("block/{block}"),
+            format!("block {block} is listed by {} nodes: {}", node_set.len(), node_set.iter().copied().collect::<Vec<_>>().join(", ")),
+            "pods on these nodes can get the same IP: drain all but one of the nodes", listings.first().map(|l| l.pool));
     }
 }
 
@@ -253,22 +251,26 @@ fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
 /// Pod IPs in another node's block, or in a pool CIDR but in no allocated block.
 fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, problems: &mut Problems) {
     let pool_cidrs: Vec<(&str, Prefix)> = pools.iter().flat_map(|p| p.families.iter().flat_map(move |f| f.cidrs.iter().map(move |c| (p.name.as_str(), c.prefix)))).collect();
+    // Pods share one copy of each node name (model::workload::Names): resolve each copy once.
+    let node_index: HashMap<&str, usize, foldhash::fast::FixedState> = snapshot.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+    let mut resolved: HashMap<*const u8, Option<usize>, foldhash::fast::FixedState> = HashMap::default();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
-        let object = format!("Pod/{}/{}", pod.namespace, pod.name);
+        let object = || format!("Pod/{}/{}", pod.namespace, pod.name);
+        let index = pod.node_name.as_ref().and_then(|node| *resolved.entry(node.as_ptr()).or_insert_with(|| node_index.get(&**node).copied()));
         for &ip in &pod.ips {
             match listed.lookup(ip) {
-                Some((block, holders)) => {
+                Some((block, listings)) => {
                     let Some(node) = &pod.node_name else { continue };
-                    if !holders.iter().any(|(n, _)| n == node) {
-                        let owners: BTreeSet<&str> = holders.iter().map(|(n, _)| n.as_str()).collect();
-                        problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, object.clone(),
+                    if !listings.iter().any(|l| Some(l.node_index) == index) {
+                        let owners: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
+                        problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, object(),
                             format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
-                            "the IP may be handed out twice: recreate the pod", holders.iter().next().map(|(_, p)| p.as_str()));
+                            "the IP may be handed out twice: recreate the pod", listings.first().map(|l| l.pool));
                     }
                 }
                 None => {
                     if let Some((pool, cidr)) = pool_cidrs.iter().find(|(_, c)| c.contains(ip)) {
-                        problems.push(Severity::Warning, ProblemKind::PodIpUnallocated, object.clone(),
+                        problems.push(Severity::Warning, ProblemKind::PodIpUnallocated, object(),
                             format!("IP {ip} lies in pool {pool} ({cidr}) but in no block allocated to a node"),
                             "the block was released while the pod kept its IP: recreate the pod", Some(pool));
                     }
@@ -281,11 +283,11 @@ fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, pro
 /// Operator errors on CiliumNodes; stale when the node already has what it asked for
 /// (cilium/cilium#28758).
 fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Problems) {
-    for node in &snapshot.nodes {
+    // One report per node, in the snapshot's order (analyze::node_reports).
+    for (node, report) in snapshot.nodes.iter().zip(nodes) {
         let Some(error) = &node.operator_error else { continue };
-        let report = nodes.iter().find(|n| n.name == node.name);
         let satisfied = node.requested.iter().all(|req| {
-            let usable: Count = report.and_then(|r| r.pools.iter().find(|p| p.pool == req.pool)).map_or(Count::ZERO, |p| p.usable_addresses);
+            let usable: Count = report.pools.iter().find(|p| p.pool == req.pool).map_or(Count::ZERO, |p| p.usable_addresses);
             usable >= Count::from(req.needed_ipv4 as u128 + req.needed_ipv6 as u128)
         });
         let (severity, message) = if satisfied {

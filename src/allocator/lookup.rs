@@ -108,12 +108,12 @@ pub fn lookup(snapshot: &Snapshot, report: &Report, addr: Addr) -> IpAnswer {
     }
     // Outside every pool CIDR: a block some node still lists (orphan, or a mode's own pool).
     let listed = ListedBlocks::from_nodes(&snapshot.nodes);
-    if let Some((block, holders)) = listed.lookup(addr) {
-        let pool = holders.iter().next().map(|(_, p)| p.clone()).unwrap_or_default();
+    if let Some((block, listings)) = listed.lookup(addr) {
+        let pool = listings.first().map(|l| l.pool.to_string()).unwrap_or_default();
         let mode_pool = report.ipam.mode_pools.iter().any(|m| m.name == pool);
         answer.state = Some(if mode_pool { BlockState::ModeAllocated } else { BlockState::Orphan });
         answer.block = Some(block.to_string());
-        answer.nodes = holders.iter().map(|(n, _)| n.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        answer.nodes = listings.iter().map(|l| l.node.to_string()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         answer.pool = Some(pool);
         let allow = node_allows(snapshot, block, &answer.nodes);
         answer.unusable = unusable(addr.value, block.first(), block.last(), allow);
@@ -167,7 +167,7 @@ fn node_allows(snapshot: &Snapshot, block: &crate::model::Prefix, nodes: &[Strin
 fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
     let mut out = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips() && p.ips.contains(&addr)) {
-        out.push(Holder { kind: "pod", name: format!("{}/{}", pod.namespace, pod.name), detail: pod.node_name.clone() });
+        out.push(Holder { kind: "pod", name: format!("{}/{}", pod.namespace, pod.name), detail: pod.node_name.as_deref().map(str::to_string) });
     }
     for ep in snapshot.endpoints.iter().flatten().filter(|e| e.ips.contains(&addr)) {
         out.push(Holder { kind: "endpoint", name: format!("{}/{}", ep.namespace, ep.name), detail: None });

@@ -207,8 +207,14 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
         let object = Value::Object(out);
         let mut lifted = self.lifted.borrow_mut();
         match kind.as_deref().or(self.inherited_kind) {
-            Some("Pod") => lifted.pods.push(Pod::decode(&object)),
-            Some("CiliumEndpoint") => lifted.endpoints.push(Endpoint::decode(&object)),
+            Some("Pod") => {
+                let pod = Pod::decode_into(&object, &mut lifted.names);
+                lifted.pods.push(pod)
+            }
+            Some("CiliumEndpoint") => {
+                let endpoint = Endpoint::decode_into(&object, &mut lifted.names);
+                lifted.endpoints.push(endpoint)
+            }
             _ => return Ok(Some(object)),
         }
         Ok(None)
@@ -395,7 +401,7 @@ mod tests {
         let docs: Vec<SlimYaml> = serde_saphyr::from_multiple(text).unwrap();
         assert_eq!((docs[0].document.as_ref(), docs[0].workloads.pods.len()), (None, 1));
         let pod = &docs[0].workloads.pods[0];
-        assert_eq!((pod.name.as_str(), pod.namespace.as_str(), pod.node_name.as_deref()), ("a", "b", Some("node-1")));
+        assert_eq!((pod.name.as_str(), &*pod.namespace, pod.node_name.as_deref()), ("a", "b", Some("node-1")));
         assert_eq!(docs[1].document, Some(json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}})));
         assert!(docs[2].workloads.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
     }

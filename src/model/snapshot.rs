@@ -72,7 +72,7 @@ impl Snapshot {
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
         let mut pools: Vec<Pool> = Vec::new();
         let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
-        let Workloads { mut pods, mut endpoints } = workloads;
+        let Workloads { mut pods, mut endpoints, mut names } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
         // By value: each object's JSON is freed once it is decoded.
@@ -91,8 +91,8 @@ impl Snapshot {
                     let node = Node::decode(obj);
                     nodes.insert(node.name.clone(), node);
                 }
-                "Pod" => pods.push(Pod::decode(obj)),
-                "CiliumEndpoint" => endpoints.push(Endpoint::decode(obj)),
+                "Pod" => pods.push(Pod::decode_into(obj, &mut names)),
+                "CiliumEndpoint" => endpoints.push(Endpoint::decode_into(obj, &mut names)),
                 "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
                 "CustomResourceDefinition" if crd_positions.contains(&position) => {}
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,

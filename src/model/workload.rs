@@ -3,12 +3,36 @@
 use super::ip::Addr;
 use super::node::{list, str_at};
 use serde_json::Value;
+use smallvec::SmallVec;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A pod's or endpoint's addresses: one per family, kept inline (no allocation per object).
+pub type Ips = SmallVec<[Addr; 2]>;
+
+/// One shared copy of each namespace and node name: a large cluster has hundreds of thousands
+/// of pods but few namespaces and nodes, and the analysis compares every pod's node name.
+#[derive(Clone, Debug, Default)]
+pub struct Names(HashSet<Arc<str>, foldhash::fast::FixedState>);
+
+impl Names {
+    pub fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.0.insert(shared.clone());
+        shared
+    }
+}
 
 /// Pods and CiliumEndpoints decoded while they were read (`slim`), apart from the other objects.
 #[derive(Clone, Debug, Default)]
 pub struct Workloads {
     pub pods: Vec<Pod>,
     pub endpoints: Vec<Endpoint>,
+    /// The names decoded so far (see [`Names`]).
+    pub names: Names,
 }
 
 impl Workloads {
@@ -25,6 +49,9 @@ impl Workloads {
     pub fn append(&mut self, other: Workloads) {
         move_or_append(&mut self.pods, other.pods);
         move_or_append(&mut self.endpoints, other.endpoints);
+        if self.names.0.is_empty() {
+            self.names = other.names;
+        }
     }
 }
 
@@ -38,32 +65,37 @@ fn move_or_append<T>(into: &mut Vec<T>, mut from: Vec<T>) {
 
 #[derive(Clone, Debug)]
 pub struct Pod {
-    pub namespace: String,
+    pub namespace: Arc<str>,
     pub name: String,
-    pub node_name: Option<String>,
+    pub node_name: Option<Arc<str>>,
     pub host_network: bool,
     /// Phase `Succeeded` or `Failed`: its addresses are released.
     pub terminated: bool,
-    pub ips: Vec<Addr>,
+    pub ips: Ips,
     /// `ipam.cilium.io/ip-pool` (extra information only, never used to attribute an IP).
     pub requested_pool: Option<String>,
 }
 
 impl Pod {
     pub fn decode(obj: &Value) -> Pod {
+        Pod::decode_into(obj, &mut Names::default())
+    }
+
+    /// [`Pod::decode`], sharing the namespace and node name through `names`.
+    pub fn decode_into(obj: &Value, names: &mut Names) -> Pod {
         let meta = obj.get("metadata");
         let status = obj.get("status");
-        let mut ips: Vec<Addr> = list(status.and_then(|s| s.get("podIPs")))
+        let mut ips: Ips = list(status.and_then(|s| s.get("podIPs")))
             .filter_map(|p| p.get("ip").and_then(Value::as_str).and_then(Addr::parse))
             .collect();
         if ips.is_empty() {
             ips.extend(status.and_then(|s| s.get("podIP")).and_then(Value::as_str).and_then(Addr::parse));
         }
-        ips.shrink_to_fit(); // hundreds of thousands of pods: no spare capacity each
+        ips.shrink_to_fit(); // more than two addresses (never seen): no spare capacity
         Pod {
-            namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),
+            namespace: names.intern(meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or_default()),
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
-            node_name: obj.pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string),
+            node_name: obj.pointer("/spec/nodeName").and_then(Value::as_str).map(|node| names.intern(node)),
             host_network: obj.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false),
             terminated: matches!(status.and_then(|s| s.get("phase")).and_then(Value::as_str), Some("Succeeded" | "Failed")),
             ips,
@@ -83,21 +115,26 @@ impl Pod {
 
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    pub namespace: String,
+    pub namespace: Arc<str>,
     pub name: String,
-    pub ips: Vec<Addr>,
+    pub ips: Ips,
 }
 
 impl Endpoint {
     pub fn decode(obj: &Value) -> Endpoint {
-        let mut ips: Vec<Addr> = list(obj.pointer("/status/networking/addressing"))
+        Endpoint::decode_into(obj, &mut Names::default())
+    }
+
+    /// [`Endpoint::decode`], sharing the namespace through `names`.
+    pub fn decode_into(obj: &Value, names: &mut Names) -> Endpoint {
+        let mut ips: Ips = list(obj.pointer("/status/networking/addressing"))
             .flat_map(|a| ["ipv4", "ipv6"].map(|k| a.get(k).and_then(Value::as_str).and_then(Addr::parse)))
             .flatten()
             .collect();
         ips.shrink_to_fit();
         let meta = obj.get("metadata");
         Endpoint {
-            namespace: meta.map(|m| str_at(m, "namespace")).unwrap_or_default(),
+            namespace: names.intern(meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or_default()),
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default(),
             ips,
         }

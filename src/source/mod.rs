@@ -54,10 +54,10 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
     if let Some(ns) = namespace {
         if let Some(pods) = snapshot.pods.as_mut() {
-            pods.retain(|p| p.namespace == ns);
+            pods.retain(|p| &*p.namespace == ns);
         }
         if let Some(endpoints) = snapshot.endpoints.as_mut() {
-            endpoints.retain(|e| e.namespace == ns);
+            endpoints.retain(|e| &*e.namespace == ns);
         }
     }
     snapshot.set_origin(Origin { kind: "files", files: paths.to_vec(), ..Default::default() });
