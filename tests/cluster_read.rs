@@ -293,6 +293,46 @@ fn watch_rerenders_when_a_node_gets_a_block() {
     assert_eq!(exit.code(), Some(0), "Ctrl-C ends --watch with exit 0");
 }
 
+/// `usage --watch` follows pods: one created, one moved to an address outside the pool, one
+/// deleted, one finished. Each change moves USED by the address it adds or frees, so a frame
+/// built from pods decoded before the change (a stale cache) fails.
+#[test]
+fn watch_follows_pods_that_come_change_and_go() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        v2alpha1_pool("default", "10.10.0.0/16", 24),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
+        pod("shop", "p1", "node-a", &["10.10.0.5"]),
+        pod("shop", "p2", "node-a", &["10.10.0.6"]),
+        pod("shop", "p3", "node-a", &["10.10.0.7"]),
+    ]);
+    let mut child = cluster
+        .plugin_process()
+        .args(["usage", "--watch", "--no-headers"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the plugin");
+    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let used = |line: &str| line.starts_with("default").then(|| line.split_whitespace().nth(7).and_then(|u| u.parse::<u64>().ok())).flatten();
+    let first = lines.read_until(Duration::from_secs(30), "first render", |l| used(l).is_some());
+    let start = used(first.last().unwrap()).unwrap();
+    assert!(start >= 3, "three running pods in the block: {first:?}");
+    let expect = |value: u64, what: &str| {
+        lines.read_until(Duration::from_secs(30), what, |l| used(l) == Some(value));
+    };
+    cluster.create_objects(vec![pod("shop", "p4", "node-a", &["10.10.0.8"])]);
+    expect(start + 1, "USED + 1 after a pod is created");
+    cluster.set_pod_status("shop", "p1", &["10.99.0.1"], "Running");
+    expect(start, "USED - 1 after a pod's address leaves the pool");
+    cluster.kubectl(&["delete", "pod", "-n", "shop", "p2", "--grace-period=0", "--force"]);
+    expect(start - 1, "USED - 1 after a pod is deleted");
+    cluster.set_pod_status("shop", "p3", &["10.10.0.7"], "Succeeded");
+    expect(start - 2, "USED - 1 after a pod finishes");
+    child.kill().ok();
+    child.wait().ok();
+}
+
 /// More objects than one page (500) of CiliumNodes and Pods: every one is read; `-n` limits pods.
 #[test]
 fn lists_are_paginated() {

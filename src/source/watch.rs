@@ -9,13 +9,26 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use crate::model::slim;
+use crate::model::workload::{Endpoint, Pod, Workloads};
 use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// One watched resource and the objects its reflector holds.
 struct Watched {
     resource: ApiResource,
     store: Store<DynamicObject>,
+    /// Pods and CiliumEndpoints decoded for an earlier frame, by uid and resourceVersion: a
+    /// frame decodes only the objects that changed since, instead of every pod of the cluster
+    /// (which made each frame allocate and free the whole store's worth of JSON).
+    decoded: RefCell<HashMap<(String, String), Decoded>>,
+}
+
+#[derive(Clone)]
+enum Decoded {
+    Pod(Pod),
+    Endpoint(Endpoint),
 }
 
 impl Watched {
@@ -25,6 +38,36 @@ impl Watched {
 
     fn listed(&self) -> Listed {
         Listed { items: self.objects(), workloads: Default::default() }
+    }
+
+    /// The pods or endpoints of the store, decoded; what an earlier frame decoded is reused.
+    fn workloads(&self) -> Listed {
+        let mut earlier = self.decoded.borrow_mut();
+        let mut now = HashMap::with_capacity(earlier.len());
+        let mut workloads = Workloads::default();
+        for object in self.store.state() {
+            let key = (object.metadata.uid.clone().unwrap_or_default(), object.metadata.resource_version.clone().unwrap_or_default());
+            let decoded = match earlier.remove(&key) {
+                Some(decoded) => decoded,
+                None => {
+                    let value = typed_value(object.as_ref().clone(), &self.resource);
+                    match self.resource.kind.as_str() {
+                        "Pod" => Decoded::Pod(Pod::decode_into(&value, &mut workloads.names)),
+                        _ => Decoded::Endpoint(Endpoint::decode_into(&value, &mut workloads.names)),
+                    }
+                }
+            };
+            match &decoded {
+                Decoded::Pod(pod) => workloads.pods.push(pod.clone()),
+                Decoded::Endpoint(endpoint) => workloads.endpoints.push(endpoint.clone()),
+            }
+            // Without a uid (never from an API server) an object is decoded again each frame.
+            if !key.0.is_empty() {
+                now.insert(key, decoded);
+            }
+        }
+        *earlier = now;
+        Listed { items: Vec::new(), workloads }
     }
 }
 
@@ -38,6 +81,9 @@ fn slim_object(object: &mut DynamicObject, kind: &str) {
     slim::retain_read_fields(&mut value, kind);
     if let Ok(mut slimmed) = serde_json::from_value::<DynamicObject>(value) {
         slimmed.types = types;
+        // What identifies this version of the object: the key of `Watched::decoded`.
+        slimmed.metadata.uid = object.metadata.uid.take();
+        slimmed.metadata.resource_version = object.metadata.resource_version.take();
         *object = slimmed;
     } else {
         object.types = types;
@@ -96,7 +142,7 @@ impl Watch {
                 })
                 .map(|item| item.unwrap_or_else(Signal::Failed));
             signals.push(stream.boxed());
-            Watched { resource: resource.clone(), store }
+            Watched { resource: resource.clone(), store, decoded: Default::default() }
         };
         let pools = start(&layout.pools);
         let nodes = start(&layout.nodes);
@@ -148,8 +194,8 @@ impl Watch {
         layout.snapshot(Objects {
             pools: self.pools.objects(),
             nodes: self.nodes.listed(),
-            pods: self.pods.as_ref().map(Watched::listed),
-            endpoints: self.endpoints.as_ref().map(Watched::listed),
+            pods: self.pods.as_ref().map(Watched::workloads),
+            endpoints: self.endpoints.as_ref().map(Watched::workloads),
         })
     }
 }
