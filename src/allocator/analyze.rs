@@ -485,6 +485,7 @@ mod tests {
         assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.0.128/25"], "maskSize": 26}})).unwrap().contains("overlap"));
         assert!(why(json!({"ipv4": {"cidrs": ["fd00::/120"], "maskSize": 26}})).unwrap().contains("is not an ipv4 CIDR"));
         assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 33}})).unwrap().contains("longer than"));
+        assert_eq!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 32}})), None, "as long as the address: blocks of one address");
         // 2^16 blocks is the limit for IPv6; one bit more is refused. IPv4 has no such limit.
         assert_eq!(why(json!({"ipv6": {"cidrs": ["fd00::/100"], "maskSize": 116}})), None);
         assert!(why(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).unwrap().contains("more than 2^16"));
@@ -589,5 +590,83 @@ mod tests {
         assert_eq!(row.used_addresses, Some(Count::from(3u64)));
         // usable: two IPv4 /26 (62 each) and one IPv6 /122 (62).
         assert_eq!(row.usable_addresses, Count::from(186u64));
+    }
+
+    #[test]
+    fn used_sources_count_what_was_read_and_what_lies_in_no_block() {
+        // n holds 10.0.0.0/26 of p; its CiliumInternalIP 10.0.0.1 lies in it. Running pods at
+        // 10.0.0.5 (in the block), 10.0.0.200 (in the CIDR, in no block) and 192.168.1.9 (in no
+        // pool); a finished pod's 10.0.0.6 is not in use; an endpoint repeats 10.0.0.200.
+        let pod = |name: &str, phase: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "d"}, "spec": {"nodeName": "n"},
+            "status": {"phase": phase, "podIPs": [{"ip": ip}]}});
+        let mut node = node_object("n", &[("p", &["10.0.0.0/26"])]);
+        node["spec"]["addresses"] = json!([{"type": "CiliumInternalIP", "ip": "10.0.0.1"}]);
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}})),
+            node,
+            pod("a", "Running", "10.0.0.5"),
+            pod("b", "Running", "10.0.0.200"),
+            pod("c", "Running", "192.168.1.9"),
+            pod("done", "Succeeded", "10.0.0.6"),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": "b", "namespace": "d"}, "status": {"networking": {"addressing": [{"ipv4": "10.0.0.200"}]}}}),
+        ]);
+        let s = analyze(&snap).used_sources;
+        // Distinct addresses in no listed block: 10.0.0.200 and 192.168.1.9.
+        assert_eq!((s.known, s.pods, s.endpoints, s.infrastructure_ips, s.unmanaged_ips), (true, 3, 1, 1, 2));
+    }
+
+    #[test]
+    fn used_is_known_when_pods_or_endpoints_could_be_read() {
+        // A live read can fail for one kind (forbidden): the other still tells what is in use.
+        let mut snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}})),
+            node_object("n", &[("p", &["10.0.0.0/26"])]),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "d"}, "spec": {"nodeName": "n"}, "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.5"}]}}),
+        ]);
+        let used = |s: &Snapshot| analyze(s).pools[0].families[0].used_addresses;
+        snap.endpoints = None;
+        assert_eq!(used(&snap), Some(Count::from(1u64)), "pods read, endpoints not");
+        snap.pods = None;
+        assert_eq!(used(&snap), None, "neither read: unknown");
+        snap.endpoints = Some(Vec::new());
+        assert_eq!(used(&snap), Some(Count::ZERO), "endpoints read (none), pods not");
+    }
+
+    #[test]
+    fn a_cidr_of_one_block_counts_and_only_large_ipv6_cidrs_have_too_many_blocks() {
+        let problems = |spec: Value| -> Vec<(String, String)> {
+            let snap = snapshot(vec![pool_object("p", spec)]);
+            let report = analyze(&snap);
+            report.problems.iter().map(|p| (p.kind.name(), p.message.clone())).collect()
+        };
+        // Exactly one block: usable, no problem.
+        let one = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/26"], "maskSize": 26}}))]);
+        assert_eq!(analyze(&one).pools[0].families[0].capacity_blocks, Count::from(1u64));
+        assert_eq!(problems(json!({"ipv4": {"cidrs": ["10.0.0.0/26"], "maskSize": 26}})), []);
+        // IPv6: 2^16 blocks is the limit; IPv4 has none (2^20 blocks of /28).
+        assert_eq!(problems(json!({"ipv6": {"cidrs": ["fd00::/100"], "maskSize": 116}})), []);
+        assert_eq!(problems(json!({"ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})), []);
+        assert_eq!(problems(json!({"ipv4": {"cidrs": ["10.0.0.0/8"], "maskSize": 28}})), []);
+        let too_many: Vec<String> = problems(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).into_iter().filter(|(k, _)| k == "ipv6-too-many-blocks").map(|(_, m)| m).collect();
+        assert_eq!(too_many.len(), 1);
+        assert!(too_many[0].starts_with("fd00::/99 splits into 2^17 blocks of /116;"), "{}", too_many[0]);
+    }
+
+    #[test]
+    fn node_family_rows_carry_their_own_familys_request() {
+        // n holds an IPv4 block of p and requests 5 IPv4 and 3 IPv6 addresses; m holds nothing and
+        // requests 7 IPv6 addresses only.
+        let request = |name: &str, blocks: &[&str], ipv4: u64, ipv6: u64| json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name},
+            "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": blocks}], "requested": [{"pool": "p", "needed": {"ipv4-addrs": ipv4, "ipv6-addrs": ipv6}}]}}}});
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})),
+            request("n", &["10.0.0.0/26"], 5, 3),
+            request("m", &[], 0, 7),
+        ]);
+        let report = analyze(&snap);
+        let rows = |node: usize| -> Vec<(Family, usize, u64)> { report.nodes[node].pools[0].families.iter().map(|f| (f.family, f.blocks, f.needed_addresses)).collect() };
+        assert_eq!(report.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["m", "n"]);
+        assert_eq!(rows(0), [(Family::Ipv6, 0, 7)], "m: only the family it requests");
+        assert_eq!(rows(1), [(Family::Ipv4, 1, 5), (Family::Ipv6, 0, 3)]);
     }
 }
