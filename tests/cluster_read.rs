@@ -251,12 +251,8 @@ fn no_cilium_crds_exit_3() {
     assert!(version.contains("is Cilium installed with multi-pool IPAM?"), "{version}");
 }
 
-/// `usage --watch` piped: one block first, a new block after a CiliumNode gets a block, exit 0
-/// on SIGINT.
-#[test]
-fn watch_rerenders_when_a_node_gets_a_block() {
-    let cluster = TestCluster::start(Dialect::V2alpha1);
-    cluster.create_objects(vec![v2alpha1_pool("default", "10.10.0.0/16", 24), cilium_node("node-a", &[("default", &["10.10.0.0/24", "10.10.1.0/24"])], 16)]);
+/// `usage --watch --no-headers` with its output piped, and a reader of its lines.
+fn watch_piped(cluster: &TestCluster) -> (std::process::Child, LineReader) {
     let mut child = cluster
         .plugin_process()
         .args(["usage", "--watch", "--no-headers"])
@@ -265,6 +261,16 @@ fn watch_rerenders_when_a_node_gets_a_block() {
         .spawn()
         .expect("spawn the plugin");
     let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    (child, lines)
+}
+
+/// `usage --watch` piped: one block first, a new block after a CiliumNode gets a block, exit 0
+/// on SIGINT.
+#[test]
+fn watch_rerenders_when_a_node_gets_a_block() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![v2alpha1_pool("default", "10.10.0.0/16", 24), cilium_node("node-a", &[("default", &["10.10.0.0/24", "10.10.1.0/24"])], 16)]);
+    let (mut child, lines) = watch_piped(&cluster);
     let blocks_column = |line: &str| line.split_whitespace().nth(3).map(str::to_string);
     let first = lines.read_until(Duration::from_secs(30), "first render", |l| l.starts_with("default"));
     assert_eq!(blocks_column(first.last().unwrap()).as_deref(), Some("2/256"), "{first:?}");
@@ -306,14 +312,7 @@ fn watch_follows_pods_that_come_change_and_go() {
         pod("shop", "p2", "node-a", &["10.10.0.6"]),
         pod("shop", "p3", "node-a", &["10.10.0.7"]),
     ]);
-    let mut child = cluster
-        .plugin_process()
-        .args(["usage", "--watch", "--no-headers"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn the plugin");
-    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let (mut child, lines) = watch_piped(&cluster);
     let used = |line: &str| line.starts_with("default").then(|| line.split_whitespace().nth(7).and_then(|u| u.parse::<u64>().ok())).flatten();
     let first = lines.read_until(Duration::from_secs(30), "first render", |l| used(l).is_some());
     let start = used(first.last().unwrap()).unwrap();

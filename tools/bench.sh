@@ -146,16 +146,18 @@ rounds=0 end=$((SECONDS + WATCH_MINUTES * 60))
 while (( SECONDS < end )); do
   for i in $(seq 1 25); do churn_pod "churn-$rounds-$i"; done | kubectl create -f - >/dev/null
   if (( rounds > 0 )); then
-    kubectl delete pod -n churn --wait=false $(for i in $(seq 1 25); do echo "churn-$((rounds - 1))-$i"; done) >/dev/null
+    # Forced: without a kubelet a graceful delete never completes and the pods would pile up.
+    kubectl delete pod -n churn --grace-period=0 --force $(for i in $(seq 1 25); do echo "churn-$((rounds - 1))-$i"; done) >/dev/null 2>&1
   fi
   rounds=$((rounds + 1))
 done
 sleep 5
 last=$(rss_of "$watch_pid")
 frames=$(grep -c '^# ' "$WORK/watch.out" || true)
+left=$(kubectl get pods -n churn --no-headers 2>/dev/null | wc -l)
 kill -INT "$watch_pid"; wait "$watch_pid" || true
 echo
-echo "## \`usage --watch\` under churn ($WATCH_MINUTES min, $rounds rounds of 25 pods created and 25 deleted)"
+echo "## \`usage --watch\` under churn ($WATCH_MINUTES min, $rounds rounds of 25 pods created and 25 deleted; $left churn pods at the end)"
 echo
 echo "| RSS after the first frame | RSS at the end | end / first | frames |"
 echo "|---|---|---|---|"
