@@ -14,24 +14,25 @@ use std::collections::{BTreeSet, HashMap};
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
-    let listed = ListedBlocks::from_nodes(&snapshot.nodes);
     let in_use = InUse::collect(snapshot);
+    let mut listed = ListedBlocks::from_nodes(&snapshot.nodes);
+    listed.count_used([&in_use.ipv4, &in_use.ipv6]);
     let entries = entries_by_pool(&snapshot.nodes);
     let mut problems = Problems::default();
     let mut pools: Vec<PoolReport> = snapshot
         .pools
         .iter()
-        .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &mut problems))
+        .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &listed, &mut problems))
         .collect();
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
-    let nodes = node_reports(snapshot, &in_use);
+    let nodes = node_reports(snapshot, &in_use, &listed);
     checks::cluster(snapshot, &pools, &nodes, &listed, &mut problems);
     super::modes::migration_problems(snapshot, &pools, &mut problems);
     let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
     let unmanaged_ips = Family::ALL
         .iter()
-        .map(|&f| in_use.family(f).iter().filter(|&v| listed.lookup(Addr { family: f, value: v }).is_none()).count())
+        .map(|&f| in_use.family(f).count_outside(&listed.covered(f)))
         .sum();
     Report {
         pools,
@@ -51,23 +52,27 @@ struct InUse {
 
 impl InUse {
     fn collect(snapshot: &Snapshot) -> InUse {
-        let pods: Vec<&crate::model::Pod> = snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()).collect();
+        let pods = snapshot.pods.as_deref().unwrap_or_default();
         let endpoints = snapshot.endpoints.as_deref().unwrap_or_default();
         let infrastructure = snapshot.nodes.iter().flat_map(|n| n.infrastructure_ips.iter());
-        let all = pods.iter().flat_map(|p| p.ips.iter()).chain(endpoints.iter().flat_map(|e| e.ips.iter())).chain(infrastructure.clone());
-        let (mut ipv4, mut ipv6) = (Vec::new(), Vec::new());
-        for addr in all {
-            match addr.family {
-                Family::Ipv4 => ipv4.push(addr.value),
-                Family::Ipv6 => ipv6.push(addr.value),
-            }
+        let (mut ipv4, mut ipv6) = (Vec::with_capacity(pods.len() + endpoints.len()), Vec::new());
+        let mut add = |addr: &Addr| match addr.family {
+            Family::Ipv4 => ipv4.push(addr.value),
+            Family::Ipv6 => ipv6.push(addr.value),
+        };
+        let mut counted_pods = 0;
+        for pod in pods.iter().filter(|p| p.holds_pod_ips()) {
+            counted_pods += 1;
+            pod.ips.iter().for_each(&mut add);
         }
+        endpoints.iter().flat_map(|e| e.ips.iter()).for_each(&mut add);
+        infrastructure.clone().for_each(&mut add);
         InUse {
             ipv4: AddressSet::new(ipv4),
             ipv6: AddressSet::new(ipv6),
             sources: UsedSources {
                 known: snapshot.pods.is_some() || snapshot.endpoints.is_some(),
-                pods: pods.len(),
+                pods: counted_pods,
                 endpoints: endpoints.len(),
                 infrastructure_ips: infrastructure.count(),
                 unmanaged_ips: 0,
@@ -94,7 +99,7 @@ struct UsableCidr<'a> {
     reserved: &'a [ReservedRange],
 }
 
-fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, problems: &mut Problems) -> PoolReport {
+fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, listed: &ListedBlocks, problems: &mut Problems) -> PoolReport {
     checks::pool_issues(problems, &pool.name, &pool.issues);
     let rejection = operator_rejection(pool);
     if let Some(why) = &rejection {
@@ -104,7 +109,7 @@ fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, problems: &mu
         name: pool.name.clone(),
         api_version: pool.api_version.clone(),
         dialect: pool.dialect,
-        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), entries, in_use, problems)).collect(),
+        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), entries, in_use, listed, problems)).collect(),
         allow_first_ip: pool.allow_first_ip,
         allow_last_ip: pool.allow_last_ip,
     }
@@ -112,11 +117,11 @@ fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, problems: &mu
 
 /// One family of a pool: which CIDRs count, the blocks nodes hold in them, each CIDR's
 /// figures, then the family's totals.
-fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeEntry], in_use: &InUse, problems: &mut Problems) -> FamilyReport {
+fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeEntry], in_use: &InUse, listed: &ListedBlocks, problems: &mut Problems) -> FamilyReport {
     checks::unmatched_pool_entries(problems, &pool.name, fam);
     let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
-    let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use };
+    let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use, listed };
     // Blocks listed under this pool's name, of this family: in one of its CIDRs, or orphans.
     let mut in_cidrs: Vec<Vec<HeldBlock>> = vec![Vec::new(); usable.len()];
     let mut orphans = Vec::new();
@@ -283,6 +288,7 @@ struct BlockUse<'a> {
     allow_first_ip: bool,
     allow_last_ip: bool,
     in_use: &'a InUse,
+    listed: &'a ListedBlocks<'a>,
 }
 
 impl BlockUse<'_> {
@@ -291,12 +297,17 @@ impl BlockUse<'_> {
     }
 
     fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a str>) -> HeldBlock {
-        let used = Count::from(self.in_use.family(self.family).count_in_range(prefix.first(), prefix.last()));
+        let used = Count::from(used_in(prefix, self.in_use, self.listed));
         HeldBlock { prefix: *prefix, nodes: holders.map(str::to_string).collect(), used, usable: self.usable(prefix.len) }
     }
 }
 
 /// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
+/// In-use addresses inside `block`: counted beforehand when some node lists it.
+fn used_in(block: &Prefix, in_use: &InUse, listed: &ListedBlocks) -> usize {
+    listed.used(block).unwrap_or_else(|| in_use.family(block.family).count_in_range(block.first(), block.last()))
+}
+
 fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, occupied: &IntervalSet, problems: &mut Problems) -> CidrReport {
     let capacity = blocks::capacity(&c.prefix, mask);
     let last_index = (capacity - Count::from(1u64)).to_u128().expect("at most 2^128 blocks per CIDR");
@@ -385,13 +396,13 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
 }
 
-fn node_reports(snapshot: &Snapshot, in_use: &InUse) -> Vec<NodeReport> {
-    snapshot.nodes.iter().map(|node| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, node, in_use), ignored: node.ignored }).collect()
+fn node_reports(snapshot: &Snapshot, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodeReport> {
+    snapshot.nodes.iter().map(|node| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, node, in_use, listed), ignored: node.ignored }).collect()
 }
 
 /// One row per pool the node lists or requests, in that order. Runs for every node of the
 /// cluster: few allocations, no interval set for the usual one block per family.
-fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse) -> Vec<NodePoolReport> {
+fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
     let mut names: Vec<&str> = Vec::with_capacity(node.allocated.len() + node.requested.len());
     for name in node.allocated.iter().map(|a| a.pool.as_str()).chain(node.requested.iter().map(|r| r.pool.as_str())) {
         if !names.contains(&name) {
@@ -420,7 +431,7 @@ fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse) -> Vec<NodePoolR
                     let addresses = in_use.family(family);
                     // Distinct addresses: blocks listed twice or overlapping count once.
                     let used_addresses = in_use.sources.known.then(|| match (held().next(), held().nth(1)) {
-                        (Some((only, _)), None) => Count::from(addresses.count_in_range(only.first(), only.last())),
+                        (Some((only, _)), None) => Count::from(used_in(&only, in_use, listed)),
                         _ => addresses.count_in(&IntervalSet::from_ranges(held().map(|(p, _)| (p.first(), p.last())))),
                     });
                     let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };

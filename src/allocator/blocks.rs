@@ -65,6 +65,8 @@ pub struct ListedBlocks<'a> {
     index: HashMap<Prefix, usize, foldhash::fast::FixedState>,
     /// Prefix lengths present, per family (IPv4, IPv6), longest first (for longest-prefix match).
     lengths: [Vec<u8>; 2],
+    /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
+    used: Vec<usize>,
 }
 
 impl<'a> ListedBlocks<'a> {
@@ -84,6 +86,7 @@ impl<'a> ListedBlocks<'a> {
             blocks: Vec::with_capacity(pairs.len()),
             index: HashMap::with_capacity_and_hasher(pairs.len(), Default::default()),
             lengths: Default::default(),
+            used: Vec::new(),
         };
         for run in pairs.chunk_by(|a, b| a.0 == b.0) {
             let block = run[0].0;
@@ -107,6 +110,32 @@ impl<'a> ListedBlocks<'a> {
         self.blocks.iter().map(|(block, start, end)| (block, &self.listings[*start..*end]))
     }
 
+    /// Counts the addresses of `in_use` (IPv4, IPv6) inside every listed block in one ascending
+    /// sweep: the blocks and the addresses are both sorted, so each count starts where the
+    /// previous one began instead of searching all addresses again.
+    pub fn count_used(&mut self, in_use: [&AddressSet; 2]) {
+        let mut from = [0; 2];
+        self.used = self
+            .blocks
+            .iter()
+            .map(|(block, _, _)| {
+                let (sorted, from) = (&in_use[family_slot(block.family)].sorted, &mut from[family_slot(block.family)]);
+                *from = gallop(sorted, *from, |v| v < block.first());
+                gallop(sorted, *from, |v| v <= block.last()) - *from
+            })
+            .collect();
+    }
+
+    /// In-use addresses inside `block`, when it is listed and [`ListedBlocks::count_used`] ran.
+    pub fn used(&self, block: &Prefix) -> Option<usize> {
+        self.used.get(*self.index.get(block)?).copied()
+    }
+
+    /// The addresses of `family` some listed block contains.
+    pub fn covered(&self, family: Family) -> IntervalSet {
+        IntervalSet::from_ranges(self.blocks.iter().filter(|(b, _, _)| b.family == family).map(|(b, _, _)| (b.first(), b.last())))
+    }
+
     /// The most specific listed block containing `addr`, with who lists it.
     pub fn lookup(&self, addr: Addr) -> Option<(&Prefix, &[Listing<'a>])> {
         self.lengths[family_slot(addr.family)].iter().find_map(|&len| {
@@ -123,6 +152,18 @@ fn family_slot(family: Family) -> usize {
     }
 }
 
+/// The end of the run of `sorted[from..]` for which `below` holds (`below` is true, then false),
+/// found by doubling steps from `from`: a few probes when the run is short, as in a sweep.
+fn gallop(sorted: &[u128], from: usize, below: impl Fn(u128) -> bool) -> usize {
+    let rest = &sorted[from..];
+    let mut bound = 1;
+    while bound < rest.len() && below(rest[bound]) {
+        bound *= 2;
+    }
+    let lo = bound / 2;
+    from + lo + rest[lo..bound.min(rest.len())].partition_point(|&v| below(v))
+}
+
 /// Distinct addresses of one family, sorted, for counting how many fall into ranges.
 #[derive(Debug, Default)]
 pub struct AddressSet {
@@ -132,7 +173,8 @@ pub struct AddressSet {
 impl AddressSet {
     pub fn new(values: impl IntoIterator<Item = u128>) -> AddressSet {
         let mut sorted: Vec<u128> = values.into_iter().collect();
-        sorted.sort_unstable();
+        // Radix sort passes only over the bytes that differ: for IPv4 the low four.
+        radsort::sort(&mut sorted);
         sorted.dedup();
         AddressSet { sorted }
     }
@@ -144,7 +186,16 @@ impl AddressSet {
     }
 
     pub fn count_in(&self, set: &IntervalSet) -> Count {
-        Count::from(set.ranges().iter().map(|&(s, e)| self.count_in_range(s, e)).sum::<usize>())
+        Count::from(self.count_inside(set))
+    }
+
+    /// Addresses in none of `set`'s ranges.
+    pub fn count_outside(&self, set: &IntervalSet) -> usize {
+        self.len() - self.count_inside(set)
+    }
+
+    fn count_inside(&self, set: &IntervalSet) -> usize {
+        set.ranges().iter().map(|&(s, e)| self.count_in_range(s, e)).sum()
     }
 
     pub fn len(&self) -> usize {
@@ -185,6 +236,36 @@ mod tests {
         assert_eq!((set.len(), set.iter().collect::<Vec<_>>()), (3, vec![3, 7, 10]));
         assert_eq!((set.count_in_range(3, 7), set.count_in_range(4, 9), set.count_in_range(11, u128::MAX)), (2, 1, 0));
         assert_eq!(set.count_in(&IntervalSet::from_ranges([(0, 3), (10, 10)])), Count::from(2u64));
+    }
+
+    #[test]
+    fn listed_blocks_count_the_addresses_inside_them() {
+        let node = |name: &str, cidrs: &[&str]| {
+            Node::decode(&serde_json::json!({"metadata": {"name": name}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": cidrs}]}}}}))
+        };
+        // Nested (/24 around a /26), adjacent, empty and IPv6 blocks; addresses between and outside them.
+        let nodes = [node("a", &["10.0.0.0/24", "10.0.1.0/26", "fd00::/120"]), node("b", &["10.0.0.64/26", "10.0.2.0/26"])];
+        let mut listed = ListedBlocks::from_nodes(&nodes);
+        let v4 = |text: &str| Addr::parse(text).unwrap().value;
+        let ipv4 = AddressSet::new(["9.0.0.1", "10.0.0.1", "10.0.0.64", "10.0.0.127", "10.0.0.128", "10.0.1.5", "10.0.1.64", "11.0.0.0"].map(v4));
+        let ipv6 = AddressSet::new(["fd00::1", "fd00::ff", "fd00::100"].map(v4));
+        let used = |listed: &ListedBlocks, block: &str| listed.used(&Prefix::parse(block).unwrap());
+        assert_eq!(used(&listed, "10.0.0.0/24"), None, "not counted yet");
+        listed.count_used([&ipv4, &ipv6]);
+        let counts: Vec<Option<usize>> = ["10.0.0.0/24", "10.0.0.64/26", "10.0.1.0/26", "10.0.2.0/26", "fd00::/120", "10.9.0.0/26"].iter().map(|b| used(&listed, b)).collect();
+        assert_eq!(counts, [Some(4), Some(2), Some(1), Some(0), Some(2), None]);
+        let outside: Vec<usize> = [(&ipv4, Family::Ipv4), (&ipv6, Family::Ipv6)].iter().map(|(set, f)| set.count_outside(&listed.covered(*f))).collect();
+        assert_eq!(outside, [3, 1], "9.0.0.1, 10.0.1.64 and 11.0.0.0; fd00::100");
+    }
+
+    #[test]
+    fn gallop_finds_the_end_of_a_run_from_any_start() {
+        let sorted: Vec<u128> = (0..100).map(|v| v * 3).collect();
+        for from in [0, 1, 7, 50, 99, 100] {
+            for limit in [0, 1, 3, 4, 150, 297, 298, 1000] {
+                assert_eq!(gallop(&sorted, from, |v| v < limit), sorted.partition_point(|&v| v < limit).max(from), "from {from}, below {limit}");
+            }
+        }
     }
 
     #[test]
