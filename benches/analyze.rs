@@ -13,6 +13,10 @@ use scale::{Kind, Scale};
 use serde_json::{Value, json};
 use std::hint::black_box;
 
+/// The binary's allocator, so the figures are the product's (src/heap.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Full sizes with `cargo bench`; a hundredth under `cargo test` (which passes no `--bench`).
 fn sized(n: u32) -> u32 {
     if std::env::args().any(|a| a == "--bench") { n } else { (n / 100).max(1) }
@@ -44,6 +48,7 @@ fn full_ipv6_pool(cidr: &str, prefix: u32, mask: u32) -> Snapshot {
 }
 
 fn allocator(c: &mut Criterion) {
+    ciliumpool::heap::tune();
     let mut group = c.benchmark_group("analyze");
     group.sample_size(10);
     for (nodes, pods_per_node, pools) in [(5_000, 30, 10), (20_000, 25, 10)] {

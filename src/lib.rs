@@ -17,6 +17,7 @@ pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod heap;
 pub mod interrupt;
 pub mod manifest;
 pub mod migrate;

@@ -5,7 +5,12 @@ use ciliumpool::commands::{self, Context, Terminal};
 use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 
+/// mimalloc, tuned by `heap::tune` (src/heap.rs says why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
+    ciliumpool::heap::tune();
     let matches = Cli::command().subcommand(complete_command()).get_matches_from(kubectl_verbosity(std::env::args_os()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Some((COMPLETE, args)) = matches.subcommand() {

@@ -14,13 +14,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("render", &["allocator", "manifest", "migrate", "model"]),
     ("cli", &[]),
     ("interrupt", &[]),
+    ("heap", &[]),
     ("source", &["error", "interrupt", "manifest", "model"]),
     ("terminal", &["interrupt", "render"]),
     ("commands", &["allocator", "cli", "error", "interrupt", "manifest", "migrate", "model", "render", "source", "terminal"]),
 ];
 
 /// What `src/main.rs` may use of the library.
-const MAIN: &[&str] = &["cli", "commands", "error", "render", "source"];
+const MAIN: &[&str] = &["cli", "commands", "error", "heap", "render", "source"];
 
 /// The layers that are pure functions of their input: no cluster, file, terminal or process.
 const PURE: &[&str] = &["error", "manifest", "model", "allocator", "migrate", "render"];
