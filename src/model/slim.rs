@@ -52,24 +52,22 @@ pub fn fields_of(kind: &str) -> Option<Keep> {
     }
 }
 
-/// Drops in place what the decoder of `kind` does not read: the in-memory twin of decoding
-/// with [`Slim`], for objects that arrive decoded (watch events). Other kinds are left whole.
-pub fn retain_read_fields(object: &mut Value, kind: &str) {
-    if let Some(keep) = fields_of(kind) {
-        retain(object, keep);
-    }
-}
-
-fn retain(value: &mut Value, keep: Keep) {
-    if let (Keep::Fields(fields), Value::Object(map)) = (keep, value) {
-        map.retain(|key, _| fields.iter().any(|(name, _)| name == key));
-        for (name, sub) in fields {
-            if let Some(inner) = map.get_mut(*name) {
-                retain(inner, *sub);
-            }
-        }
-    }
-}
+/// What `usage --watch` reads of each Pod and CiliumEndpoint it is sent, applied while the object
+/// is parsed (`Keep` is a `DeserializeSeed`): what both decoders read, and the resourceVersion a
+/// watch needs. One set serves both kinds (their fields do not overlap).
+pub const WATCHED_FIELDS: Keep = Keep::Fields(&[
+    (
+        "metadata",
+        Keep::Fields(&[
+            ("name", Keep::All),
+            ("namespace", Keep::All),
+            ("resourceVersion", Keep::All),
+            ("annotations", Keep::Fields(&[("ipam.cilium.io/ip-pool", Keep::All)])),
+        ]),
+    ),
+    ("spec", Keep::Fields(&[("nodeName", Keep::All), ("hostNetwork", Keep::All)])),
+    ("status", Keep::Fields(&[("phase", Keep::All), ("podIP", Keep::All), ("podIPs", Keep::All), ("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
+]);
 
 /// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
 /// that are the document itself or items of a list are decoded (from only the fields their
@@ -274,7 +272,7 @@ mod tests {
 
     fn big_pod(kind_first: bool) -> Value {
         let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "7", "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
                          "annotations": {"ipam.cilium.io/ip-pool": "blue", "checksum/config": "abc"}},
             "spec": {"nodeName": "node-1", "hostNetwork": false, "containers": [{"name": "app", "env": [{"name": "A", "value": "1"}]}]},
             "status": {"phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}, {"ip": "fd00::5"}], "conditions": [{"type": "Ready"}]}});
@@ -335,12 +333,13 @@ mod tests {
             let decoded = &slim.workloads.pods[0];
             assert_eq!((decoded.requested_pool.as_deref(), decoded.ips.len()), (Some("blue"), 2));
         }
-        let mut retained = big_pod(false);
-        retain_read_fields(&mut retained, "Pod");
-        assert_eq!(retained.pointer("/metadata/managedFields"), None);
-        assert_eq!(retained.pointer("/spec/containers"), None);
-        assert_eq!(retained.pointer("/metadata/annotations/checksum~1config"), None);
-        assert_eq!(format!("{:?}", Pod::decode(&retained)), format!("{:?}", Pod::decode(&big_pod(true))));
+        let watched = WATCHED_FIELDS.deserialize(&big_pod(false)).unwrap();
+        assert_eq!(watched.pointer("/metadata/managedFields"), None);
+        assert_eq!(watched.pointer("/spec/containers"), None);
+        assert_eq!(watched.pointer("/metadata/resourceVersion"), Some(&json!("7")), "a watch resumes from it");
+        assert_eq!(watched.pointer("/metadata/uid"), None);
+        assert_eq!(watched.pointer("/metadata/annotations/checksum~1config"), None);
+        assert_eq!(format!("{:?}", Pod::decode(&watched)), format!("{:?}", Pod::decode(&big_pod(true))));
     }
 
     #[test]
@@ -350,9 +349,8 @@ mod tests {
         let slim = slim_json(&pool()).unwrap();
         assert_eq!(slim.document, Some(pool()), "pools are kept whole: writes need every field");
         assert!(slim.workloads.is_empty());
-        let mut map = json!({"kind": "ConfigMap", "data": {"a": "b"}});
-        retain_read_fields(&mut map, "ConfigMap");
-        assert_eq!(map, json!({"kind": "ConfigMap", "data": {"a": "b"}}));
+        let watched = WATCHED_FIELDS.deserialize(&endpoint()).unwrap();
+        assert_eq!(debug(&[Endpoint::decode(&watched)]), debug(&[Endpoint::decode(&endpoint())]));
     }
 
     #[test]

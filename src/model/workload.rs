@@ -24,6 +24,20 @@ impl Names {
         self.0.insert(shared.clone());
         shared
     }
+
+    /// Drops the names no decoded object holds any more, so a set kept across the frames of a
+    /// watch follows the namespaces and nodes that exist, not every one ever seen.
+    pub fn forget_unused(&mut self) {
+        self.0.retain(|name| Arc::strong_count(name) > 1);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Pods and CiliumEndpoints decoded while they were read (`slim`), apart from the other objects.
@@ -157,6 +171,21 @@ mod tests {
         assert!(!done.holds_pod_ips());
         let host = Pod::decode(&json!({"spec": {"hostNetwork": true}, "status": {"phase": "Running"}}));
         assert!(!host.holds_pod_ips());
+    }
+
+    #[test]
+    fn names_are_shared_and_forgotten_once_unused() {
+        let mut names = Names::default();
+        let pod = |ns: &str, node: &str| json!({"metadata": {"name": "p", "namespace": ns}, "spec": {"nodeName": node}});
+        let kept = Pod::decode_into(&pod("ns", "n1"), &mut names);
+        let gone = Pod::decode_into(&pod("ns", "n2"), &mut names);
+        assert!(Arc::ptr_eq(&kept.namespace, &gone.namespace), "one copy of each name");
+        assert_eq!(names.len(), 3);
+        drop(gone);
+        names.forget_unused();
+        assert_eq!(names.len(), 2, "n2 is held by no pod");
+        let again = Pod::decode_into(&pod("ns", "n1"), &mut names);
+        assert!(Arc::ptr_eq(&kept.node_name.unwrap(), &again.node_name.unwrap()), "what is still held stays shared");
     }
 
     #[test]

@@ -26,12 +26,24 @@ fn nodes_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
 }
 
+/// A kind as the API serves it, for types that name their kind at compile time (`source::watch`).
+pub struct Kind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+}
+
+pub const PODS: Kind = Kind { group: "", version: "v1", api_version: "v1", kind: "Pod", plural: "pods" };
+pub const CILIUM_ENDPOINTS: Kind = Kind { group: "cilium.io", version: "v2", api_version: "cilium.io/v2", kind: "CiliumEndpoint", plural: "ciliumendpoints" };
+
 fn pods_resource() -> ApiResource {
-    resource("", "v1", "Pod", "pods")
+    resource(PODS.group, PODS.version, PODS.kind, PODS.plural)
 }
 
 fn endpoints_resource() -> ApiResource {
-    resource("cilium.io", "v2", "CiliumEndpoint", "ciliumendpoints")
+    resource(CILIUM_ENDPOINTS.group, CILIUM_ENDPOINTS.version, CILIUM_ENDPOINTS.kind, CILIUM_ENDPOINTS.plural)
 }
 
 fn config_maps_resource() -> ApiResource {
@@ -168,10 +180,10 @@ impl Cluster {
     }
 
     /// An API handle for a resource, in the `-n` namespace when it is namespaced and one was given.
-    pub fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
+    pub fn api<K: kube::Resource<Scope = kube::core::DynamicResourceScope>>(&self, resource: &K::DynamicType) -> Api<K> {
         let client = self.connection.client.clone();
         match &self.namespace {
-            Some(namespace) if NAMESPACED.contains(&resource.plural.as_str()) => Api::namespaced_with(client, namespace, resource),
+            Some(namespace) if NAMESPACED.contains(&K::plural(resource).as_ref()) => Api::namespaced_with(client, namespace, resource),
             _ => Api::all_with(client, resource),
         }
     }

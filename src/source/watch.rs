@@ -1,37 +1,124 @@
 //! Change notifications for `usage --watch`: one reflector per source (pools, CiliumNodes, and
 //! pods/CiliumEndpoints when readable). Each keeps the current objects, so a change rebuilds the
-//! snapshot from memory instead of re-listing a large cluster every second.
+//! snapshot from memory instead of re-listing a large cluster every second. Pods and CiliumEndpoints
+//! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
-use super::cluster::{Cluster, Layout, Listed, Objects, typed_value};
+use super::cluster::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
+use crate::model::slim;
+use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::stream::{BoxStream, SelectAll};
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{ApiResource, DynamicObject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
+use kube::core::{DynamicResourceScope, Resource};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
-use crate::model::slim;
-use crate::model::workload::{Endpoint, Pod, Workloads};
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::time::Duration;
 
 /// One watched resource and the objects its reflector holds.
-struct Watched {
-    resource: ApiResource,
-    store: Store<DynamicObject>,
-    /// Pods and CiliumEndpoints decoded for an earlier frame, by uid and resourceVersion: a
-    /// frame decodes only the objects that changed since, instead of every pod of the cluster
-    /// (which made each frame allocate and free the whole store's worth of JSON).
-    decoded: RefCell<HashMap<(String, String), Decoded>>,
+struct Watched<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Clone + Eq + Hash,
+{
+    resource: K::DynamicType,
+    store: Store<K>,
 }
 
-#[derive(Clone)]
-enum Decoded {
-    Pod(Pod),
-    Endpoint(Endpoint),
+/// A Pod or CiliumEndpoint as a watch store keeps it: the metadata the reflector needs and the
+/// object already decoded into the model's struct. It is deserialized straight from the API
+/// server's bytes reading only [`slim::WATCHED_FIELDS`], so neither a list page nor an event
+/// builds the whole object (a real pod is 5–10 KB of JSON, of which a dozen fields are read), and
+/// a frame clones the decoded structs instead of decoding the store again.
+#[derive(Clone, Debug)]
+struct Decoded<T> {
+    /// Name, namespace and resourceVersion only.
+    metadata: ObjectMeta,
+    item: T,
 }
 
-impl Watched {
+/// A kind a watch store decodes (see [`Decoded`]).
+trait Workload: Clone + Debug + Send + Sync + 'static {
+    const KIND: Kind;
+    fn decode(object: &Value, names: &mut Names) -> Self;
+}
+
+impl Workload for Pod {
+    const KIND: Kind = PODS;
+    fn decode(object: &Value, names: &mut Names) -> Pod {
+        Pod::decode_into(object, names)
+    }
+}
+
+impl Workload for Endpoint {
+    const KIND: Kind = CILIUM_ENDPOINTS;
+    fn decode(object: &Value, names: &mut Names) -> Endpoint {
+        Endpoint::decode_into(object, names)
+    }
+}
+
+thread_local! {
+    /// The namespace and node names of every decoded object of a watch, shared as one copy each
+    /// (a deserializer has no other way to reach shared state). The watch runs on one thread;
+    /// were it not, names would only be shared less.
+    static NAMES: RefCell<Names> = RefCell::default();
+}
+
+impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = slim::WATCHED_FIELDS.deserialize(deserializer)?;
+        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+        let metadata = ObjectMeta {
+            name: text("/metadata/name"),
+            namespace: text("/metadata/namespace"),
+            resource_version: text("/metadata/resourceVersion"),
+            ..ObjectMeta::default()
+        };
+        let item = NAMES.with_borrow_mut(|names| T::decode(&object, names));
+        Ok(Decoded { metadata, item })
+    }
+}
+
+impl<T: Workload> Resource for Decoded<T> {
+    type DynamicType = ();
+    type Scope = DynamicResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        T::KIND.kind.into()
+    }
+
+    fn group(_: &()) -> Cow<'_, str> {
+        T::KIND.group.into()
+    }
+
+    fn version(_: &()) -> Cow<'_, str> {
+        T::KIND.version.into()
+    }
+
+    fn api_version(_: &()) -> Cow<'_, str> {
+        T::KIND.api_version.into()
+    }
+
+    fn plural(_: &()) -> Cow<'_, str> {
+        T::KIND.plural.into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Watched<DynamicObject> {
     fn objects(&self) -> Vec<Value> {
         self.store.state().iter().map(|object| typed_value(object.as_ref().clone(), &self.resource)).collect()
     }
@@ -39,55 +126,18 @@ impl Watched {
     fn listed(&self) -> Listed {
         Listed { items: self.objects(), workloads: Default::default() }
     }
+}
 
-    /// The pods or endpoints of the store, decoded; what an earlier frame decoded is reused.
-    fn workloads(&self) -> Listed {
-        let mut earlier = self.decoded.borrow_mut();
-        let mut now = HashMap::with_capacity(earlier.len());
-        let mut workloads = Workloads::default();
-        for object in self.store.state() {
-            let key = (object.metadata.uid.clone().unwrap_or_default(), object.metadata.resource_version.clone().unwrap_or_default());
-            let decoded = match earlier.remove(&key) {
-                Some(decoded) => decoded,
-                None => {
-                    let value = typed_value(object.as_ref().clone(), &self.resource);
-                    match self.resource.kind.as_str() {
-                        "Pod" => Decoded::Pod(Pod::decode_into(&value, &mut workloads.names)),
-                        _ => Decoded::Endpoint(Endpoint::decode_into(&value, &mut workloads.names)),
-                    }
-                }
-            };
-            match &decoded {
-                Decoded::Pod(pod) => workloads.pods.push(pod.clone()),
-                Decoded::Endpoint(endpoint) => workloads.endpoints.push(endpoint.clone()),
-            }
-            // Without a uid (never from an API server) an object is decoded again each frame.
-            if !key.0.is_empty() {
-                now.insert(key, decoded);
-            }
-        }
-        *earlier = now;
-        Listed { items: Vec::new(), workloads }
+impl<T: Workload> Watched<Decoded<T>> {
+    /// The decoded objects of the store.
+    fn items(&self) -> Vec<T> {
+        self.store.state().iter().map(|object| object.item.clone()).collect()
     }
 }
 
-/// `object` without what the snapshot never reads of its kind (see `model::slim`).
-fn slim_object(object: &mut DynamicObject, kind: &str) {
-    if slim::fields_of(kind).is_none() {
-        return;
-    }
-    let types = object.types.take();
-    let mut value = serde_json::to_value(&*object).expect("a Kubernetes object serializes to JSON");
-    slim::retain_read_fields(&mut value, kind);
-    if let Ok(mut slimmed) = serde_json::from_value::<DynamicObject>(value) {
-        slimmed.types = types;
-        // What identifies this version of the object: the key of `Watched::decoded`.
-        slimmed.metadata.uid = object.metadata.uid.take();
-        slimmed.metadata.resource_version = object.metadata.resource_version.take();
-        *object = slimmed;
-    } else {
-        object.types = types;
-    }
+/// Pods and endpoints of the stores, as a snapshot takes them.
+fn workloads(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Listed {
+    Listed { items: Vec::new(), workloads: Workloads { pods, endpoints, names: Names::default() } }
 }
 
 /// The longest watch request the server may hold open (kube's default, below the apiserver's cap).
@@ -111,43 +161,47 @@ enum Signal {
 }
 
 pub struct Watch {
-    pools: Watched,
-    nodes: Watched,
-    pods: Option<Watched>,
-    endpoints: Option<Watched>,
+    pools: Watched<DynamicObject>,
+    nodes: Watched<DynamicObject>,
+    pods: Option<Watched<Decoded<Pod>>>,
+    endpoints: Option<Watched<Decoded<Endpoint>>>,
     signals: SelectAll<BoxStream<'static, Signal>>,
     /// Per source: its initial listing is complete, so its store is the whole picture.
     listed: Vec<bool>,
 }
 
+/// Starts one reflector; its events become signals for the source with the next index.
+fn start<K>(cluster: &Cluster, resource: K::DynamicType, config: &watcher::Config, signals: &mut SelectAll<BoxStream<'static, Signal>>) -> Watched<K>
+where
+    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+{
+    let writer = Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let source = signals.len();
+    let stream = watcher(cluster.api::<K>(&resource), config.clone())
+        .default_backoff()
+        .reflect(writer)
+        .map_ok(move |event| match event {
+            watcher::Event::InitDone => Signal::Changed { source, listed: true },
+            _ => Signal::Changed { source, listed: false },
+        })
+        .map(|item| item.unwrap_or_else(Signal::Failed));
+    signals.push(stream.boxed());
+    Watched { resource, store }
+}
+
 impl Watch {
-    /// Starts watching every source the first read could use.
+    /// Starts watching every source the first read could use. Pools and CiliumNodes are kept
+    /// whole; the stores that hold every pod and endpoint of the cluster keep them decoded
+    /// ([`Decoded`]).
     pub fn start(cluster: &Cluster, layout: &Layout) -> Watch {
         let mut signals = SelectAll::new();
         let config = watcher_config(cluster.connection.timeout);
-        let mut start = |resource: &ApiResource| {
-            let writer = Writer::new(resource.clone());
-            let store = writer.as_reader();
-            let source = signals.len();
-            let kind = resource.kind.clone();
-            let stream = watcher(cluster.api(resource), config.clone())
-                .default_backoff()
-                // The stores hold every pod of the cluster for as long as the watch runs: keep
-                // only what the snapshot reads of each.
-                .map_ok(move |event| event.modify(|object| slim_object(object, &kind)))
-                .reflect(writer)
-                .map_ok(move |event| match event {
-                    watcher::Event::InitDone => Signal::Changed { source, listed: true },
-                    _ => Signal::Changed { source, listed: false },
-                })
-                .map(|item| item.unwrap_or_else(Signal::Failed));
-            signals.push(stream.boxed());
-            Watched { resource: resource.clone(), store, decoded: Default::default() }
-        };
-        let pools = start(&layout.pools);
-        let nodes = start(&layout.nodes);
-        let pods = layout.readable_pods().map(&mut start);
-        let endpoints = layout.readable_endpoints().map(&mut start);
+        let pools = start(cluster, layout.pools.clone(), &config, &mut signals);
+        let nodes = start(cluster, layout.nodes.clone(), &config, &mut signals);
+        let pods = layout.readable_pods().map(|_| start(cluster, (), &config, &mut signals));
+        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), &config, &mut signals));
         let listed = vec![false; signals.len()];
         Watch { pools, nodes, pods, endpoints, signals, listed }
     }
@@ -191,11 +245,14 @@ impl Watch {
 
     /// The snapshot the watched objects make now.
     pub fn snapshot(&self, layout: &Layout) -> crate::model::Snapshot {
-        layout.snapshot(Objects {
+        let snapshot = layout.snapshot(Objects {
             pools: self.pools.objects(),
             nodes: self.nodes.listed(),
-            pods: self.pods.as_ref().map(Watched::workloads),
-            endpoints: self.endpoints.as_ref().map(Watched::workloads),
-        })
+            pods: self.pods.as_ref().map(|pods| workloads(pods.items(), Vec::new())),
+            endpoints: self.endpoints.as_ref().map(|endpoints| workloads(Vec::new(), endpoints.items())),
+        });
+        // Names no stored object holds any more (deleted pods, removed nodes) are let go.
+        NAMES.with_borrow_mut(Names::forget_unused);
+        snapshot
     }
 }
