@@ -61,7 +61,6 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     }
     screen.show(&render::output(&usage, ctx.format, &ctx.style), &[], &pool_figures(&usage))?;
     // The watch lists every object again into its own stores: the first read's are not kept.
-    drop(usage);
     drop((report, snapshot));
     let mut watch = Watch::start(&cluster, &layout);
     let result = follow(&args, ctx, &mut screen, &mut watch, &layout).await;
