@@ -256,3 +256,41 @@ impl Watch {
         snapshot
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::WatchEvent;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn pod(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+                         "managedFields": [{"manager": "kubelet"}], "annotations": {"ipam.cilium.io/ip-pool": "blue", "other": "x"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "app"}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.5"}, {"ip": "fd00::5"}], "conditions": [{"type": "Ready"}]}})
+    }
+
+    #[test]
+    fn a_watched_pod_is_decoded_and_keeps_the_metadata_the_reflector_needs() {
+        let decoded: Decoded<Pod> = serde_json::from_value(pod("web-1")).unwrap();
+        assert_eq!(format!("{:?}", decoded.item), format!("{:?}", Pod::decode(&pod("web-1"))));
+        let expected = ObjectMeta { name: Some("web-1".into()), namespace: Some("shop".into()), resource_version: Some("42".into()), ..ObjectMeta::default() };
+        assert_eq!(decoded.metadata, expected);
+        let other: Decoded<Pod> = serde_json::from_value(pod("web-2")).unwrap();
+        assert!(Arc::ptr_eq(&decoded.item.namespace, &other.item.namespace), "one copy of a namespace across the watch");
+    }
+
+    #[test]
+    fn watch_events_and_requests_are_those_of_pods_and_endpoints() {
+        let endpoint = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "7"},
+            "status": {"identity": {"id": 7}, "networking": {"addressing": [{"ipv4": "10.1.0.5"}]}}});
+        let event: WatchEvent<Decoded<Endpoint>> = serde_json::from_value(json!({"type": "DELETED", "object": endpoint.clone()})).unwrap();
+        let WatchEvent::Deleted(deleted) = event else { panic!("a DELETED event") };
+        assert_eq!(format!("{:?}", deleted.item), format!("{:?}", Endpoint::decode(&endpoint)));
+        assert_eq!(deleted.metadata.resource_version.as_deref(), Some("7"), "a watch resumes from it");
+        assert_eq!(Decoded::<Pod>::url_path(&(), Some("shop")), "/api/v1/namespaces/shop/pods");
+        assert_eq!(Decoded::<Endpoint>::url_path(&(), None), "/apis/cilium.io/v2/ciliumendpoints");
+    }
+}
