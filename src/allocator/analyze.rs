@@ -9,6 +9,7 @@ use super::interval::IntervalSet;
 use super::report::*;
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Addr, AddrRange, Family, Node, Pool, Prefix, Snapshot};
+use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 /// The operator rejects IPv6 CIDRs split into more blocks than this (2^16).
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
@@ -415,27 +416,26 @@ fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse, listed: &ListedB
             let pool = snapshot.pool(name);
             let entries = || node.allocated.iter().filter(move |a| a.pool == name);
             // Every listed block of the pool with its usable addresses (the entry's flags, else the pool's).
-            let prefixes = || {
-                entries().flat_map(move |entry| {
+            let held: SmallVec<[(Prefix, Count); 4]> = entries()
+                .flat_map(|entry| {
                     let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
                     let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
                     entry.blocks.iter().filter_map(|b| b.prefix).map(move |b| (b, blocks::usable(b.family, b.len, allow_first, allow_last)))
                 })
-            };
+                .collect();
             let request = node.requested.iter().find(|r| r.pool == name);
             let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
             let families: Vec<NodeFamilyReport> = Family::ALL
                 .iter()
                 .map(|&family| {
-                    let held = || prefixes().filter(move |(p, _)| p.family == family);
-                    let addresses = in_use.family(family);
+                    let of_family: SmallVec<[(Prefix, Count); 4]> = held.iter().filter(|(p, _)| p.family == family).copied().collect();
                     // Distinct addresses: blocks listed twice or overlapping count once.
-                    let used_addresses = in_use.sources.known.then(|| match (held().next(), held().nth(1)) {
-                        (Some((only, _)), None) => Count::from(used_in(&only, in_use, listed)),
-                        _ => addresses.count_in(&IntervalSet::from_ranges(held().map(|(p, _)| (p.first(), p.last())))),
+                    let used_addresses = in_use.sources.known.then(|| match of_family.as_slice() {
+                        [(only, _)] => Count::from(used_in(only, in_use, listed)),
+                        several => in_use.family(family).count_in(&IntervalSet::from_ranges(several.iter().map(|(p, _)| (p.first(), p.last())))),
                     });
                     let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
-                    NodeFamilyReport { family, blocks: held().count(), usable_addresses: held().map(|(_, usable)| usable).sum(), used_addresses, needed_addresses }
+                    NodeFamilyReport { family, blocks: of_family.len(), usable_addresses: of_family.iter().map(|(_, usable)| *usable).sum(), used_addresses, needed_addresses }
                 })
                 .filter(|f| f.blocks > 0 || f.needed_addresses > 0)
                 .collect();
@@ -446,7 +446,7 @@ fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse, listed: &ListedB
                 used_addresses,
                 needed_addresses: needed,
                 families,
-                usable_addresses: prefixes().map(|(_, usable)| usable).sum(),
+                usable_addresses: held.iter().map(|(_, usable)| *usable).sum(),
                 pool_exists: pool.is_some(),
             }
         })
