@@ -26,20 +26,29 @@ pub enum Keep {
     Fields(&'static [(&'static str, Keep)]),
 }
 
-/// What [`super::workload::Pod::decode`] reads.
+/// What [`super::workload::Pod::decode`] reads, and the resourceVersion `usage --watch` resumes
+/// from (`source::watch` parses what it is sent with these fields too).
 pub const POD_FIELDS: Keep = Keep::Fields(&[
     ("apiVersion", Keep::All),
     ("kind", Keep::All),
-    ("metadata", Keep::Fields(&[("name", Keep::All), ("namespace", Keep::All), ("annotations", Keep::Fields(&[("ipam.cilium.io/ip-pool", Keep::All)]))])),
+    (
+        "metadata",
+        Keep::Fields(&[
+            ("name", Keep::All),
+            ("namespace", Keep::All),
+            ("resourceVersion", Keep::All),
+            ("annotations", Keep::Fields(&[("ipam.cilium.io/ip-pool", Keep::All)])),
+        ]),
+    ),
     ("spec", Keep::Fields(&[("nodeName", Keep::All), ("hostNetwork", Keep::All)])),
     ("status", Keep::Fields(&[("phase", Keep::All), ("podIP", Keep::All), ("podIPs", Keep::All)])),
 ]);
 
-/// What [`super::workload::Endpoint::decode`] reads.
+/// What [`super::workload::Endpoint::decode`] reads, and the resourceVersion (see [`POD_FIELDS`]).
 pub const ENDPOINT_FIELDS: Keep = Keep::Fields(&[
     ("apiVersion", Keep::All),
     ("kind", Keep::All),
-    ("metadata", Keep::Fields(&[("name", Keep::All), ("namespace", Keep::All)])),
+    ("metadata", Keep::Fields(&[("name", Keep::All), ("namespace", Keep::All), ("resourceVersion", Keep::All)])),
     ("status", Keep::Fields(&[("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
 ]);
 
@@ -51,23 +60,6 @@ pub fn fields_of(kind: &str) -> Option<Keep> {
         _ => None,
     }
 }
-
-/// What `usage --watch` reads of each Pod and CiliumEndpoint it is sent, applied while the object
-/// is parsed (`Keep` is a `DeserializeSeed`): what both decoders read, and the resourceVersion a
-/// watch needs. One set serves both kinds (their fields do not overlap).
-pub const WATCHED_FIELDS: Keep = Keep::Fields(&[
-    (
-        "metadata",
-        Keep::Fields(&[
-            ("name", Keep::All),
-            ("namespace", Keep::All),
-            ("resourceVersion", Keep::All),
-            ("annotations", Keep::Fields(&[("ipam.cilium.io/ip-pool", Keep::All)])),
-        ]),
-    ),
-    ("spec", Keep::Fields(&[("nodeName", Keep::All), ("hostNetwork", Keep::All)])),
-    ("status", Keep::Fields(&[("phase", Keep::All), ("podIP", Keep::All), ("podIPs", Keep::All), ("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
-]);
 
 /// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
 /// that are the document itself or items of a list are decoded (from only the fields their
@@ -333,7 +325,7 @@ mod tests {
             let decoded = &slim.workloads.pods[0];
             assert_eq!((decoded.requested_pool.as_deref(), decoded.ips.len()), (Some("blue"), 2));
         }
-        let watched = WATCHED_FIELDS.deserialize(&big_pod(false)).unwrap();
+        let watched = POD_FIELDS.deserialize(&big_pod(false)).unwrap();
         assert_eq!(watched.pointer("/metadata/managedFields"), None);
         assert_eq!(watched.pointer("/spec/containers"), None);
         assert_eq!(watched.pointer("/metadata/resourceVersion"), Some(&json!("7")), "a watch resumes from it");
@@ -349,7 +341,7 @@ mod tests {
         let slim = slim_json(&pool()).unwrap();
         assert_eq!(slim.document, Some(pool()), "pools are kept whole: writes need every field");
         assert!(slim.workloads.is_empty());
-        let watched = WATCHED_FIELDS.deserialize(&endpoint()).unwrap();
+        let watched = ENDPOINT_FIELDS.deserialize(&endpoint()).unwrap();
         assert_eq!(debug(&[Endpoint::decode(&watched)]), debug(&[Endpoint::decode(&endpoint())]));
     }
 

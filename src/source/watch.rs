@@ -33,7 +33,7 @@ where
 
 /// A Pod or CiliumEndpoint as a watch store keeps it: the metadata the reflector needs and the
 /// object already decoded into the model's struct. It is deserialized straight from the API
-/// server's bytes reading only [`slim::WATCHED_FIELDS`], so neither a list page nor an event
+/// server's bytes reading only the fields its decoder reads ([`Workload::FIELDS`]), so neither a list page nor an event
 /// builds the whole object (a real pod is 5–10 KB of JSON, of which a dozen fields are read), and
 /// a frame clones the decoded structs instead of decoding the store again.
 #[derive(Clone, Debug)]
@@ -46,11 +46,14 @@ struct Decoded<T> {
 /// A kind a watch store decodes (see [`Decoded`]).
 trait Workload: Clone + Debug + Send + Sync + 'static {
     const KIND: Kind;
+    /// What is parsed of each object: what [`Workload::decode`] reads, and the resourceVersion.
+    const FIELDS: slim::Keep;
     fn decode(object: &Value, names: &mut Names) -> Self;
 }
 
 impl Workload for Pod {
     const KIND: Kind = PODS;
+    const FIELDS: slim::Keep = slim::POD_FIELDS;
     fn decode(object: &Value, names: &mut Names) -> Pod {
         Pod::decode_into(object, names)
     }
@@ -58,6 +61,7 @@ impl Workload for Pod {
 
 impl Workload for Endpoint {
     const KIND: Kind = CILIUM_ENDPOINTS;
+    const FIELDS: slim::Keep = slim::ENDPOINT_FIELDS;
     fn decode(object: &Value, names: &mut Names) -> Endpoint {
         Endpoint::decode_into(object, names)
     }
@@ -72,7 +76,7 @@ thread_local! {
 
 impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = slim::WATCHED_FIELDS.deserialize(deserializer)?;
+        let object = T::FIELDS.deserialize(deserializer)?;
         let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).map(str::to_string);
         let metadata = ObjectMeta {
             name: text("/metadata/name"),
