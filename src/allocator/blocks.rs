@@ -4,6 +4,7 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 
 /// Number of blocks of `mask_size` in `cidr`.
@@ -67,6 +68,9 @@ pub struct ListedBlocks<'a> {
     lengths: [Vec<u8>; 2],
     /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
     used: Vec<usize>,
+    /// Per node (by position), the blocks it lists that contain no other listed block: for an
+    /// address in one of them, that block is the most specific, so it is the lookup's answer.
+    leaves_by_node: Vec<SmallVec<[Prefix; 4]>>,
 }
 
 impl<'a> ListedBlocks<'a> {
@@ -87,6 +91,7 @@ impl<'a> ListedBlocks<'a> {
             index: HashMap::with_capacity_and_hasher(pairs.len(), Default::default()),
             lengths: Default::default(),
             used: Vec::new(),
+            leaves_by_node: vec![SmallVec::new(); nodes.len()],
         };
         for run in pairs.chunk_by(|a, b| a.0 == b.0) {
             let block = run[0].0;
@@ -102,7 +107,24 @@ impl<'a> ListedBlocks<'a> {
         for lens in &mut listed.lengths {
             lens.sort_unstable_by(|a, b| b.cmp(a));
         }
+        // Sorted by network, then length: a block that contains another is directly followed by
+        // one it contains (prefixes nest or are disjoint).
+        for (i, (block, start, end)) in listed.blocks.iter().enumerate() {
+            let contains_next = listed.blocks.get(i + 1).is_some_and(|(next, _, _)| block.contains_prefix(next));
+            if !contains_next {
+                for listing in &listed.listings[*start..*end] {
+                    listed.leaves_by_node[listing.node_index].push(*block);
+                }
+            }
+        }
         listed
+    }
+
+    /// Whether `addr`'s most specific listed block is one the node at `node_index` lists, found
+    /// among that node's own blocks: no index lookup for the usual pod, inside its node's block.
+    /// `false` can also mean the answer needs [`ListedBlocks::lookup`].
+    pub fn listed_by_node(&self, node_index: usize, addr: Addr) -> bool {
+        self.leaves_by_node.get(node_index).is_some_and(|leaves| leaves.iter().any(|b| b.contains(addr)))
     }
 
     /// Every listed block with who lists it, in block order.
@@ -254,6 +276,12 @@ mod tests {
         listed.count_used([&ipv4, &ipv6]);
         let counts: Vec<Option<usize>> = ["10.0.0.0/24", "10.0.0.64/26", "10.0.1.0/26", "10.0.2.0/26", "fd00::/120", "10.9.0.0/26"].iter().map(|b| used(&listed, b)).collect();
         assert_eq!(counts, [Some(4), Some(2), Some(1), Some(0), Some(2), None]);
+        // Each node's blocks that contain no other listed block: a's /24 contains b's /26.
+        let addr = |text: &str| Addr::parse(text).unwrap();
+        assert!(!listed.listed_by_node(0, addr("10.0.0.1")), "in a's /24, which is no leaf");
+        assert!(listed.listed_by_node(0, addr("10.0.1.5")) && listed.listed_by_node(0, addr("fd00::1")));
+        assert!(listed.listed_by_node(1, addr("10.0.0.65")) && !listed.listed_by_node(1, addr("10.0.1.5")));
+        assert!(!listed.listed_by_node(2, addr("10.0.1.5")), "no such node");
         let outside: Vec<usize> = [(&ipv4, Family::Ipv4), (&ipv6, Family::Ipv6)].iter().map(|(set, f)| set.count_outside(&listed.covered(*f))).collect();
         assert_eq!(outside, [3, 1], "9.0.0.1, 10.0.1.64 and 11.0.0.0; fd00::100");
     }

@@ -257,7 +257,7 @@ fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, pro
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
         let object = || format!("Pod/{}/{}", pod.namespace, pod.name);
         let index = pod.node_name.as_ref().and_then(|node| *resolved.entry(node.as_ptr()).or_insert_with(|| node_index.get(&**node).copied()));
-        for &ip in &pod.ips {
+        for &ip in pod.ips.iter().filter(|&&ip| !index.is_some_and(|i| listed.listed_by_node(i, ip))) {
             match listed.lookup(ip) {
                 Some((block, listings)) => {
                     let Some(node) = &pod.node_name else { continue };
@@ -331,6 +331,25 @@ mod tests {
 
     fn found(objects: Vec<Value>, kind: ProblemKind) -> Vec<Problem> {
         analyze(&Snapshot::from_objects(objects)).problems.into_iter().filter(|p| p.kind == kind).collect()
+    }
+
+    #[test]
+    fn a_pod_ip_belongs_to_the_most_specific_block_even_inside_its_nodes_own() {
+        // a lists 10.0.0.0/24, b the /26 at .64 inside it and the /26 at .128 that a also lists.
+        let pod = |name: &str, node: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "d"}, "spec": {"nodeName": node},
+            "status": {"phase": "Running", "podIPs": [{"ip": ip}]}});
+        let objects = vec![
+            pool("p", json!({"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 26}})),
+            node("a", json!({"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/24", "10.0.0.128/26"]}]}), json!({})),
+            node("b", json!({"allocated": [{"pool": "p", "cidrs": ["10.0.0.64/26", "10.0.0.128/26"]}]}), json!({})),
+            pod("own", "a", "10.0.0.5"),
+            pod("nested", "a", "10.0.0.70"),
+            pod("shared", "a", "10.0.0.130"),
+            pod("outer", "b", "10.0.0.200"),
+            pod("inner", "b", "10.0.0.65"),
+        ];
+        let objects: Vec<String> = found(objects, ProblemKind::PodIpForeignBlock).into_iter().map(|p| p.object).collect();
+        assert_eq!(objects, ["Pod/d/nested", "Pod/d/outer"]);
     }
 
     #[test]
