@@ -2,7 +2,7 @@
 //! operator's block semantics (docs/design/cilium.md#blocks, #used-addresses, #figures). Nothing here enumerates addresses or
 //! blocks: work is proportional to the number of objects and ranges.
 
-use super::blocks::{self, AddressSet, ListedBlocks};
+use super::blocks::{self, AddressSet, Addresses, ListedBlocks};
 use super::checks::{self, Problems};
 use super::count::Count;
 use super::interval::IntervalSet;
@@ -15,19 +15,34 @@ use std::collections::{BTreeSet, HashMap};
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
-    let in_use = InUse::collect(snapshot);
-    let mut listed = ListedBlocks::from_nodes(&snapshot.nodes);
-    listed.count_used([&in_use.ipv4, &in_use.ipv6]);
-    let entries = entries_by_pool(&snapshot.nodes);
     let mut problems = Problems::default();
-    let mut pools: Vec<PoolReport> = snapshot
-        .pools
-        .iter()
-        .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &listed, &mut problems))
-        .collect();
+    // Work that needs nothing of the other half runs on two threads (a large cluster's analysis
+    // is mostly passes over memory): the addresses in use, beside the listed blocks and the pods'
+    // addresses checked against them; then the pool reports beside the node rows.
+    let (in_use, (mut listed, pod_ips, pod_problems)) = std::thread::scope(|scope| {
+        let blocks = scope.spawn(|| {
+            let listed = ListedBlocks::from_nodes(&snapshot.nodes);
+            let mut found = Problems::default();
+            let pod_ips = checks::pod_ips(snapshot, &listed, &mut found);
+            (listed, pod_ips, found)
+        });
+        (InUse::collect(snapshot), joined(blocks))
+    });
+    problems.append(pod_problems);
+    listed.count_used(&in_use.ipv4, &in_use.ipv6);
+    let (mut pools, nodes) = std::thread::scope(|scope| {
+        let nodes = scope.spawn(|| node_reports(snapshot, &in_use, &listed));
+        let entries = entries_by_pool(&snapshot.nodes);
+        let pools: Vec<PoolReport> = snapshot
+            .pools
+            .iter()
+            .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &listed, &mut problems))
+            .collect();
+        (pools, joined(nodes))
+    });
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
-    let nodes = node_reports(snapshot, &in_use, &listed);
+    pod_ips.unallocated(&pools, &mut problems);
     checks::cluster(snapshot, &pools, &nodes, &listed, &mut problems);
     super::modes::migration_problems(snapshot, &pools, &mut problems);
     let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
@@ -44,10 +59,15 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
     }
 }
 
+/// What a scoped thread returned; its panic, if it panicked.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// Distinct addresses in use (docs/design/cilium.md#used-addresses): running pod-network pods, endpoints, node infrastructure.
 struct InUse {
-    ipv4: AddressSet,
-    ipv6: AddressSet,
+    ipv4: AddressSet<u32>,
+    ipv6: AddressSet<u128>,
     sources: UsedSources,
 }
 
@@ -56,9 +76,11 @@ impl InUse {
         let pods = snapshot.pods.as_deref().unwrap_or_default();
         let endpoints = snapshot.endpoints.as_deref().unwrap_or_default();
         let infrastructure = snapshot.nodes.iter().flat_map(|n| n.infrastructure_ips.iter());
-        let (mut ipv4, mut ipv6) = (Vec::with_capacity(pods.len() + endpoints.len()), Vec::new());
+        // Room for one address of each family per object: untouched capacity costs no memory.
+        let most = pods.len() + endpoints.len() + infrastructure.clone().count();
+        let (mut ipv4, mut ipv6) = (Vec::with_capacity(most), Vec::with_capacity(most));
         let mut add = |addr: &Addr| match addr.family {
-            Family::Ipv4 => ipv4.push(addr.value),
+            Family::Ipv4 => ipv4.push(u32::try_from(addr.value).expect("an IPv4 address fits in 32 bits")),
             Family::Ipv6 => ipv6.push(addr.value),
         };
         let mut counted_pods = 0;
@@ -81,7 +103,7 @@ impl InUse {
         }
     }
 
-    fn family(&self, family: Family) -> &AddressSet {
+    fn family(&self, family: Family) -> &dyn Addresses {
         match family {
             Family::Ipv4 => &self.ipv4,
             Family::Ipv6 => &self.ipv6,

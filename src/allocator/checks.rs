@@ -10,7 +10,8 @@ use super::problem::{Problem, ProblemKind, Severity, node_object, pool_object};
 use super::report::{CidrReport, FamilyReport, NodeReport, PoolReport};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::pool::{PoolFamily, ReservedRange};
-use crate::model::{Prefix, Snapshot};
+use crate::model::workload::Pod;
+use crate::model::{Addr, Prefix, Snapshot};
 use std::collections::{BTreeSet, HashMap};
 
 /// Utilization at or above which a pool counts as nearly exhausted.
@@ -28,6 +29,11 @@ impl Problems {
     /// A problem of the pool `pool` itself.
     fn of_pool(&mut self, pool: &str, severity: Severity, kind: ProblemKind, message: String, action: &str) {
         self.push(severity, kind, pool_object(pool), message, action, Some(pool));
+    }
+
+    /// Adds what another collector found.
+    pub fn append(&mut self, mut other: Problems) {
+        self.0.append(&mut other.0);
     }
 
     /// The problems, most severe first, then by kind, object and message; exact repeats once.
@@ -90,7 +96,8 @@ pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &Reser
 
 // --- the whole cluster ----------------------------------------------------------------------
 
-/// Every cluster-wide check, on the finished reports.
+/// Every cluster-wide check, on the finished reports (but [`pod_ips`], which the analysis runs
+/// beside the addresses in use).
 pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], listed: &ListedBlocks, problems: &mut Problems) {
     orphan_blocks(pools, problems);
     node_blocks(snapshot, problems);
@@ -106,7 +113,6 @@ pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], 
             exhaustion(pool, fam, problems);
         }
     }
-    pod_ips(snapshot, pools, listed, problems);
     operator_errors(snapshot, nodes, problems);
     storage_migration(snapshot, problems);
 }
@@ -248,36 +254,51 @@ fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
     }
 }
 
-/// Pod IPs in another node's block, or in a pool CIDR but in no allocated block.
-fn pod_ips(snapshot: &Snapshot, pools: &[PoolReport], listed: &ListedBlocks, problems: &mut Problems) {
-    let pool_cidrs: Vec<(&str, Prefix)> = pools.iter().flat_map(|p| p.families.iter().flat_map(move |f| f.cidrs.iter().map(move |c| (p.name.as_str(), c.prefix)))).collect();
+/// Pod IPs in another node's block. Returns the addresses in no listed block, which
+/// [`UnlistedPodIps::unallocated`] checks against the pools' CIDRs once their reports exist.
+pub fn pod_ips<'a>(snapshot: &'a Snapshot, listed: &ListedBlocks, problems: &mut Problems) -> UnlistedPodIps<'a> {
     // Pods share one copy of each node name (model::workload::Names): resolve each copy once.
     let node_index: HashMap<&str, usize, foldhash::fast::FixedState> = snapshot.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
     let mut resolved: HashMap<*const u8, Option<usize>, foldhash::fast::FixedState> = HashMap::default();
+    let mut unlisted = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
-        let object = || format!("Pod/{}/{}", pod.namespace, pod.name);
         let index = pod.node_name.as_ref().and_then(|node| *resolved.entry(node.as_ptr()).or_insert_with(|| node_index.get(&**node).copied()));
         for &ip in pod.ips.iter().filter(|&&ip| !index.is_some_and(|i| listed.listed_by_node(i, ip))) {
-            match listed.lookup(ip) {
-                Some((block, listings)) => {
-                    let Some(node) = &pod.node_name else { continue };
-                    if !listings.iter().any(|l| Some(l.node_index) == index) {
-                        let owners: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
-                        problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, object(),
-                            format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
-                            "the IP may be handed out twice: recreate the pod", listings.first().map(|l| l.pool));
-                    }
-                }
-                None => {
-                    if let Some((pool, cidr)) = pool_cidrs.iter().find(|(_, c)| c.contains(ip)) {
-                        problems.push(Severity::Warning, ProblemKind::PodIpUnallocated, object(),
-                            format!("IP {ip} lies in pool {pool} ({cidr}) but in no block allocated to a node"),
-                            "the block was released while the pod kept its IP: recreate the pod", Some(pool));
-                    }
-                }
+            let Some((block, listings)) = listed.lookup(ip) else {
+                unlisted.push((pod, ip));
+                continue;
+            };
+            let Some(node) = &pod.node_name else { continue };
+            if !listings.iter().any(|l| Some(l.node_index) == index) {
+                let owners: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
+                problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, pod_object(pod),
+                    format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
+                    "the IP may be handed out twice: recreate the pod", listings.first().map(|l| l.pool));
             }
         }
     }
+    UnlistedPodIps(unlisted)
+}
+
+/// Running pods' addresses that lie in no listed block.
+pub struct UnlistedPodIps<'a>(Vec<(&'a Pod, Addr)>);
+
+impl UnlistedPodIps<'_> {
+    /// Those in a pool CIDR: in no block allocated to a node.
+    pub fn unallocated(self, pools: &[PoolReport], problems: &mut Problems) {
+        let pool_cidrs: Vec<(&str, Prefix)> = pools.iter().flat_map(|p| p.families.iter().flat_map(move |f| f.cidrs.iter().map(move |c| (p.name.as_str(), c.prefix)))).collect();
+        for (pod, ip) in self.0 {
+            if let Some((pool, cidr)) = pool_cidrs.iter().find(|(_, c)| c.contains(ip)) {
+                problems.push(Severity::Warning, ProblemKind::PodIpUnallocated, pod_object(pod),
+                    format!("IP {ip} lies in pool {pool} ({cidr}) but in no block allocated to a node"),
+                    "the block was released while the pod kept its IP: recreate the pod", Some(pool));
+            }
+        }
+    }
+}
+
+fn pod_object(pod: &Pod) -> String {
+    format!("Pod/{}/{}", pod.namespace, pod.name)
 }
 
 /// Operator errors on CiliumNodes; stale when the node already has what it asked for
