@@ -144,18 +144,27 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeE
     checks::unmatched_pool_entries(problems, &pool.name, fam);
     let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
-    let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use, listed };
+    let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use };
     // Blocks listed under this pool's name, of this family: in one of its CIDRs, or orphans.
-    let mut in_cidrs: Vec<Vec<HeldBlock>> = vec![Vec::new(); usable.len()];
-    let mut orphans = Vec::new();
+    let held = held_blocks(entries, fam.family);
+    let runs = || held.chunk_by(|a, b| a.0 == b.0);
+    let owner = |block: &Prefix| owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable);
+    // Sized before filling: these vectors hold every block of a large pool.
+    let mut sizes = vec![0; usable.len() + 1];
+    for run in runs() {
+        sizes[owner(&run[0].0).unwrap_or(usable.len())] += 1;
+    }
+    let mut in_cidrs: Vec<Vec<HeldBlock>> = sizes[..usable.len()].iter().map(|&n| Vec::with_capacity(n)).collect();
+    let mut orphans = Vec::with_capacity(sizes[usable.len()]);
     // A block belongs to the first CIDR of the pool it overlaps (pool.go occupyCIDR: the first
     // allocator InRange), whatever its length: cidrset.Occupy marks every block it touches, all of
     // the CIDR for a block containing it. In a CIDR the figures leave out it is refused: an orphan.
-    for run in held_blocks(entries, fam.family).chunk_by(|a, b| a.0 == b.0) {
-        let (block, holders) = (&run[0].0, run.iter().map(|(_, node)| *node));
-        match owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable) {
-            Some(i) => in_cidrs[i].push(block_use.held(block, holders)),
-            None => orphans.push(block_use.held(block, holders)),
+    let mut counted = listed.used_in_order();
+    for run in runs() {
+        let block = block_use.held(&run[0].0, run.iter().map(|(_, node)| *node), counted.used(&run[0].0));
+        match owner(&block.prefix) {
+            Some(i) => in_cidrs[i].push(block),
+            None => orphans.push(block),
         }
     }
     let occupied = occupied_blocks(entries, fam.family, &usable, &owners, mask);
@@ -178,7 +187,7 @@ fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], family: Family, usable: &[Usab
         Some((blocks::block_at(cidr, mask, first).first(), blocks::block_at(cidr, mask, last).last()))
     };
     let listed = |&(_, alloc): &NodeEntry<'a>| alloc.blocks.iter().filter_map(|b| b.prefix).filter(move |b| b.family == family);
-    let mut ranges = Vec::new();
+    let mut ranges = Vec::with_capacity(entries.iter().map(|(_, alloc)| alloc.blocks.len()).sum());
     for node_entries in by_node(entries) {
         let [.., last] = node_entries else { continue };
         if node_entries.len() == 1 {
@@ -296,10 +305,9 @@ fn by_node<'e, 'a>(entries: &'e [NodeEntry<'a>]) -> impl Iterator<Item = &'e [No
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
 /// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
 fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<(Prefix, &'a str)> {
-    let mut held: Vec<(Prefix, &str)> = by_node(entries)
-        .filter_map(|node_entries| node_entries.last())
-        .flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, node.name.as_str())))
-        .collect();
+    let last_entries = || by_node(entries).filter_map(|node_entries| node_entries.last());
+    let mut held: Vec<(Prefix, &str)> = Vec::with_capacity(last_entries().map(|(_, alloc)| alloc.blocks.len()).sum());
+    held.extend(last_entries().flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, node.name.as_str()))));
     held.sort_unstable();
     held.dedup();
     held
@@ -311,7 +319,6 @@ struct BlockUse<'a> {
     allow_first_ip: bool,
     allow_last_ip: bool,
     in_use: &'a InUse,
-    listed: &'a ListedBlocks<'a>,
 }
 
 impl BlockUse<'_> {
@@ -319,16 +326,17 @@ impl BlockUse<'_> {
         blocks::usable(self.family, len, self.allow_first_ip, self.allow_last_ip)
     }
 
-    fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a str>) -> HeldBlock {
-        let used = Count::from(used_in(prefix, self.in_use, self.listed));
+    /// The block `prefix` held by `holders`, with its in-use addresses if counted already.
+    fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a str>, counted: Option<usize>) -> HeldBlock {
+        let used = Count::from(used_in(prefix, self.in_use, counted));
         HeldBlock { prefix: *prefix, nodes: holders.map(str::to_string).collect(), used, usable: self.usable(prefix.len) }
     }
 }
 
 /// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
-/// In-use addresses inside `block`: counted beforehand when some node lists it.
-fn used_in(block: &Prefix, in_use: &InUse, listed: &ListedBlocks) -> usize {
-    listed.used(block).unwrap_or_else(|| in_use.family(block.family).count_in_range(block.first(), block.last()))
+/// In-use addresses inside `block`: `counted` beforehand when some node lists it.
+fn used_in(block: &Prefix, in_use: &InUse, counted: Option<usize>) -> usize {
+    counted.unwrap_or_else(|| in_use.family(block.family).count_in_range(block.first(), block.last()))
 }
 
 fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, occupied: &IntervalSet, problems: &mut Problems) -> CidrReport {
@@ -420,12 +428,13 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 fn node_reports(snapshot: &Snapshot, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodeReport> {
-    snapshot.nodes.iter().map(|node| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, node, in_use, listed), ignored: node.ignored }).collect()
+    let rows = |(index, node): (usize, &Node)| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, index, node, in_use, listed), ignored: node.ignored };
+    snapshot.nodes.iter().enumerate().map(rows).collect()
 }
 
 /// One row per pool the node lists or requests, in that order. Runs for every node of the
 /// cluster: few allocations, no interval set for the usual one block per family.
-fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
+fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
     let mut names: Vec<&str> = Vec::with_capacity(node.allocated.len() + node.requested.len());
     for name in node.allocated.iter().map(|a| a.pool.as_str()).chain(node.requested.iter().map(|r| r.pool.as_str())) {
         if !names.contains(&name) {
@@ -453,7 +462,7 @@ fn node_pools(snapshot: &Snapshot, node: &Node, in_use: &InUse, listed: &ListedB
                     let of_family: SmallVec<[(Prefix, Count); 4]> = held.iter().filter(|(p, _)| p.family == family).copied().collect();
                     // Distinct addresses: blocks listed twice or overlapping count once.
                     let used_addresses = in_use.sources.known.then(|| match of_family.as_slice() {
-                        [(only, _)] => Count::from(used_in(only, in_use, listed)),
+                        [(only, _)] => Count::from(used_in(only, in_use, listed.used_by_node(node_index, only))),
                         several => in_use.family(family).count_in(&IntervalSet::from_ranges(several.iter().map(|(p, _)| (p.first(), p.last())))),
                     });
                     let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };

@@ -68,21 +68,31 @@ pub struct ListedBlocks<'a> {
     lengths: [Vec<u8>; 2],
     /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
     used: Vec<usize>,
-    /// Per node (by position), the blocks it lists that contain no other listed block: for an
-    /// address in one of them, that block is the most specific, so it is the lookup's answer.
-    leaves_by_node: Vec<SmallVec<[Prefix; 4]>>,
+    /// Per node (by position), the blocks it lists: the analysis reads them node by node and
+    /// pod by pod, where a hash probe into `index` would miss the cache every time.
+    by_node: Vec<SmallVec<[NodeBlock; 4]>>,
+}
+
+/// A block as one of the nodes listing it sees it.
+#[derive(Clone, Copy, Debug)]
+struct NodeBlock {
+    prefix: Prefix,
+    /// Its position in `blocks` (and `used`).
+    index: u32,
+    /// It contains no other listed block: for an address inside, it is the most specific.
+    leaf: bool,
 }
 
 impl<'a> ListedBlocks<'a> {
     pub fn from_nodes(nodes: &'a [Node]) -> ListedBlocks<'a> {
-        let mut pairs: Vec<(Prefix, Listing)> = nodes
+        let mut pairs: Vec<(Prefix, Listing)> = Vec::with_capacity(nodes.iter().flat_map(|n| &n.allocated).map(|a| a.blocks.len()).sum());
+        pairs.extend(nodes
             .iter()
             .enumerate()
             .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index, node.name.as_str(), alloc)))
             .flat_map(|(node_index, node, alloc)| {
                 alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
-            })
-            .collect();
+            }));
         pairs.sort_unstable();
         pairs.dedup();
         let mut listed = ListedBlocks {
@@ -91,7 +101,7 @@ impl<'a> ListedBlocks<'a> {
             index: HashMap::with_capacity_and_hasher(pairs.len(), Default::default()),
             lengths: Default::default(),
             used: Vec::new(),
-            leaves_by_node: vec![SmallVec::new(); nodes.len()],
+            by_node: vec![SmallVec::new(); nodes.len()],
         };
         for run in pairs.chunk_by(|a, b| a.0 == b.0) {
             let block = run[0].0;
@@ -110,10 +120,12 @@ impl<'a> ListedBlocks<'a> {
         // Sorted by network, then length: a block that contains another is directly followed by
         // one it contains (prefixes nest or are disjoint).
         for (i, (block, start, end)) in listed.blocks.iter().enumerate() {
-            let contains_next = listed.blocks.get(i + 1).is_some_and(|(next, _, _)| block.contains_prefix(next));
-            if !contains_next {
-                for listing in &listed.listings[*start..*end] {
-                    listed.leaves_by_node[listing.node_index].push(*block);
+            let leaf = !listed.blocks.get(i + 1).is_some_and(|(next, _, _)| block.contains_prefix(next));
+            let index = u32::try_from(i).expect("fewer than 2^32 listed blocks");
+            for listing in &listed.listings[*start..*end] {
+                let of_node = &mut listed.by_node[listing.node_index];
+                if of_node.last().is_none_or(|b: &NodeBlock| b.index != index) {
+                    of_node.push(NodeBlock { prefix: *block, index, leaf });
                 }
             }
         }
@@ -124,7 +136,19 @@ impl<'a> ListedBlocks<'a> {
     /// among that node's own blocks: no index lookup for the usual pod, inside its node's block.
     /// `false` can also mean the answer needs [`ListedBlocks::lookup`].
     pub fn listed_by_node(&self, node_index: usize, addr: Addr) -> bool {
-        self.leaves_by_node.get(node_index).is_some_and(|leaves| leaves.iter().any(|b| b.contains(addr)))
+        self.by_node.get(node_index).is_some_and(|blocks| blocks.iter().any(|b| b.leaf && b.prefix.contains(addr)))
+    }
+
+    /// In-use addresses inside `block`, which the node at `node_index` lists, once
+    /// [`ListedBlocks::count_used`] ran.
+    pub fn used_by_node(&self, node_index: usize, block: &Prefix) -> Option<usize> {
+        let listed = self.by_node.get(node_index)?.iter().find(|b| b.prefix == *block)?;
+        self.used.get(listed.index as usize).copied()
+    }
+
+    /// Counts of blocks asked for in ascending order, each found from where the previous was.
+    pub fn used_in_order(&self) -> UsedInOrder<'_, 'a> {
+        UsedInOrder { listed: self, at: 0 }
     }
 
     /// Every listed block with who lists it, in block order.
@@ -147,11 +171,6 @@ impl<'a> ListedBlocks<'a> {
             .collect();
     }
 
-    /// In-use addresses inside `block`, when it is listed and [`ListedBlocks::count_used`] ran.
-    pub fn used(&self, block: &Prefix) -> Option<usize> {
-        self.used.get(*self.index.get(block)?).copied()
-    }
-
     /// The addresses of `family` some listed block contains.
     pub fn covered(&self, family: Family) -> IntervalSet {
         IntervalSet::from_ranges(self.blocks.iter().filter(|(b, _, _)| b.family == family).map(|(b, _, _)| (b.first(), b.last())))
@@ -166,6 +185,25 @@ impl<'a> ListedBlocks<'a> {
     }
 }
 
+/// See [`ListedBlocks::used_in_order`].
+pub struct UsedInOrder<'l, 'a> {
+    listed: &'l ListedBlocks<'a>,
+    at: usize,
+}
+
+impl UsedInOrder<'_, '_> {
+    /// In-use addresses inside `block`, when it is listed and counted; blocks asked for out of
+    /// order are found too, from the start.
+    pub fn used(&mut self, block: &Prefix) -> Option<usize> {
+        let blocks = &self.listed.blocks;
+        if self.at >= blocks.len() || blocks[self.at].0 > *block {
+            self.at = 0;
+        }
+        self.at = gallop(blocks, self.at, |(b, _, _)| b < block);
+        (blocks.get(self.at)?.0 == *block).then(|| self.listed.used.get(self.at).copied()).flatten()
+    }
+}
+
 fn family_slot(family: Family) -> usize {
     match family {
         Family::Ipv4 => 0,
@@ -175,20 +213,21 @@ fn family_slot(family: Family) -> usize {
 
 /// The addresses of `sorted[*from..]` inside `block`, moving `from` to the first not below it.
 fn count_from<W: Word>(sorted: &[W], from: &mut usize, block: &Prefix) -> usize {
-    *from = gallop(sorted, *from, |v| v < block.first());
-    gallop(sorted, *from, |v| v <= block.last()) - *from
+    let (first, last) = (block.first(), block.last());
+    *from = gallop(sorted, *from, |&v| v.into() < first);
+    gallop(sorted, *from, |&v| v.into() <= last) - *from
 }
 
 /// The end of the run of `sorted[from..]` for which `below` holds (`below` is true, then false),
 /// found by doubling steps from `from`: a few probes when the run is short, as in a sweep.
-fn gallop<W: Word>(sorted: &[W], from: usize, below: impl Fn(u128) -> bool) -> usize {
+fn gallop<T>(sorted: &[T], from: usize, below: impl Fn(&T) -> bool) -> usize {
     let rest = &sorted[from..];
     let mut bound = 1;
-    while bound < rest.len() && below(rest[bound].into()) {
+    while bound < rest.len() && below(&rest[bound]) {
         bound *= 2;
     }
     let lo = bound / 2;
-    from + lo + rest[lo..bound.min(rest.len())].partition_point(|&v| below(v.into()))
+    from + lo + rest[lo..bound.min(rest.len())].partition_point(below)
 }
 
 /// How an address is stored in an [`AddressSet`]: IPv4 in 32 bits, a quarter of the memory
@@ -291,11 +330,17 @@ mod tests {
         let v4 = |text: &str| Addr::parse(text).unwrap().value;
         let ipv4 = AddressSet::new(["9.0.0.1", "10.0.0.1", "10.0.0.64", "10.0.0.127", "10.0.0.128", "10.0.1.5", "10.0.1.64", "11.0.0.0"].map(|a| v4(a) as u32));
         let ipv6 = AddressSet::new(["fd00::1", "fd00::ff", "fd00::100"].map(v4));
-        let used = |listed: &ListedBlocks, block: &str| listed.used(&Prefix::parse(block).unwrap());
-        assert_eq!(used(&listed, "10.0.0.0/24"), None, "not counted yet");
+        let prefix = |text: &str| Prefix::parse(text).unwrap();
+        assert_eq!(listed.used_in_order().used(&prefix("10.0.0.0/24")), None, "not counted yet");
         listed.count_used(&ipv4, &ipv6);
-        let counts: Vec<Option<usize>> = ["10.0.0.0/24", "10.0.0.64/26", "10.0.1.0/26", "10.0.2.0/26", "fd00::/120", "10.9.0.0/26"].iter().map(|b| used(&listed, b)).collect();
-        assert_eq!(counts, [Some(4), Some(2), Some(1), Some(0), Some(2), None]);
+        let blocks = ["10.0.0.0/24", "10.0.0.64/26", "10.0.1.0/26", "10.0.2.0/26", "10.9.0.0/26", "fd00::/120"].map(prefix);
+        let expected = [Some(4), Some(2), Some(1), Some(0), None, Some(2)];
+        let mut in_order = listed.used_in_order();
+        assert_eq!(blocks.map(|b| in_order.used(&b)), expected);
+        // Asked for out of order (the cursor starts again), and through the nodes listing them.
+        let mut reversed = listed.used_in_order();
+        assert_eq!(blocks.iter().rev().map(|b| reversed.used(b)).collect::<Vec<_>>(), expected.into_iter().rev().collect::<Vec<_>>());
+        assert_eq!((listed.used_by_node(0, &blocks[0]), listed.used_by_node(1, &blocks[1]), listed.used_by_node(1, &blocks[0])), (Some(4), Some(2), None));
         // Each node's blocks that contain no other listed block: a's /24 contains b's /26.
         let addr = |text: &str| Addr::parse(text).unwrap();
         assert!(!listed.listed_by_node(0, addr("10.0.0.1")), "in a's /24, which is no leaf");
@@ -311,7 +356,7 @@ mod tests {
         let sorted: Vec<u128> = (0..100).map(|v| v * 3).collect();
         for from in [0, 1, 7, 50, 99, 100] {
             for limit in [0, 1, 3, 4, 150, 297, 298, 1000] {
-                assert_eq!(gallop(&sorted, from, |v| v < limit), sorted.partition_point(|&v| v < limit).max(from), "from {from}, below {limit}");
+                assert_eq!(gallop(&sorted, from, |&v| v < limit), sorted.partition_point(|&v| v < limit).max(from), "from {from}, below {limit}");
             }
         }
     }
