@@ -5,7 +5,6 @@ use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 /// Number of blocks of `mask_size` in `cidr`.
 pub fn capacity(cidr: &Prefix, mask_size: u8) -> Count {
@@ -54,22 +53,21 @@ pub struct Listing<'a> {
 }
 
 /// Everything CiliumNodes list in `spec.ipam.pools.allocated`, by block. It borrows the names
-/// from the nodes, and answers a lookup with one hash probe per listed prefix length: the
-/// analysis looks up every address in use, hundreds of thousands in a large cluster.
+/// from the nodes, and answers a lookup with one binary search per listed prefix length; the
+/// analysis asks it about pods' addresses and blocks node by node, hundreds of thousands of times
+/// in a large cluster, mostly through the nodes' own lists (`by_node`).
 #[derive(Debug, Default)]
 pub struct ListedBlocks<'a> {
     /// Every block once, in order, with where its run of `listings` starts and ends.
     blocks: Vec<(Prefix, usize, usize)>,
     /// Who lists each block: sorted by node, then pool, without repeats.
     listings: Vec<Listing<'a>>,
-    /// Block → its index in `blocks`.
-    index: HashMap<Prefix, usize, foldhash::fast::FixedState>,
     /// Prefix lengths present, per family (IPv4, IPv6), longest first (for longest-prefix match).
     lengths: [Vec<u8>; 2],
     /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
     used: Vec<usize>,
     /// Per node (by position), the blocks it lists: the analysis reads them node by node and
-    /// pod by pod, where a hash probe into `index` would miss the cache every time.
+    /// pod by pod, where a search of `blocks` would miss the cache every time.
     by_node: Vec<SmallVec<[NodeBlock; 4]>>,
 }
 
@@ -98,7 +96,6 @@ impl<'a> ListedBlocks<'a> {
         let mut listed = ListedBlocks {
             listings: Vec::with_capacity(pairs.len()),
             blocks: Vec::with_capacity(pairs.len()),
-            index: HashMap::with_capacity_and_hasher(pairs.len(), Default::default()),
             lengths: Default::default(),
             used: Vec::new(),
             by_node: vec![SmallVec::new(); nodes.len()],
@@ -107,7 +104,6 @@ impl<'a> ListedBlocks<'a> {
             let block = run[0].0;
             let start = listed.listings.len();
             listed.listings.extend(run.iter().map(|(_, listing)| *listing));
-            listed.index.insert(block, listed.blocks.len());
             listed.blocks.push((block, start, listed.listings.len()));
             let lens = &mut listed.lengths[family_slot(block.family)];
             if !lens.contains(&block.len) {
@@ -133,7 +129,7 @@ impl<'a> ListedBlocks<'a> {
     }
 
     /// Whether `addr`'s most specific listed block is one the node at `node_index` lists, found
-    /// among that node's own blocks: no index lookup for the usual pod, inside its node's block.
+    /// among that node's own blocks: no search for the usual pod, inside its node's block.
     /// `false` can also mean the answer needs [`ListedBlocks::lookup`].
     pub fn listed_by_node(&self, node_index: usize, addr: Addr) -> bool {
         self.by_node.get(node_index).is_some_and(|blocks| blocks.iter().any(|b| b.leaf && b.prefix.contains(addr)))
@@ -179,7 +175,8 @@ impl<'a> ListedBlocks<'a> {
     /// The most specific listed block containing `addr`, with who lists it.
     pub fn lookup(&self, addr: Addr) -> Option<(&Prefix, &[Listing<'a>])> {
         self.lengths[family_slot(addr.family)].iter().find_map(|&len| {
-            let (block, start, end) = &self.blocks[*self.index.get(&Prefix::containing(addr.family, addr.value, len))?];
+            let block = Prefix::containing(addr.family, addr.value, len);
+            let (block, start, end) = &self.blocks[self.blocks.binary_search_by(|(b, _, _)| b.cmp(&block)).ok()?];
             Some((block, &self.listings[*start..*end]))
         })
     }
