@@ -80,7 +80,7 @@ impl InUse {
         let most = pods.len() + endpoints.len() + infrastructure.clone().count();
         let (mut ipv4, mut ipv6) = (Vec::with_capacity(most), Vec::with_capacity(most));
         let mut add = |addr: &Addr| match addr.family {
-            Family::Ipv4 => ipv4.push(u32::try_from(addr.value).expect("an IPv4 address fits in 32 bits")),
+            Family::Ipv4 => ipv4.push(blocks::narrow(addr.value)),
             Family::Ipv6 => ipv6.push(addr.value),
         };
         let mut counted_pods = 0;

@@ -4,7 +4,6 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
-use smallvec::SmallVec;
 
 /// Number of blocks of `mask_size` in `cidr`.
 pub fn capacity(cidr: &Prefix, mask_size: u8) -> Count {
@@ -66,19 +65,57 @@ pub struct ListedBlocks<'a> {
     lengths: [Vec<u8>; 2],
     /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
     used: Vec<usize>,
-    /// Per node (by position), the blocks it lists: the analysis reads them node by node and
-    /// pod by pod, where a search of `blocks` would miss the cache every time.
-    by_node: Vec<SmallVec<[NodeBlock; 4]>>,
+    /// Per node (by position), the blocks it lists with their position in `blocks`: node rows
+    /// read them node by node, where a search of `blocks` would miss the cache every time.
+    by_node: ByNode<(Prefix, u32)>,
+    /// Per node, the address ranges of its blocks that contain no other listed block (for an
+    /// address inside, the block is the most specific), IPv4 in 32 bits: read once per pod
+    /// address, so small enough to stay in the cache.
+    leaves_v4: ByNode<(u32, u32)>,
+    leaves_v6: ByNode<(u128, u128)>,
 }
 
-/// A block as one of the nodes listing it sees it.
-#[derive(Clone, Copy, Debug)]
-struct NodeBlock {
-    prefix: Prefix,
-    /// Its position in `blocks` (and `used`).
-    index: u32,
-    /// It contains no other listed block: for an address inside, it is the most specific.
-    leaf: bool,
+/// Items grouped by node position in one vector: a node's items are two loads away.
+#[derive(Debug)]
+struct ByNode<T> {
+    /// Where each node's items start in `items`, and one more for the end.
+    starts: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> Default for ByNode<T> {
+    fn default() -> Self {
+        ByNode { starts: Vec::new(), items: Vec::new() }
+    }
+}
+
+impl<T: Copy> ByNode<T> {
+    /// From (node position, item) pairs; a node's items keep their order. A counting sort: the
+    /// pairs are counted per node, then each is written where its node's items go.
+    fn new(nodes: usize, pairs: &[(usize, T)]) -> ByNode<T> {
+        assert!(u32::try_from(pairs.len()).is_ok(), "fewer than 2^32 listed blocks");
+        let mut starts = vec![0u32; nodes + 1];
+        for &(node, _) in pairs {
+            starts[node + 1] += 1;
+        }
+        for node in 0..nodes {
+            starts[node + 1] += starts[node];
+        }
+        let Some(&(_, filler)) = pairs.first() else { return ByNode { starts, items: Vec::new() } };
+        let (mut next, mut items) = (starts.clone(), vec![filler; pairs.len()]);
+        for &(node, item) in pairs {
+            items[next[node] as usize] = item;
+            next[node] += 1;
+        }
+        ByNode { starts, items }
+    }
+
+    fn of(&self, node: usize) -> &[T] {
+        match (self.starts.get(node), self.starts.get(node + 1)) {
+            (Some(&start), Some(&end)) => &self.items[start as usize..end as usize],
+            _ => &[],
+        }
+    }
 }
 
 impl<'a> ListedBlocks<'a> {
@@ -98,7 +135,9 @@ impl<'a> ListedBlocks<'a> {
             blocks: Vec::with_capacity(pairs.len()),
             lengths: Default::default(),
             used: Vec::new(),
-            by_node: vec![SmallVec::new(); nodes.len()],
+            by_node: ByNode::default(),
+            leaves_v4: ByNode::default(),
+            leaves_v6: ByNode::default(),
         };
         for run in pairs.chunk_by(|a, b| a.0 == b.0) {
             let block = run[0].0;
@@ -115,16 +154,23 @@ impl<'a> ListedBlocks<'a> {
         }
         // Sorted by network, then length: a block that contains another is directly followed by
         // one it contains (prefixes nest or are disjoint).
+        let (mut by_node, mut leaves_v4, mut leaves_v6) = (Vec::with_capacity(pairs.len()), Vec::new(), Vec::new());
         for (i, (block, start, end)) in listed.blocks.iter().enumerate() {
             let leaf = !listed.blocks.get(i + 1).is_some_and(|(next, _, _)| block.contains_prefix(next));
             let index = u32::try_from(i).expect("fewer than 2^32 listed blocks");
-            for listing in &listed.listings[*start..*end] {
-                let of_node = &mut listed.by_node[listing.node_index];
-                if of_node.last().is_none_or(|b: &NodeBlock| b.index != index) {
-                    of_node.push(NodeBlock { prefix: *block, index, leaf });
+            // Listings are sorted by node: a node listing the block under two pools, once.
+            for run in listed.listings[*start..*end].chunk_by(|a, b| a.node_index == b.node_index) {
+                let node = run[0].node_index;
+                by_node.push((node, (*block, index)));
+                match (leaf, block.family) {
+                    (false, _) => {}
+                    (true, Family::Ipv4) => leaves_v4.push((node, (narrow(block.first()), narrow(block.last())))),
+                    (true, Family::Ipv6) => leaves_v6.push((node, (block.first(), block.last()))),
                 }
             }
         }
+        listed.by_node = ByNode::new(nodes.len(), &by_node);
+        (listed.leaves_v4, listed.leaves_v6) = (ByNode::new(nodes.len(), &leaves_v4), ByNode::new(nodes.len(), &leaves_v6));
         listed
     }
 
@@ -132,14 +178,18 @@ impl<'a> ListedBlocks<'a> {
     /// among that node's own blocks: no search for the usual pod, inside its node's block.
     /// `false` can also mean the answer needs [`ListedBlocks::lookup`].
     pub fn listed_by_node(&self, node_index: usize, addr: Addr) -> bool {
-        self.by_node.get(node_index).is_some_and(|blocks| blocks.iter().any(|b| b.leaf && b.prefix.contains(addr)))
+        let value = addr.value;
+        match addr.family {
+            Family::Ipv4 => self.leaves_v4.of(node_index).iter().any(|&(first, last)| (first..=last).contains(&narrow(value))),
+            Family::Ipv6 => self.leaves_v6.of(node_index).iter().any(|&(first, last)| (first..=last).contains(&value)),
+        }
     }
 
     /// In-use addresses inside `block`, which the node at `node_index` lists, once
     /// [`ListedBlocks::count_used`] ran.
     pub fn used_by_node(&self, node_index: usize, block: &Prefix) -> Option<usize> {
-        let listed = self.by_node.get(node_index)?.iter().find(|b| b.prefix == *block)?;
-        self.used.get(listed.index as usize).copied()
+        let &(_, index) = self.by_node.of(node_index).iter().find(|(prefix, _)| prefix == block)?;
+        self.used.get(index as usize).copied()
     }
 
     /// Counts of blocks asked for in ascending order, each found from where the previous was.
@@ -199,6 +249,11 @@ impl UsedInOrder<'_, '_> {
         self.at = gallop(blocks, self.at, |(b, _, _)| b < block);
         (blocks.get(self.at)?.0 == *block).then(|| self.listed.used.get(self.at).copied()).flatten()
     }
+}
+
+/// An IPv4 address (or range end) in 32 bits.
+pub fn narrow(value: u128) -> u32 {
+    u32::try_from(value).expect("an IPv4 address fits in 32 bits")
 }
 
 fn family_slot(family: Family) -> usize {
@@ -346,6 +401,14 @@ mod tests {
         assert!(!listed.listed_by_node(2, addr("10.0.1.5")), "no such node");
         let outside = [ipv4.count_outside(&listed.covered(Family::Ipv4)), ipv6.count_outside(&listed.covered(Family::Ipv6))];
         assert_eq!(outside, [3, 1], "9.0.0.1, 10.0.1.64 and 11.0.0.0; fd00::100");
+    }
+
+    #[test]
+    fn items_by_node_keep_their_order_and_nodes_without_items_have_none() {
+        let by_node = ByNode::new(4, &[(2, 'a'), (0, 'b'), (2, 'c'), (3, 'd'), (0, 'e')]);
+        let items: Vec<Vec<char>> = (0..6).map(|node| by_node.of(node).to_vec()).collect();
+        assert_eq!(items, [vec!['b', 'e'], vec![], vec!['a', 'c'], vec!['d'], vec![], vec![]]);
+        assert!(ByNode::<char>::new(3, &[]).of(1).is_empty());
     }
 
     #[test]
