@@ -456,7 +456,7 @@ fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUs
                 .collect();
             let request = node.requested.iter().find(|r| r.pool == name);
             let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
-            let families: Vec<NodeFamilyReport> = Family::ALL
+            let families: SmallVec<[NodeFamilyReport; 2]> = Family::ALL
                 .iter()
                 .map(|&family| {
                     let of_family: SmallVec<[(Prefix, Count); 4]> = held.iter().filter(|(p, _)| p.family == family).copied().collect();
@@ -628,7 +628,7 @@ mod tests {
         ]);
         let report = analyze(&snap);
         let row = &report.nodes[0].pools[0];
-        assert_eq!(row.blocks, ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
+        assert_eq!(row.blocks.as_slice(), ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
         assert_eq!(row.used_addresses, Some(Count::from(3u64)));
         // usable: two IPv4 /26 (62 each) and one IPv6 /122 (62).
         assert_eq!(row.usable_addresses, Count::from(186u64));

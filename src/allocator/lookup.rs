@@ -126,7 +126,7 @@ fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow
     if let Some(held) = cidr.allocated.iter().find(|b| b.prefix.contains(addr)) {
         answer.block = Some(held.prefix.to_string());
         answer.state = Some(BlockState::Allocated);
-        answer.nodes = held.nodes.clone();
+        answer.nodes = held.nodes.to_vec();
         answer.unusable = unusable(addr.value, held.prefix.first(), held.prefix.last(), allow);
         return;
     }

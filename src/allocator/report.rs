@@ -8,6 +8,7 @@ use super::problem::Problem;
 use crate::model::pool::ReservedRange;
 use crate::model::{Addr, Dialect, Family, Prefix};
 use serde::Serialize;
+use smallvec::SmallVec;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -135,7 +136,8 @@ pub struct CidrReport {
 #[derive(Clone, Debug)]
 pub struct HeldBlock {
     pub prefix: Prefix,
-    pub nodes: Vec<String>,
+    /// The nodes listing it: one, unless it has several owners (a problem).
+    pub nodes: SmallVec<[String; 1]>,
     pub used: Count,
     pub usable: Count,
 }
@@ -172,11 +174,12 @@ pub struct NodeReport {
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolReport {
     pub pool: String,
-    pub blocks: Vec<String>,
+    /// Inline for the usual one or two blocks: a large cluster has a row per node and pool.
+    pub blocks: SmallVec<[String; 2]>,
     pub used_addresses: Option<Count>,
     pub needed_addresses: Needed,
     /// The same figures per address family (a dual-stack pool's IPv4 and IPv6 never add up).
-    pub families: Vec<NodeFamilyReport>,
+    pub families: SmallVec<[NodeFamilyReport; 2]>,
     #[serde(skip)]
     pub usable_addresses: Count,
     #[serde(skip)]

@@ -148,7 +148,7 @@ struct BlockDetail {
 }
 
 fn block_detail(held: &crate::allocator::HeldBlock) -> BlockDetail {
-    BlockDetail { block: held.prefix.to_string(), nodes: held.nodes.clone(), used_addresses: held.used }
+    BlockDetail { block: held.prefix.to_string(), nodes: held.nodes.to_vec(), used_addresses: held.used }
 }
 
 impl<'a> PoolDetail<'a> {
