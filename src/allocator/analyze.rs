@@ -4,6 +4,7 @@
 
 use super::blocks::{self, AddressSet, Addresses, ListedBlocks};
 use super::checks::{self, Problems};
+use super::parallel::side_by_side;
 use super::count::Count;
 use super::interval::IntervalSet;
 use super::report::*;
@@ -19,27 +20,25 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
     // Work that needs nothing of the other half runs on two threads (a large cluster's analysis
     // is mostly passes over memory): the addresses in use, beside the listed blocks and the pods'
     // addresses checked against them; then the pool reports beside the node rows.
-    let (in_use, (mut listed, pod_ips, pod_problems)) = std::thread::scope(|scope| {
-        let blocks = scope.spawn(|| {
+    let (in_use, (mut listed, pod_ips, pod_problems)) = side_by_side(
+        || InUse::collect(snapshot),
+        || {
             let listed = ListedBlocks::from_nodes(&snapshot.nodes);
             let mut found = Problems::default();
             let pod_ips = checks::pod_ips(snapshot, &listed, &mut found);
             (listed, pod_ips, found)
-        });
-        (InUse::collect(snapshot), joined(blocks))
-    });
+        },
+    );
     problems.append(pod_problems);
     listed.count_used(&in_use.ipv4, &in_use.ipv6);
-    let (mut pools, nodes) = std::thread::scope(|scope| {
-        let nodes = scope.spawn(|| node_reports(snapshot, &in_use, &listed));
-        let entries = entries_by_pool(&snapshot.nodes);
-        let pools: Vec<PoolReport> = snapshot
-            .pools
-            .iter()
-            .map(|pool| pool_report(pool, entries.get(pool.name.as_str()).map_or(&[], Vec::as_slice), &in_use, &listed, &mut problems))
-            .collect();
-        (pools, joined(nodes))
-    });
+    let (mut pools, nodes) = side_by_side(
+        || {
+            let entries = entries_by_pool(&snapshot.nodes);
+            let of_pool = |pool: &Pool| entries.get(pool.name.as_str()).map_or(&[][..], Vec::as_slice);
+            snapshot.pools.iter().map(|pool| pool_report(pool, of_pool(pool), &in_use, &listed, &mut problems)).collect::<Vec<_>>()
+        },
+        || node_reports(snapshot, &in_use, &listed),
+    );
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     pod_ips.unallocated(&pools, &mut problems);
@@ -57,11 +56,6 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
         ipam,
         used_sources: UsedSources { unmanaged_ips, ..in_use.sources },
     }
-}
-
-/// What a scoped thread returned; its panic, if it panicked.
-fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Distinct addresses in use (docs/design/cilium.md#used-addresses): running pod-network pods, endpoints, node infrastructure.

@@ -8,6 +8,7 @@ pub mod count;
 pub mod interval;
 pub mod lookup;
 pub mod modes;
+mod parallel;
 pub mod problem;
 pub mod report;
 pub mod reserve;
