@@ -300,7 +300,8 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
                 // (first block index, row) so the rows come out in address order.
                 let mut cidr_rows: Vec<(u128, Vec<String>)> = Vec::new();
                 for held in &cidr.allocated {
-                    let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first());
+                    // A listed block may contain the whole CIDR: its first block is the CIDR's.
+                    let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first().max(cidr.prefix.first()));
                     cidr_rows.push((index, held_row(held.prefix.to_string(), &pool.name, "allocated", &held.nodes, human(held.used), human(held.usable))));
                 }
                 for (state, set) in [("withheld", &cidr.withheld), ("free", &cidr.free)] {
@@ -455,4 +456,26 @@ pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], po
         line.push_str(note);
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_block_containing_its_whole_cidr_is_a_row_in_address_order() {
+        // node-1 lists a /12 around the pool's first CIDR (found by fuzzing: the row's sort key
+        // subtracted the CIDR's start from the block's, which lies below it); node-2 a /24 of the second.
+        let snapshot = Snapshot::from_objects(vec![
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16", "10.9.0.0/24"], "maskSize": 24}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "node-1"}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.1.0.0/12"]}]}}}}),
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "node-2"}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.9.0.0/24"]}]}}}}),
+        ]);
+        let report = crate::allocator::analyze(&snapshot);
+        let pools: Vec<&PoolReport> = report.pools.iter().collect();
+        let text = blocks_table(&report, &pools, &|_| true, &Style::plain());
+        let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().take(5).collect()).collect();
+        assert_eq!(rows, [["10.0.0.0/12", "blue", "allocated", "1", "node-1"], ["10.9.0.0/24", "blue", "allocated", "1", "node-2"]]);
+    }
 }
