@@ -71,7 +71,8 @@ impl InUse {
         let endpoints = snapshot.endpoints.as_deref().unwrap_or_default();
         let infrastructure = snapshot.nodes.iter().flat_map(|n| n.infrastructure_ips.iter());
         // Room for one address of each family per object: untouched capacity costs no memory.
-        let most = pods.len() + endpoints.len() + infrastructure.clone().count();
+        let infrastructure_ips = infrastructure.clone().count();
+        let most = pods.len() + endpoints.len() + infrastructure_ips;
         let (mut ipv4, mut ipv6) = (Vec::with_capacity(most), Vec::with_capacity(most));
         let mut add = |addr: &Addr| match addr.family {
             Family::Ipv4 => ipv4.push(blocks::narrow(addr.value)),
@@ -91,7 +92,7 @@ impl InUse {
                 known: snapshot.pods.is_some() || snapshot.endpoints.is_some(),
                 pods: counted_pods,
                 endpoints: endpoints.len(),
-                infrastructure_ips: infrastructure.count(),
+                infrastructure_ips,
                 unmanaged_ips: 0,
             },
         }
@@ -327,12 +328,12 @@ impl BlockUse<'_> {
     }
 }
 
-/// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
 /// In-use addresses inside `block`: `counted` beforehand when some node lists it.
 fn used_in(block: &Prefix, in_use: &InUse, counted: Option<usize>) -> usize {
     counted.unwrap_or_else(|| in_use.family(block.family).count_in_range(block.first(), block.last()))
 }
 
+/// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
 fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, occupied: &IntervalSet, problems: &mut Problems) -> CidrReport {
     let capacity = blocks::capacity(&c.prefix, mask);
     let last_index = (capacity - Count::from(1u64)).to_u128().expect("at most 2^128 blocks per CIDR");
