@@ -9,7 +9,7 @@ use super::count::Count;
 use super::interval::IntervalSet;
 use super::report::*;
 use crate::model::pool::{PoolFamily, ReservedRange};
-use crate::model::{Addr, AddrRange, Family, Node, Pool, Prefix, Snapshot};
+use crate::model::{Addr, AddrRange, Endpoint, Family, Node, Pod, Pool, Prefix, Snapshot};
 use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 /// The operator rejects IPv6 CIDRs split into more blocks than this (2^16).
@@ -78,12 +78,7 @@ impl InUse {
             Family::Ipv4 => ipv4.push(blocks::narrow(addr.value)),
             Family::Ipv6 => ipv6.push(addr.value),
         };
-        let mut counted_pods = 0;
-        for pod in pods.iter().filter(|p| p.holds_pod_ips()) {
-            counted_pods += 1;
-            pod.ips.iter().for_each(&mut add);
-        }
-        endpoints.iter().flat_map(|e| e.ips.iter()).for_each(&mut add);
+        let counted_pods = workload_addresses(pods, endpoints, &mut add);
         infrastructure.clone().for_each(&mut add);
         InUse {
             ipv4: AddressSet::new(ipv4),
@@ -107,6 +102,70 @@ impl InUse {
 
     fn count_in(&self, family: Family, ranges: &IntervalSet) -> Option<Count> {
         self.sources.known.then(|| self.family(family).count_in(ranges))
+    }
+}
+
+/// Passes every address of the pods that hold theirs and of the endpoints to `add`, and returns
+/// how many pods those are. An endpoint whose addresses its pod already gave is left out: a
+/// running pod almost always has a CiliumEndpoint of its name with its addresses, and the API
+/// server lists both kinds by namespace and name, so the lists are walked side by side (each
+/// object read once) and an endpoint's pod is one of the next few: half as many addresses to
+/// sort. Only addresses decide a skip (an endpoint whose addresses a counted pod holds adds
+/// nothing, whoever owns it); names only bring the walk back in step, so any order gives the same set.
+fn workload_addresses(pods: &[Pod], endpoints: &[Endpoint], add: &mut impl FnMut(&Addr)) -> usize {
+    let mut walk = PodWalk { pods, passed: 0, counted: 0 };
+    for endpoint in endpoints.iter().filter(|e| !e.ips.is_empty()) {
+        if !walk.repeated(endpoint, add) {
+            endpoint.ips.iter().for_each(&mut *add);
+        }
+    }
+    walk.pass_to(pods.len(), add);
+    walk.counted
+}
+
+/// The pods walked beside the endpoints: those before `passed` have given their addresses.
+struct PodWalk<'a> {
+    pods: &'a [Pod],
+    passed: usize,
+    counted: usize,
+}
+
+impl PodWalk<'_> {
+    /// Pods looked at past the last match: room for host-network and finished pods between two.
+    const LOOK_AHEAD: usize = 4;
+
+    fn pass_to(&mut self, to: usize, add: &mut impl FnMut(&Addr)) {
+        for pod in self.pods[self.passed..to].iter().filter(|p| p.holds_pod_ips()) {
+            self.counted += 1;
+            pod.ips.iter().for_each(&mut *add);
+        }
+        self.passed = to;
+    }
+
+    /// Whether one of the next pods holds all of `endpoint`'s addresses; passes the pods up to it.
+    fn repeated(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(&Addr)) -> bool {
+        if self.repeated_ahead(endpoint, add) {
+            return true;
+        }
+        // Out of step (pods without endpoints, an endpoint without its pod): both lists are sorted
+        // by namespace and name, so the pods before this endpoint's name have no endpoint left.
+        let key = (&*endpoint.namespace, endpoint.name.as_str());
+        let mut to = self.passed;
+        while self.pods.get(to).is_some_and(|pod| (&*pod.namespace, pod.name.as_str()) < key) {
+            to += 1;
+        }
+        if to == self.passed {
+            return false;
+        }
+        self.pass_to(to, add);
+        self.repeated_ahead(endpoint, add)
+    }
+
+    fn repeated_ahead(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(&Addr)) -> bool {
+        let holds_all = |pod: &Pod| pod.holds_pod_ips() && endpoint.ips.iter().all(|ip| pod.ips.contains(ip));
+        let Some(found) = self.pods[self.passed..].iter().take(Self::LOOK_AHEAD).position(holds_all) else { return false };
+        self.pass_to(self.passed + found + 1, add);
+        true
     }
 }
 
@@ -430,7 +489,7 @@ fn node_reports(snapshot: &Snapshot, in_use: &InUse, listed: &ListedBlocks) -> V
 /// One row per pool the node lists or requests, in that order. Runs for every node of the
 /// cluster: few allocations, no interval set for the usual one block per family.
 fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
-    let mut names: Vec<&str> = Vec::with_capacity(node.allocated.len() + node.requested.len());
+    let mut names: SmallVec<[&str; 4]> = SmallVec::new();
     for name in node.allocated.iter().map(|a| a.pool.as_str()).chain(node.requested.iter().map(|r| r.pool.as_str())) {
         if !names.contains(&name) {
             names.push(name);
@@ -496,6 +555,94 @@ mod tests {
 
     fn snapshot(objects: Vec<Value>) -> Snapshot {
         Snapshot::from_objects(objects)
+    }
+
+    fn workload_pod(namespace: &str, name: &str, ips: &[u128], holds: bool) -> Pod {
+        Pod {
+            namespace: namespace.into(),
+            name: name.to_string(),
+            node_name: None,
+            host_network: !holds,
+            terminated: false,
+            ips: ips.iter().map(|&v| Addr { family: Family::Ipv4, value: v }).collect(),
+            requested_pool: None,
+        }
+    }
+
+    fn workload_endpoint(namespace: &str, name: &str, ips: &[u128]) -> Endpoint {
+        Endpoint { namespace: namespace.into(), name: name.to_string(), ips: ips.iter().map(|&v| Addr { family: Family::Ipv4, value: v }).collect() }
+    }
+
+    fn in_use_of(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Vec<u128> {
+        let snap = Snapshot { pods: Some(pods), endpoints: Some(endpoints), ..Snapshot::default() };
+        InUse::collect(&snap).ipv4.iter().collect()
+    }
+
+    /// The addresses [`workload_addresses`] passes on, sorted, with the pods it counted.
+    fn passed_on(pods: &[Pod], endpoints: &[Endpoint]) -> (Vec<u128>, usize) {
+        let mut passed = Vec::new();
+        let counted = workload_addresses(pods, endpoints, &mut |a: &Addr| passed.push(a.value));
+        passed.sort_unstable();
+        (passed, counted)
+    }
+
+    #[test]
+    fn endpoints_repeating_their_pods_are_skipped_and_the_rest_counted() {
+        let pods = vec![
+            workload_pod("a", "p1", &[1], true),
+            workload_pod("a", "p2", &[2], false), // host network: its address is not the pod's
+            workload_pod("a", "p3", &[3, 4], true),
+            workload_pod("b", "p4", &[5], true),
+        ];
+        let endpoints = vec![
+            workload_endpoint("a", "p1", &[1]),
+            workload_endpoint("a", "p2", &[2]),    // an address only an endpoint gives
+            workload_endpoint("a", "p3", &[4]),    // a part of its pod's
+            workload_endpoint("a", "zz", &[]),     // no address
+            workload_endpoint("b", "p4", &[5, 6]), // more than its pod's
+        ];
+        assert_eq!(passed_on(&pods, &endpoints), (vec![1, 2, 3, 4, 5, 5, 6], 3), "the endpoints of p1 and p3 add nothing and are skipped");
+        assert_eq!(in_use_of(pods, endpoints), [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn endpoints_out_of_step_with_the_pods_come_back_in_step_by_name() {
+        // More pods without endpoints in a row than the look-ahead, then pods with them.
+        let mut pods: Vec<Pod> = (0..10).map(|i| workload_pod("a", &format!("host-{i}"), &[100 + i], false)).collect();
+        pods.extend((0..3).map(|i| workload_pod("b", &format!("p{i}"), &[i], true)));
+        let endpoints: Vec<Endpoint> = (0..3).map(|i| workload_endpoint("b", &format!("p{i}"), &[i])).collect();
+        assert_eq!(passed_on(&pods, &endpoints), (vec![0, 1, 2], 3), "every endpoint repeats its pod");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_addresses_in_use_are_the_union_whatever_the_order(
+            pods in proptest::collection::vec((0u8..4, 0u128..40, proptest::option::of(0u128..40), proptest::bool::weighted(0.8)), 0..24),
+            extra in proptest::collection::vec((0u8..4, proptest::collection::vec(0u128..40, 0..3)), 0..6),
+            endpoint_of_pod in proptest::collection::vec(0u8..4, 24),
+            shuffle in proptest::collection::vec(0usize..30, 0..30),
+        ) {
+            let mut pods: Vec<Pod> = pods.iter().enumerate().map(|(i, (ns, a, b, holds))| {
+                let ips: Vec<u128> = std::iter::once(*a).chain(*b).collect();
+                workload_pod(&format!("ns{ns}"), &format!("p{i:02}"), &ips, *holds)
+            }).collect();
+            pods.sort_by(|x, y| (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name)));
+            // Per pod: no endpoint, one with its addresses, with the first only, with another one.
+            let mut endpoints: Vec<Endpoint> = pods.iter().zip(&endpoint_of_pod).filter_map(|(pod, how)| {
+                let ips: Vec<u128> = pod.ips.iter().map(|a| a.value).collect();
+                let ips = match how { 0 => return None, 1 => ips, 2 => ips[..1].to_vec(), _ => vec![ips[0] + 1] };
+                Some(workload_endpoint(&pod.namespace, &pod.name, &ips))
+            }).collect();
+            endpoints.extend(extra.iter().enumerate().map(|(i, (ns, ips))| workload_endpoint(&format!("ns{ns}"), &format!("e{i}"), ips)));
+            endpoints.sort_by(|x, y| (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name)));
+            for (i, &j) in shuffle.iter().enumerate() {
+                let len = endpoints.len();
+                if len > 1 { endpoints.swap(i % len, j % len); }
+            }
+            let expected: BTreeSet<u128> = pods.iter().filter(|p| p.holds_pod_ips()).flat_map(|p| p.ips.iter())
+                .chain(endpoints.iter().flat_map(|e| e.ips.iter())).map(|a| a.value).collect();
+            proptest::prop_assert_eq!(in_use_of(pods, endpoints), expected.into_iter().collect::<Vec<_>>());
+        }
     }
 
     /// Block indices of the pool's first CIDR occupied after the restore replay of `entries` (one node).
