@@ -12,6 +12,7 @@ use crate::model::crd::POOL_CRD_NAME;
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::workload::Pod;
 use crate::model::{Addr, Prefix, Snapshot};
+use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 
 /// Utilization at or above which a pool counts as nearly exhausted.
@@ -121,12 +122,17 @@ pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], 
 /// last entry's blocks stay allocated (AllocateToNode in the operator's pool_allocator.go).
 fn split_pool_entries(snapshot: &Snapshot, problems: &mut Problems) {
     for node in &snapshot.nodes {
-        let mut entries: std::collections::BTreeMap<&str, Vec<&crate::model::node::PoolAllocation>> = Default::default();
-        for alloc in &node.allocated {
-            entries.entry(alloc.pool.as_str()).or_default().push(alloc);
-        }
-        for (pool, list) in entries.iter().filter(|(_, list)| list.len() > 1) {
-            let (last, earlier) = list.split_last().expect("more than one entry");
+        // Runs for every node: no map per node, as a node lists few pools.
+        for (i, first) in node.allocated.iter().enumerate() {
+            let pool = first.pool.as_str();
+            if node.allocated[..i].iter().any(|a| a.pool == pool) {
+                continue; // reported with the pool's first entry
+            }
+            let list: SmallVec<[&crate::model::node::PoolAllocation; 4]> = node.allocated[i..].iter().filter(|a| a.pool == pool).collect();
+            let [earlier @ .., last] = list.as_slice() else { continue };
+            if earlier.is_empty() {
+                continue;
+            }
             let kept: BTreeSet<&str> = last.blocks.iter().map(|b| b.original.as_str()).collect();
             let freed: Vec<&str> = earlier.iter().flat_map(|a| a.blocks.iter().map(|b| b.original.as_str())).filter(|b| !kept.contains(b)).collect();
             problems.push(
