@@ -107,9 +107,9 @@ impl InUse {
 
 /// Passes every address of the pods that hold theirs and of the endpoints to `add`, and returns
 /// how many pods those are. An endpoint whose addresses its pod already gave is left out: a
-/// running pod almost always has a CiliumEndpoint of its name with its addresses, and the API
-/// server lists both kinds by namespace and name, so the lists are walked side by side (each
-/// object read once) and an endpoint's pod is one of the next few: half as many addresses to
+/// running pod almost always has a CiliumEndpoint of its name with its addresses, and a snapshot
+/// keeps both kinds sorted by namespace and name (model::snapshot), so the lists are walked side
+/// by side (each object read once) and an endpoint's pod is one of the next few: half as many addresses to
 /// sort. Only addresses decide a skip (an endpoint whose addresses a counted pod holds adds
 /// nothing, whoever owns it); names only bring the walk back in step, so any order gives the same set.
 fn workload_addresses(pods: &[Pod], endpoints: &[Endpoint], add: &mut impl FnMut(&Addr)) -> usize {
