@@ -109,9 +109,10 @@ impl InUse {
 /// how many pods those are. An endpoint whose addresses its pod already gave is left out: a
 /// running pod almost always has a CiliumEndpoint of its name with its addresses, and a snapshot
 /// keeps both kinds sorted by namespace and name (model::snapshot), so the lists are walked side
-/// by side (each object read once) and an endpoint's pod is one of the next few: half as many addresses to
-/// sort. Only addresses decide a skip (an endpoint whose addresses a counted pod holds adds
-/// nothing, whoever owns it); names only bring the walk back in step, so any order gives the same set.
+/// by side (each object read once) and an endpoint's pod is one of the next few: half as many
+/// addresses to sort. Only addresses decide a skip (an endpoint whose addresses a counted pod
+/// holds adds nothing, whoever owns it); names only bring the walk back in step, so any order
+/// gives the same set.
 fn workload_addresses(pods: &[Pod], endpoints: &[Endpoint], add: &mut impl FnMut(&Addr)) -> usize {
     let mut walk = PodWalk { pods, passed: 0, counted: 0 };
     for endpoint in endpoints.iter().filter(|e| !e.ips.is_empty()) {
@@ -557,6 +558,10 @@ mod tests {
         Snapshot::from_objects(objects)
     }
 
+    fn ipv4s(values: &[u128]) -> crate::model::workload::Ips {
+        values.iter().map(|&value| Addr { family: Family::Ipv4, value }).collect()
+    }
+
     fn workload_pod(namespace: &str, name: &str, ips: &[u128], holds: bool) -> Pod {
         Pod {
             namespace: namespace.into(),
@@ -564,13 +569,13 @@ mod tests {
             node_name: None,
             host_network: !holds,
             terminated: false,
-            ips: ips.iter().map(|&v| Addr { family: Family::Ipv4, value: v }).collect(),
+            ips: ipv4s(ips),
             requested_pool: None,
         }
     }
 
     fn workload_endpoint(namespace: &str, name: &str, ips: &[u128]) -> Endpoint {
-        Endpoint { namespace: namespace.into(), name: name.to_string(), ips: ips.iter().map(|&v| Addr { family: Family::Ipv4, value: v }).collect() }
+        Endpoint { namespace: namespace.into(), name: name.to_string(), ips: ipv4s(ips) }
     }
 
     fn in_use_of(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Vec<u128> {
