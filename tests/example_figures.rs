@@ -228,7 +228,7 @@ fn used_per_block_is_the_addresses_in_use_inside_it() {
         for fam in &pool.families {
             for held in fam.cidrs.iter().flat_map(|c| c.allocated.iter()).chain(&fam.orphans) {
                 let used = held.used.to_u64().unwrap();
-                actual.insert(held.prefix.to_string(), (held.nodes.iter().cloned().collect(), used));
+                actual.insert(held.prefix.to_string(), (held.node_names().into_iter().collect(), used));
             }
         }
     }

@@ -12,6 +12,7 @@ use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Addr, AddrRange, Endpoint, Family, Node, Pod, Pool, Prefix, Snapshot};
 use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 /// The operator rejects IPv6 CIDRs split into more blocks than this (2^16).
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
@@ -343,7 +344,7 @@ fn entries_by_pool(nodes: &[Node]) -> HashMap<&str, Vec<NodeEntry<'_>>, foldhash
     let mut by_pool: HashMap<&str, Vec<NodeEntry>, _> = HashMap::default();
     for node in nodes {
         for alloc in &node.allocated {
-            by_pool.entry(alloc.pool.as_str()).or_default().push((node, alloc));
+            by_pool.entry(alloc.pool.as_ref()).or_default().push((node, alloc));
         }
     }
     by_pool
@@ -359,10 +360,10 @@ fn by_node<'e, 'a>(entries: &'e [NodeEntry<'a>]) -> impl Iterator<Item = &'e [No
 /// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
 /// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
-fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<(Prefix, &'a str)> {
+fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<(Prefix, &'a Arc<str>)> {
     let last_entries = || by_node(entries).filter_map(|node_entries| node_entries.last());
-    let mut held: Vec<(Prefix, &str)> = Vec::with_capacity(last_entries().map(|(_, alloc)| alloc.blocks.len()).sum());
-    held.extend(last_entries().flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, node.name.as_str()))));
+    let mut held: Vec<(Prefix, &Arc<str>)> = Vec::with_capacity(last_entries().map(|(_, alloc)| alloc.blocks.len()).sum());
+    held.extend(last_entries().flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, &node.name))));
     held.sort_unstable();
     held.dedup();
     held
@@ -382,9 +383,9 @@ impl BlockUse<'_> {
     }
 
     /// The block `prefix` held by `holders`, with its in-use addresses if counted already.
-    fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a str>, counted: Option<usize>) -> HeldBlock {
+    fn held<'a>(&self, prefix: &Prefix, holders: impl Iterator<Item = &'a Arc<str>>, counted: Option<usize>) -> HeldBlock {
         let used = Count::from(used_in(prefix, self.in_use, counted));
-        HeldBlock { prefix: *prefix, nodes: holders.map(str::to_string).collect(), used, usable: self.usable(prefix.len) }
+        HeldBlock { prefix: *prefix, nodes: holders.cloned().collect(), used, usable: self.usable(prefix.len) }
     }
 }
 
@@ -439,9 +440,10 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
     let (capacity_blocks, allocated_blocks) = (sum(|c| c.capacity_blocks), sum(|c| c.allocated_blocks));
     let (withheld_blocks, free_blocks) = (sum(|c| c.withheld_blocks), sum(|c| c.free_blocks));
     let allocated = || cidrs.iter().flat_map(|c| c.allocated.iter());
-    let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
+    // Sized for one block per node up front: growing it rehashed every name again.
+    let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::with_capacity_and_hasher(allocated().count(), Default::default());
     for node in allocated().flat_map(|b| b.nodes.iter()) {
-        *blocks_per_node.entry(node.as_str()).or_default() += 1;
+        *blocks_per_node.entry(node).or_default() += 1;
     }
     let usable_per_block = block_use.usable(mask);
     let allocated_addresses = allocated_blocks * usable_per_block;
@@ -490,8 +492,8 @@ fn node_reports(snapshot: &Snapshot, in_use: &InUse, listed: &ListedBlocks) -> V
 /// One row per pool the node lists or requests, in that order. Runs for every node of the
 /// cluster: few allocations, no interval set for the usual one block per family.
 fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
-    let mut names: SmallVec<[&str; 4]> = SmallVec::new();
-    for name in node.allocated.iter().map(|a| a.pool.as_str()).chain(node.requested.iter().map(|r| r.pool.as_str())) {
+    let mut names: SmallVec<[&Arc<str>; 4]> = SmallVec::new();
+    for name in node.allocated.iter().map(|a| &a.pool).chain(node.requested.iter().map(|r| &r.pool)) {
         if !names.contains(&name) {
             names.push(name);
         }
@@ -500,7 +502,7 @@ fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUs
         .into_iter()
         .map(|name| {
             let pool = snapshot.pool(name);
-            let entries = || node.allocated.iter().filter(move |a| a.pool == name);
+            let entries = || node.allocated.iter().filter(move |a| a.pool == *name);
             // Every listed block of the pool with its usable addresses (the entry's flags, else the pool's).
             let held: SmallVec<[(Prefix, Count); 4]> = entries()
                 .flat_map(|entry| {
@@ -509,7 +511,7 @@ fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUs
                     entry.blocks.iter().filter_map(|b| b.prefix).map(move |b| (b, blocks::usable(b.family, b.len, allow_first, allow_last)))
                 })
                 .collect();
-            let request = node.requested.iter().find(|r| r.pool == name);
+            let request = node.requested.iter().find(|r| r.pool == *name);
             let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
             let families: SmallVec<[NodeFamilyReport; 2]> = Family::ALL
                 .iter()
@@ -527,12 +529,11 @@ fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUs
                 .collect();
             let used_addresses = in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum());
             NodePoolReport {
-                pool: name.to_string(),
+                pool: name.clone(),
                 blocks: entries().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
                 used_addresses,
                 needed_addresses: needed,
                 families,
-                usable_addresses: held.iter().map(|(_, usable)| *usable).sum(),
                 pool_exists: pool.is_some(),
             }
         })
@@ -775,10 +776,10 @@ mod tests {
         ]);
         let report = analyze(&snap);
         let row = &report.nodes[0].pools[0];
-        assert_eq!(row.blocks.as_slice(), ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
+        assert_eq!(row.blocks.iter().map(|b| &**b).collect::<Vec<_>>(), ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
         assert_eq!(row.used_addresses, Some(Count::from(3u64)));
         // usable: two IPv4 /26 (62 each) and one IPv6 /122 (62).
-        assert_eq!(row.usable_addresses, Count::from(186u64));
+        assert_eq!(row.usable_addresses(), Count::from(186u64));
     }
 
     #[test]
@@ -854,7 +855,7 @@ mod tests {
         ]);
         let report = analyze(&snap);
         let rows = |node: usize| -> Vec<(Family, usize, u64)> { report.nodes[node].pools[0].families.iter().map(|f| (f.family, f.blocks, f.needed_addresses)).collect() };
-        assert_eq!(report.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["m", "n"]);
+        assert_eq!(report.nodes.iter().map(|n| n.name.as_ref()).collect::<Vec<_>>(), ["m", "n"]);
         assert_eq!(rows(0), [(Family::Ipv6, 0, 7)], "m: only the family it requests");
         assert_eq!(rows(1), [(Family::Ipv4, 1, 5), (Family::Ipv6, 0, 3)]);
     }

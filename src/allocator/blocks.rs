@@ -124,7 +124,7 @@ impl<'a> ListedBlocks<'a> {
         pairs.extend(nodes
             .iter()
             .enumerate()
-            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index, node.name.as_str(), alloc)))
+            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index, node.name.as_ref(), alloc)))
             .flat_map(|(node_index, node, alloc)| {
                 alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
             }));

@@ -124,17 +124,17 @@ fn split_pool_entries(snapshot: &Snapshot, problems: &mut Problems) {
     for node in &snapshot.nodes {
         // Runs for every node: no map per node, as a node lists few pools.
         for (i, first) in node.allocated.iter().enumerate() {
-            let pool = first.pool.as_str();
-            if node.allocated[..i].iter().any(|a| a.pool == pool) {
+            let pool = first.pool.as_ref();
+            if node.allocated[..i].iter().any(|a| &*a.pool == pool) {
                 continue; // reported with the pool's first entry
             }
-            let list: SmallVec<[&crate::model::node::PoolAllocation; 4]> = node.allocated[i..].iter().filter(|a| a.pool == pool).collect();
+            let list: SmallVec<[&crate::model::node::PoolAllocation; 4]> = node.allocated[i..].iter().filter(|a| &*a.pool == pool).collect();
             let [earlier @ .., last] = list.as_slice() else { continue };
             if earlier.is_empty() {
                 continue;
             }
-            let kept: BTreeSet<&str> = last.blocks.iter().map(|b| b.original.as_str()).collect();
-            let freed: Vec<&str> = earlier.iter().flat_map(|a| a.blocks.iter().map(|b| b.original.as_str())).filter(|b| !kept.contains(b)).collect();
+            let kept: BTreeSet<&str> = last.blocks.iter().map(|b| b.original.as_ref()).collect();
+            let freed: Vec<&str> = earlier.iter().flat_map(|a| a.blocks.iter().map(|b| b.original.as_ref())).filter(|b| !kept.contains(b)).collect();
             problems.push(
                 Severity::Warning,
                 ProblemKind::PoolSplitEntries,
@@ -175,7 +175,7 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
                     problems.push(Severity::Error, ProblemKind::InvalidNodeBlock, node_object(&node.name),
                         format!("allocated block {:?} under pool {} is not a CIDR", block.original, alloc.pool),
                         "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected", Some(&alloc.pool));
-                } else if !pool_names.contains(alloc.pool.as_str()) && !super::modes::is_mode_pool(snapshot, &alloc.pool) {
+                } else if !pool_names.contains(alloc.pool.as_ref()) && !super::modes::is_mode_pool(snapshot, &alloc.pool) {
                     problems.push(Severity::Warning, ProblemKind::OrphanBlock, node_object(&node.name),
                         format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
                         "recreate the pool, or drain the node so the agent releases the block", None);
@@ -183,7 +183,7 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
             }
         }
         // A non-multi-pool mode's own pool (ENI's `default`) has no CiliumPodIPPool by design.
-        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_str()) && !super::modes::is_mode_pool(snapshot, &req.pool)) {
+        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_ref()) && !super::modes::is_mode_pool(snapshot, &req.pool)) {
             problems.push(Severity::Warning, ProblemKind::UnknownPoolRequested, node_object(&node.name),
                 format!("requests addresses from pool {:?}, which does not exist", req.pool),
                 "create the pool or fix the pod/namespace pool annotations that select it", None);
@@ -221,7 +221,7 @@ fn overlapping_pools(pools: &[PoolReport], problems: &mut Problems) {
 fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, problems: &mut Problems) {
     for r in &cidr.reservations {
         if !r.allocated_overlapping.is_empty() {
-            let nodes: BTreeSet<&str> = r.allocated_overlapping.iter().flat_map(|b| b.nodes.iter().map(String::as_str)).collect();
+            let nodes: BTreeSet<&str> = r.allocated_overlapping.iter().flat_map(|b| b.nodes.iter().map(|node| &**node)).collect();
             let nodes = nodes.into_iter().collect::<Vec<_>>().join(", ");
             let blocks: Vec<String> = r.allocated_overlapping.iter().map(|b| b.prefix.to_string()).collect();
             problems.of_pool(&pool.name, Severity::Warning, ProblemKind::ReservationOverAllocated,
@@ -264,7 +264,7 @@ fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
 /// [`UnlistedPodIps::unallocated`] checks against the pools' CIDRs once their reports exist.
 pub fn pod_ips<'a>(snapshot: &'a Snapshot, listed: &ListedBlocks, problems: &mut Problems) -> UnlistedPodIps<'a> {
     // Pods share one copy of each node name (model::workload::Names): resolve each copy once.
-    let node_index: HashMap<&str, usize, foldhash::fast::FixedState> = snapshot.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+    let node_index: HashMap<&str, usize, foldhash::fast::FixedState> = snapshot.nodes.iter().enumerate().map(|(i, n)| (n.name.as_ref(), i)).collect();
     let mut resolved: HashMap<*const u8, Option<usize>, foldhash::fast::FixedState> = HashMap::default();
     let mut unlisted = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
@@ -314,7 +314,7 @@ fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Pro
     for (node, report) in snapshot.nodes.iter().zip(nodes) {
         let Some(error) = &node.operator_error else { continue };
         let satisfied = node.requested.iter().all(|req| {
-            let usable: Count = report.pools.iter().find(|p| p.pool == req.pool).map_or(Count::ZERO, |p| p.usable_addresses);
+            let usable: Count = report.pools.iter().find(|p| p.pool == req.pool).map_or(Count::ZERO, |p| p.usable_addresses());
             usable >= Count::from(req.needed_ipv4 as u128 + req.needed_ipv6 as u128)
         });
         let (severity, message) = if satisfied {

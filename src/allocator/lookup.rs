@@ -126,7 +126,7 @@ fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow
     if let Some(held) = cidr.allocated.iter().find(|b| b.prefix.contains(addr)) {
         answer.block = Some(held.prefix.to_string());
         answer.state = Some(BlockState::Allocated);
-        answer.nodes = held.nodes.to_vec();
+        answer.nodes = held.node_names();
         answer.unusable = unusable(addr.value, held.prefix.first(), held.prefix.last(), allow);
         return;
     }
@@ -157,7 +157,7 @@ fn node_allows(snapshot: &Snapshot, block: &crate::model::Prefix, nodes: &[Strin
     let entry = snapshot
         .nodes
         .iter()
-        .filter(|n| nodes.contains(&n.name))
+        .filter(|n| nodes.iter().any(|node| **node == *n.name))
         .flat_map(|n| n.allocated.iter())
         .find(|a| a.blocks.iter().any(|b| b.prefix.as_ref() == Some(block)));
     entry.map_or((false, false), |a| (a.allow_first_ip.unwrap_or(false), a.allow_last_ip.unwrap_or(false)))
@@ -175,7 +175,7 @@ fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
     for node in &snapshot.nodes {
         for (role, ip) in &node.infrastructure {
             if *ip == addr {
-                out.push(Holder { kind: "node", name: node.name.clone(), detail: Some(role.to_string()) });
+                out.push(Holder { kind: "node", name: node.name.to_string(), detail: Some(role.to_string()) });
             }
         }
     }

@@ -74,18 +74,18 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
     let mode = snapshot.ipam.as_ref().map(|c| c.mode.clone());
     let mut mode_pools = Vec::new();
     if let Some(mode) = mode.as_ref().filter(|m| **m != IpamMode::MultiPool) {
-        let names: BTreeSet<&str> = snapshot.nodes.iter().flat_map(|n| n.allocated.iter().map(|a| a.pool.as_str())).filter(|p| snapshot.pool(p).is_none()).collect();
+        let names: BTreeSet<&str> = snapshot.nodes.iter().flat_map(|n| n.allocated.iter().map(|a| a.pool.as_ref())).filter(|p| snapshot.pool(p).is_none()).collect();
         for name in names {
             let mut families = Vec::new();
             for family in Family::ALL {
                 // block → (usable addresses, holders)
                 let mut held: BTreeMap<Prefix, (Count, BTreeSet<&str>)> = BTreeMap::new();
                 for node in &snapshot.nodes {
-                    for alloc in node.allocated.iter().filter(|a| a.pool == name) {
+                    for alloc in node.allocated.iter().filter(|a| &*a.pool == name) {
                         let (first, last) = (alloc.allow_first_ip.unwrap_or(false), alloc.allow_last_ip.unwrap_or(false));
                         for block in alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family) {
                             let entry = held.entry(block).or_insert((blocks::usable(family, block.len, first, last), BTreeSet::new()));
-                            entry.1.insert(node.name.as_str());
+                            entry.1.insert(node.name.as_ref());
                         }
                     }
                 }
@@ -118,8 +118,8 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
                 count_used(f, &ranges)
             });
             NodePodCidrs {
-                node: n.name.clone(),
-                pod_cidrs: n.pod_cidrs.iter().map(|b| b.original.clone()).collect(),
+                node: n.name.to_string(),
+                pod_cidrs: n.pod_cidrs.iter().map(|b| b.original.to_string()).collect(),
                 used_addresses: used.collect::<Option<Vec<Count>>>().map(|v| v.into_iter().sum()),
             }
         })

@@ -9,6 +9,7 @@ use crate::model::pool::ReservedRange;
 use crate::model::{Addr, Dialect, Family, Prefix};
 use serde::Serialize;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -136,10 +137,17 @@ pub struct CidrReport {
 #[derive(Clone, Debug)]
 pub struct HeldBlock {
     pub prefix: Prefix,
-    /// The nodes listing it: one, unless it has several owners (a problem).
-    pub nodes: SmallVec<[String; 1]>,
+    /// The nodes listing it: one, unless it has several owners (a problem). Shared with the snapshot.
+    pub nodes: SmallVec<[Arc<str>; 1]>,
     pub used: Count,
     pub usable: Count,
+}
+
+impl HeldBlock {
+    /// The nodes listing it, as owned names for an answer or a plan.
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|node| node.to_string()).collect()
+    }
 }
 
 /// A valid reserved range and what it costs.
@@ -164,7 +172,8 @@ impl Reservation {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeReport {
-    pub name: String,
+    /// Shared with the snapshot, as are the row's pool and block names.
+    pub name: Arc<str>,
     pub pools: Vec<NodePoolReport>,
     #[serde(skip)]
     pub ignored: bool,
@@ -173,17 +182,22 @@ pub struct NodeReport {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolReport {
-    pub pool: String,
+    pub pool: Arc<str>,
     /// Inline for the usual one or two blocks: a large cluster has a row per node and pool.
-    pub blocks: SmallVec<[String; 2]>,
+    pub blocks: SmallVec<[Arc<str>; 2]>,
     pub used_addresses: Option<Count>,
     pub needed_addresses: Needed,
     /// The same figures per address family (a dual-stack pool's IPv4 and IPv6 never add up).
     pub families: SmallVec<[NodeFamilyReport; 2]>,
     #[serde(skip)]
-    pub usable_addresses: Count,
-    #[serde(skip)]
     pub pool_exists: bool,
+}
+
+impl NodePoolReport {
+    /// Usable addresses of the node's blocks of this pool, both families.
+    pub fn usable_addresses(&self) -> Count {
+        self.families.iter().map(|f| f.usable_addresses).sum()
+    }
 }
 
 /// One family of a node's entry for one pool: families with blocks or a request.

@@ -363,7 +363,7 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
                         .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| ip.family == family && ip.value >= from && ip.value <= to))
                         .map(|p| format!("{}/{}", p.namespace, p.name))
                         .collect();
-                    TouchedBlock { block: held.prefix.to_string(), nodes: held.nodes.to_vec(), pods_in_range }
+                    TouchedBlock { block: held.prefix.to_string(), nodes: held.node_names(), pods_in_range }
                 })
                 .collect();
             let (first_block, last_block) = blocks::indices_overlapping(&cidr.prefix, mask, lo, hi);

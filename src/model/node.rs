@@ -3,12 +3,13 @@
 
 use super::ip::{Addr, Family, Prefix};
 use serde_json::Value;
+use std::sync::Arc;
 
 pub const IGNORE_ANNOTATION: &str = "ipam.cilium.io/ignore";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolRequest {
-    pub pool: String,
+    pub pool: Arc<str>,
     pub needed_ipv4: u64,
     pub needed_ipv6: u64,
 }
@@ -23,15 +24,17 @@ impl PoolRequest {
 }
 
 /// One block as listed by a node; `prefix` is `None` when the string is not a CIDR.
+/// Names and block strings are shared (`Arc<str>`) with the report, which has a row per node,
+/// pool and block: a large cluster's rows then copy no text (docs/performance.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListedBlock {
-    pub original: String,
+    pub original: Arc<str>,
     pub prefix: Option<Prefix>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolAllocation {
-    pub pool: String,
+    pub pool: Arc<str>,
     pub blocks: Vec<ListedBlock>,
     pub allow_first_ip: Option<bool>,
     pub allow_last_ip: Option<bool>,
@@ -39,7 +42,7 @@ pub struct PoolAllocation {
 
 #[derive(Clone, Debug)]
 pub struct Node {
-    pub name: String,
+    pub name: Arc<str>,
     /// Annotated `ipam.cilium.io/ignore`: the operator skips it.
     pub ignored: bool,
     pub requested: Vec<PoolRequest>,
@@ -56,7 +59,7 @@ pub struct Node {
 
 impl Node {
     pub fn decode(obj: &Value) -> Node {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = Arc::from(obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default());
         let ignored = obj
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(IGNORE_ANNOTATION))
@@ -65,17 +68,17 @@ impl Node {
         let pools = obj.pointer("/spec/ipam/pools");
         let requested = list(pools.and_then(|p| p.get("requested")))
             .map(|r| PoolRequest {
-                pool: str_at(r, "pool"),
+                pool: shared_str_at(r, "pool"),
                 needed_ipv4: r.pointer("/needed/ipv4-addrs").and_then(Value::as_u64).unwrap_or(0),
                 needed_ipv6: r.pointer("/needed/ipv6-addrs").and_then(Value::as_u64).unwrap_or(0),
             })
             .collect();
         let allocated = list(pools.and_then(|p| p.get("allocated")))
             .map(|a| PoolAllocation {
-                pool: str_at(a, "pool"),
+                pool: shared_str_at(a, "pool"),
                 blocks: list(a.get("cidrs"))
                     .filter_map(Value::as_str)
-                    .map(|s| ListedBlock { original: s.to_string(), prefix: Prefix::parse(s) })
+                    .map(|s| ListedBlock { original: Arc::from(s), prefix: Prefix::parse(s) })
                     .collect(),
                 allow_first_ip: a.get("allowFirstIP").and_then(Value::as_bool),
                 allow_last_ip: a.get("allowLastIP").and_then(Value::as_bool),
@@ -102,7 +105,7 @@ impl Node {
             .map(str::to_string);
         let pod_cidrs = list(obj.pointer("/spec/ipam/podCIDRs"))
             .filter_map(Value::as_str)
-            .map(|s| ListedBlock { original: s.to_string(), prefix: Prefix::parse(s) })
+            .map(|s| ListedBlock { original: Arc::from(s), prefix: Prefix::parse(s) })
             .collect();
         Node { name, ignored, requested, allocated, infrastructure_ips, infrastructure, operator_error, pod_cidrs }
     }
@@ -114,6 +117,10 @@ pub(crate) fn list(value: Option<&Value>) -> impl Iterator<Item = &Value> {
 
 pub(crate) fn str_at(value: &Value, key: &str) -> String {
     value.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+fn shared_str_at(value: &Value, key: &str) -> Arc<str> {
+    Arc::from(value.get(key).and_then(Value::as_str).unwrap_or_default())
 }
 
 #[cfg(test)]

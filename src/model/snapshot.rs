@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -71,7 +72,7 @@ impl Snapshot {
         let crd = crd_positions.last().map(|&i| CrdInfo::decode(&flat[i]));
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
         let mut pools: Vec<Pool> = Vec::new();
-        let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+        let mut nodes: BTreeMap<Arc<str>, Node> = BTreeMap::new();
         let Workloads { mut pods, mut endpoints, mut names } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;

@@ -148,7 +148,7 @@ struct BlockDetail {
 }
 
 fn block_detail(held: &crate::allocator::HeldBlock) -> BlockDetail {
-    BlockDetail { block: held.prefix.to_string(), nodes: held.nodes.to_vec(), used_addresses: held.used }
+    BlockDetail { block: held.prefix.to_string(), nodes: held.node_names(), used_addresses: held.used }
 }
 
 impl<'a> PoolDetail<'a> {
@@ -202,8 +202,8 @@ impl<'a> PoolDetail<'a> {
             .nodes
             .iter()
             .filter_map(|n| {
-                let pools: Vec<_> = n.pools.iter().filter(|p| p.pool == pool.name && !p.blocks.is_empty()).cloned().collect();
-                (!pools.is_empty()).then(|| crate::allocator::NodeReport { pools, ..n.clone() })
+                let pools: Vec<_> = n.pools.iter().filter(|p| *p.pool == pool.name && !p.blocks.is_empty()).cloned().collect();
+                (!pools.is_empty()).then(|| crate::allocator::NodeReport { name: n.name.clone(), pools, ignored: n.ignored })
             })
             .collect();
         PoolDetail {
@@ -314,9 +314,9 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         let mut holders: Vec<(String, Count)> = Vec::new();
         for held in fam.cidrs.iter().flat_map(|c| c.allocated.iter()) {
             for node in &held.nodes {
-                match holders.iter_mut().find(|(n, _)| n == node) {
+                match holders.iter_mut().find(|(n, _)| **n == **node) {
                     Some((_, n)) => *n += Count::from(1u64),
-                    None => holders.push((node.clone(), Count::from(1u64))),
+                    None => holders.push((node.to_string(), Count::from(1u64))),
                 }
             }
         }

@@ -170,7 +170,7 @@ impl<'a> UsageDocument<'a> {
         let nodes = report
             .nodes
             .iter()
-            .map(|n| NodeReport { pools: n.pools.iter().filter(|p| selected(&p.pool)).cloned().collect(), ..n.clone() })
+            .map(|n| NodeReport { name: n.name.clone(), pools: n.pools.iter().filter(|p| selected(&p.pool)).cloned().collect(), ignored: n.ignored })
             .filter(|n| all_selected || !n.pools.is_empty())
             .collect();
         UsageDocument {
@@ -260,18 +260,18 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
                 notes.push("node-ignored".to_string());
             }
             if !p.pool_exists {
-                let mode_pool = report.ipam.mode_pools.iter().any(|m| m.name == p.pool);
+                let mode_pool = report.ipam.mode_pools.iter().any(|m| *m.name == *p.pool);
                 notes.push(if mode_pool { format!("{}-pool", report.ipam.mode) } else { "pool-missing".to_string() });
             }
             let note = if notes.is_empty() { "-".to_string() } else { notes.join(",") };
             if p.families.is_empty() {
-                rows.push(vec![node.name.clone(), p.pool.clone(), "-".into(), "0".into(), "0".into(), opt(p.used_addresses), "0".into(), "-".into(), note.clone()]);
+                rows.push(vec![node.name.to_string(), p.pool.to_string(), "-".into(), "0".into(), "0".into(), opt(p.used_addresses), "0".into(), "-".into(), note.clone()]);
             }
             for f in &p.families {
                 let idle = f.used_addresses.map(|u| f.usable_addresses.saturating_sub(u));
                 rows.push(vec![
-                    node.name.clone(),
-                    p.pool.clone(),
+                    node.name.to_string(),
+                    p.pool.to_string(),
                     f.family.to_string(),
                     f.blocks.to_string(),
                     human(f.usable_addresses),
@@ -290,7 +290,7 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
 /// with their number), in address order; then the blocks nodes list under pools that do not exist.
 pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
     let mut rows = Vec::new();
-    let held_row = |block: String, pool: &str, state: &str, nodes: &[String], used: String, usable: String| {
+    let held_row = |block: String, pool: &str, state: &str, nodes: &[std::sync::Arc<str>], used: String, usable: String| {
         vec![block, pool.to_string(), state.to_string(), "1".into(), if nodes.is_empty() { "-".into() } else { nodes.join(",") }, used, usable]
     };
     for pool in pools {
@@ -320,15 +320,15 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
         }
     }
     // Blocks under a pool name no CiliumPodIPPool has (the mode's own pools are not orphans).
-    let mut missing: Vec<(&str, &str, &str)> = Vec::new();
+    let mut missing: Vec<(&str, &str, &std::sync::Arc<str>)> = Vec::new();
     for node in &report.nodes {
-        for p in node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| m.name == p.pool)) {
-            missing.extend(p.blocks.iter().map(|b| (p.pool.as_str(), b.as_str(), node.name.as_str())));
+        for p in node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| *m.name == *p.pool)) {
+            missing.extend(p.blocks.iter().map(|b| (p.pool.as_ref(), b.as_ref(), &node.name)));
         }
     }
     missing.sort();
     for (pool, block, node) in missing {
-        rows.push(held_row(block.to_string(), pool, "orphan", &[node.to_string()], "-".into(), "-".into()));
+        rows.push(held_row(block.to_string(), pool, "orphan", std::slice::from_ref(node), "-".into(), "-".into()));
     }
     table(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows, style)
 }
