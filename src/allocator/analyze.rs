@@ -12,38 +12,48 @@ use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Addr, AddrRange, Endpoint, Family, Node, Pod, Pool, Prefix, Snapshot};
 use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 /// The operator rejects IPv6 CIDRs split into more blocks than this (2^16).
 pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
-    let mut problems = Problems::default();
-    // Work that needs nothing of the other half runs on two threads (a large cluster's analysis
-    // is mostly passes over memory): the addresses in use, beside the listed blocks and the pods'
-    // addresses checked against them; then the pool reports beside the node rows.
-    let (in_use, (mut listed, pod_ips, pod_problems)) = side_by_side(
-        || InUse::collect(snapshot),
+    // A large cluster's analysis is mostly passes over memory, run on two threads: the addresses
+    // in use, then the pool reports; beside them the listed blocks, the pods' addresses checked
+    // against them, then the node rows. Each shared step is computed once, by whichever thread
+    // needs it first (the other waits for it), so the steps also run in order on one thread
+    // (side_by_side's fallback).
+    let (in_use_cell, listed_cell) = (OnceLock::new(), OnceLock::new());
+    let in_use_of = || in_use_cell.get_or_init(|| InUse::collect(snapshot));
+    let listed_of = || listed_cell.get_or_init(|| ListedBlocks::from_nodes(&snapshot.nodes));
+    // The listed blocks with the in-use addresses inside each counted (node rows and held blocks
+    // read them): the addresses first, so the thread starting with them never waits for the blocks.
+    let counted = || {
+        let (in_use, listed) = (in_use_of(), listed_of());
+        listed.count_used(&in_use.ipv4, &in_use.ipv6);
+        (in_use, listed)
+    };
+    let ((mut pools, mut problems), (nodes, pod_ips, pod_problems)) = side_by_side(
         || {
-            let listed = ListedBlocks::from_nodes(&snapshot.nodes);
-            let mut found = Problems::default();
-            let pod_ips = checks::pod_ips(snapshot, &listed, &mut found);
-            (listed, pod_ips, found)
-        },
-    );
-    problems.append(pod_problems);
-    listed.count_used(&in_use.ipv4, &in_use.ipv6);
-    let (mut pools, nodes) = side_by_side(
-        || {
+            let (in_use, listed) = counted();
+            let mut problems = Problems::default();
             let entries = entries_by_pool(&snapshot.nodes);
             let of_pool = |pool: &Pool| entries.get(pool.name.as_str()).map_or(&[][..], Vec::as_slice);
-            snapshot.pools.iter().map(|pool| pool_report(pool, of_pool(pool), &in_use, &listed, &mut problems)).collect::<Vec<_>>()
+            let pools: Vec<_> = snapshot.pools.iter().map(|pool| pool_report(pool, of_pool(pool), in_use, listed, &mut problems)).collect();
+            (pools, problems)
         },
-        || node_reports(snapshot, &in_use, &listed),
+        || {
+            let mut found = Problems::default();
+            let pod_ips = checks::pod_ips(snapshot, listed_of(), &mut found);
+            let (in_use, listed) = counted();
+            (node_reports(snapshot, in_use, listed), pod_ips, found)
+        },
     );
+    let (in_use, listed) = counted();
+    problems.append(pod_problems);
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     pod_ips.unallocated(&pools, &mut problems);
-    checks::cluster(snapshot, &pools, &nodes, &listed, &mut problems);
+    checks::cluster(snapshot, &pools, &nodes, listed, &mut problems);
     super::modes::migration_problems(snapshot, &pools, &mut problems);
     let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
     let unmanaged_ips = Family::ALL

@@ -4,6 +4,7 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
+use std::sync::OnceLock;
 
 /// Number of blocks of `mask_size` in `cidr`.
 pub fn capacity(cidr: &Prefix, mask_size: u8) -> Count {
@@ -63,8 +64,9 @@ pub struct ListedBlocks<'a> {
     listings: Vec<Listing<'a>>,
     /// Prefix lengths present, per family (IPv4, IPv6), longest first (for longest-prefix match).
     lengths: [Vec<u8>; 2],
-    /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran.
-    used: Vec<usize>,
+    /// In-use addresses inside each block of `blocks`, once [`ListedBlocks::count_used`] ran
+    /// (set once, so the index can be shared by threads while it is counted).
+    used: OnceLock<Vec<usize>>,
     /// Per node (by position), the blocks it lists with their position in `blocks`: node rows
     /// read them node by node, where a search of `blocks` would miss the cache every time.
     by_node: ByNode<(Prefix, u32)>,
@@ -134,7 +136,7 @@ impl<'a> ListedBlocks<'a> {
             listings: Vec::with_capacity(pairs.len()),
             blocks: Vec::with_capacity(pairs.len()),
             lengths: Default::default(),
-            used: Vec::new(),
+            used: OnceLock::new(),
             by_node: ByNode::default(),
             leaves_v4: ByNode::default(),
             leaves_v6: ByNode::default(),
@@ -189,7 +191,7 @@ impl<'a> ListedBlocks<'a> {
     /// [`ListedBlocks::count_used`] ran.
     pub fn used_by_node(&self, node_index: usize, block: &Prefix) -> Option<usize> {
         let &(_, index) = self.by_node.of(node_index).iter().find(|(prefix, _)| prefix == block)?;
-        self.used.get(index as usize).copied()
+        self.used.get()?.get(index as usize).copied()
     }
 
     /// Counts of blocks asked for in ascending order, each found from where the previous was.
@@ -204,17 +206,19 @@ impl<'a> ListedBlocks<'a> {
 
     /// Counts the addresses in use inside every listed block in one ascending
     /// sweep: the blocks and the addresses are both sorted, so each count starts where the
-    /// previous one began instead of searching all addresses again.
-    pub fn count_used(&mut self, ipv4: &AddressSet<u32>, ipv6: &AddressSet<u128>) {
-        let (mut from_v4, mut from_v6) = (0, 0);
-        self.used = self
-            .blocks
-            .iter()
-            .map(|(block, _, _)| match block.family {
-                Family::Ipv4 => count_from(&ipv4.sorted, &mut from_v4, block),
-                Family::Ipv6 => count_from(&ipv6.sorted, &mut from_v6, block),
-            })
-            .collect();
+    /// previous one began instead of searching all addresses again. The first call counts (a
+    /// second thread calling meanwhile waits for it); later calls change nothing.
+    pub fn count_used(&self, ipv4: &AddressSet<u32>, ipv6: &AddressSet<u128>) {
+        self.used.get_or_init(|| {
+            let (mut from_v4, mut from_v6) = (0, 0);
+            self.blocks
+                .iter()
+                .map(|(block, _, _)| match block.family {
+                    Family::Ipv4 => count_from(&ipv4.sorted, &mut from_v4, block),
+                    Family::Ipv6 => count_from(&ipv6.sorted, &mut from_v6, block),
+                })
+                .collect()
+        });
     }
 
     /// The addresses of `family` some listed block contains.
@@ -247,7 +251,7 @@ impl UsedInOrder<'_, '_> {
             self.at = 0;
         }
         self.at = gallop(blocks, self.at, |(b, _, _)| b < block);
-        (blocks.get(self.at)?.0 == *block).then(|| self.listed.used.get(self.at).copied()).flatten()
+        (blocks.get(self.at)?.0 == *block).then(|| self.listed.used.get()?.get(self.at).copied()).flatten()
     }
 }
 
@@ -378,13 +382,15 @@ mod tests {
         };
         // Nested (/24 around a /26), adjacent, empty and IPv6 blocks; addresses between and outside them.
         let nodes = [node("a", &["10.0.0.0/24", "10.0.1.0/26", "fd00::/120"]), node("b", &["10.0.0.64/26", "10.0.2.0/26"])];
-        let mut listed = ListedBlocks::from_nodes(&nodes);
+        let listed = ListedBlocks::from_nodes(&nodes);
         let v4 = |text: &str| Addr::parse(text).unwrap().value;
         let ipv4 = AddressSet::new(["9.0.0.1", "10.0.0.1", "10.0.0.64", "10.0.0.127", "10.0.0.128", "10.0.1.5", "10.0.1.64", "11.0.0.0"].map(|a| v4(a) as u32));
         let ipv6 = AddressSet::new(["fd00::1", "fd00::ff", "fd00::100"].map(v4));
         let prefix = |text: &str| Prefix::parse(text).unwrap();
         assert_eq!(listed.used_in_order().used(&prefix("10.0.0.0/24")), None, "not counted yet");
         listed.count_used(&ipv4, &ipv6);
+        // Counted once: a second thread's call (analyze) reuses the counts, whatever it passes.
+        listed.count_used(&AddressSet::default(), &AddressSet::default());
         let blocks = ["10.0.0.0/24", "10.0.0.64/26", "10.0.1.0/26", "10.0.2.0/26", "10.9.0.0/26", "fd00::/120"].map(prefix);
         let expected = [Some(4), Some(2), Some(1), Some(0), None, Some(2)];
         let mut in_order = listed.used_in_order();
