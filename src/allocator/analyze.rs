@@ -18,8 +18,9 @@ pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
     // A large cluster's analysis is mostly passes over memory, run on two threads: the addresses
-    // in use, then the pool reports; beside them the listed blocks, the pods' addresses checked
-    // against them, then the node rows. Each shared step is computed once, by whichever thread
+    // in use, the pool reports, the addresses in no listed block and the checks of what nodes
+    // list; beside them the listed blocks, the pods' addresses checked against them, then the
+    // node rows (about as long). Each shared step is computed once, by whichever thread
     // needs it first (the other waits for it), so the steps also run in order on one thread
     // (side_by_side's fallback).
     let (in_use_cell, listed_cell) = (OnceLock::new(), OnceLock::new());
@@ -32,14 +33,16 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
         listed.count_used(&in_use.ipv4, &in_use.ipv6);
         (in_use, listed)
     };
-    let ((mut pools, mut problems), (nodes, pod_ips, pod_problems)) = side_by_side(
+    let ((mut pools, unmanaged_ips, mut problems), (nodes, pod_ips, pod_problems)) = side_by_side(
         || {
             let (in_use, listed) = counted();
             let mut problems = Problems::default();
             let entries = entries_by_pool(&snapshot.nodes);
             let of_pool = |pool: &Pool| entries.get(pool.name.as_str()).map_or(&[][..], Vec::as_slice);
             let pools: Vec<_> = snapshot.pools.iter().map(|pool| pool_report(pool, of_pool(pool), in_use, listed, &mut problems)).collect();
-            (pools, problems)
+            let unmanaged_ips: usize = Family::ALL.iter().map(|&f| in_use.family(f).count_outside(&listed.covered(f))).sum();
+            checks::listings(snapshot, listed, &mut problems);
+            (pools, unmanaged_ips, problems)
         },
         || {
             let mut found = Problems::default();
@@ -48,18 +51,14 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
             (node_reports(snapshot, in_use, listed), pod_ips, found)
         },
     );
-    let (in_use, listed) = counted();
+    let in_use = in_use_of();
     problems.append(pod_problems);
     // By name, as the API server lists them: files in another order must not reorder the report.
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     pod_ips.unallocated(&pools, &mut problems);
-    checks::cluster(snapshot, &pools, &nodes, listed, &mut problems);
+    checks::cluster(snapshot, &pools, &nodes, &mut problems);
     super::modes::migration_problems(snapshot, &pools, &mut problems);
     let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
-    let unmanaged_ips = Family::ALL
-        .iter()
-        .map(|&f| in_use.family(f).count_outside(&listed.covered(f)))
-        .sum();
     Report {
         pools,
         nodes,

@@ -97,13 +97,18 @@ pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &Reser
 
 // --- the whole cluster ----------------------------------------------------------------------
 
-/// Every cluster-wide check, on the finished reports (but [`pod_ips`], which the analysis runs
-/// beside the addresses in use).
-pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], listed: &ListedBlocks, problems: &mut Problems) {
-    orphan_blocks(pools, problems);
+/// The cluster-wide checks of the snapshot alone: what CiliumNodes list, and the CRD. The
+/// analysis runs them beside the node rows, like [`pod_ips`].
+pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Problems) {
     node_blocks(snapshot, problems);
     split_pool_entries(snapshot, problems);
     blocks_with_several_owners(listed, problems);
+    storage_migration(snapshot, problems);
+}
+
+/// The cluster-wide checks of the finished reports.
+pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], problems: &mut Problems) {
+    orphan_blocks(pools, problems);
     overlapping_pools(pools, problems);
     for pool in pools {
         for fam in &pool.families {
@@ -115,7 +120,6 @@ pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], 
         }
     }
     operator_errors(snapshot, nodes, problems);
-    storage_migration(snapshot, problems);
 }
 
 /// A node listing one pool in several allocated[] entries: after an operator restart only the
