@@ -449,7 +449,8 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
     let (capacity_blocks, allocated_blocks) = (sum(|c| c.capacity_blocks), sum(|c| c.allocated_blocks));
     let (withheld_blocks, free_blocks) = (sum(|c| c.withheld_blocks), sum(|c| c.free_blocks));
     let allocated = || cidrs.iter().flat_map(|c| c.allocated.iter());
-    // Sized for one block per node up front: growing it rehashed every name again.
+    // Sized up front (a held block adds one node, but for the rare shared block): growing it
+    // rehashed every name again.
     let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::with_capacity_and_hasher(allocated().count(), Default::default());
     for node in allocated().flat_map(|b| b.nodes.iter()) {
         *blocks_per_node.entry(node).or_default() += 1;
