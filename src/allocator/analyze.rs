@@ -495,59 +495,64 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 fn node_reports(snapshot: &Snapshot, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodeReport> {
-    let rows = |(index, node): (usize, &Node)| NodeReport { name: node.name.clone(), pools: node_pools(snapshot, index, node, in_use, listed), ignored: node.ignored };
+    // Every node row looks its pools up by name: once per pool here, not a scan per row.
+    let pools: HashMap<&str, &Pool, foldhash::fast::FixedState> = snapshot.pools.iter().map(|p| (p.name.as_str(), p)).collect();
+    let rows = |(index, node): (usize, &Node)| NodeReport { name: node.name.clone(), pools: node_pools(&pools, index, node, in_use, listed), ignored: node.ignored };
     snapshot.nodes.iter().enumerate().map(rows).collect()
 }
 
 /// One row per pool the node lists or requests, in that order. Runs for every node of the
-/// cluster: few allocations, no interval set for the usual one block per family.
-fn node_pools(snapshot: &Snapshot, node_index: usize, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
+/// cluster: no allocation but the rows, no interval set for the usual one block per family.
+fn node_pools(pools: &HashMap<&str, &Pool, foldhash::fast::FixedState>, node_index: usize, node: &Node, in_use: &InUse, listed: &ListedBlocks) -> Vec<NodePoolReport> {
     let mut names: SmallVec<[&Arc<str>; 4]> = SmallVec::new();
     for name in node.allocated.iter().map(|a| &a.pool).chain(node.requested.iter().map(|r| &r.pool)) {
         if !names.contains(&name) {
             names.push(name);
         }
     }
-    names
-        .into_iter()
-        .map(|name| {
-            let pool = snapshot.pool(name);
-            let entries = || node.allocated.iter().filter(move |a| a.pool == *name);
-            // Every listed block of the pool with its usable addresses (the entry's flags, else the pool's).
-            let held: SmallVec<[(Prefix, Count); 4]> = entries()
-                .flat_map(|entry| {
-                    let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
-                    let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
-                    entry.blocks.iter().filter_map(|b| b.prefix).map(move |b| (b, blocks::usable(b.family, b.len, allow_first, allow_last)))
-                })
-                .collect();
-            let request = node.requested.iter().find(|r| r.pool == *name);
-            let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
-            let families: SmallVec<[NodeFamilyReport; 2]> = Family::ALL
-                .iter()
-                .map(|&family| {
-                    let of_family: SmallVec<[(Prefix, Count); 4]> = held.iter().filter(|(p, _)| p.family == family).copied().collect();
-                    // Distinct addresses: blocks listed twice or overlapping count once.
-                    let used_addresses = in_use.sources.known.then(|| match of_family.as_slice() {
-                        [(only, _)] => Count::from(used_in(only, in_use, listed.used_by_node(node_index, only))),
-                        several => in_use.family(family).count_in(&IntervalSet::from_ranges(several.iter().map(|(p, _)| (p.first(), p.last())))),
-                    });
-                    let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
-                    NodeFamilyReport { family, blocks: of_family.len(), usable_addresses: of_family.iter().map(|(_, usable)| *usable).sum(), used_addresses, needed_addresses }
-                })
-                .filter(|f| f.blocks > 0 || f.needed_addresses > 0)
-                .collect();
-            let used_addresses = in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum());
-            NodePoolReport {
-                pool: name.clone(),
-                blocks: entries().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
-                used_addresses,
-                needed_addresses: needed,
-                families,
-                pool_exists: pool.is_some(),
+    let mut rows = Vec::with_capacity(names.len());
+    for name in names {
+        let pool = pools.get(&**name).copied();
+        let entries = || node.allocated.iter().filter(move |a| a.pool == *name);
+        // The node's valid blocks of the pool and family, with the entry's flags, else the pool's.
+        let listed_of = |family: Family| {
+            entries().flat_map(move |entry| {
+                let allow_first = entry.allow_first_ip.or(pool.map(|p| p.allow_first_ip)).unwrap_or(false);
+                let allow_last = entry.allow_last_ip.or(pool.map(|p| p.allow_last_ip)).unwrap_or(false);
+                entry.blocks.iter().filter_map(|b| b.prefix).filter(move |b| b.family == family).map(move |b| (b, allow_first, allow_last))
+            })
+        };
+        let request = node.requested.iter().find(|r| r.pool == *name);
+        let needed = Needed { ipv4: request.map_or(0, |r| r.needed_ipv4), ipv6: request.map_or(0, |r| r.needed_ipv6) };
+        let mut families: SmallVec<[NodeFamilyReport; 2]> = SmallVec::new();
+        for family in Family::ALL {
+            let needed_addresses = if family == Family::Ipv4 { needed.ipv4 } else { needed.ipv6 };
+            let (mut blocks, mut usable_addresses, mut only) = (0, Count::ZERO, None);
+            for (block, allow_first, allow_last) in listed_of(family) {
+                blocks += 1;
+                usable_addresses += blocks::usable(family, block.len, allow_first, allow_last);
+                only = Some(block);
             }
-        })
-        .collect()
+            if blocks == 0 && needed_addresses == 0 {
+                continue;
+            }
+            // Distinct addresses: blocks listed twice or overlapping count once.
+            let used_addresses = in_use.sources.known.then(|| match (blocks, only) {
+                (1, Some(only)) => used_in(&only, in_use, listed.used_by_node(node_index, &only)),
+                _ => in_use.family(family).count_inside(&IntervalSet::from_ranges(listed_of(family).map(|(b, _, _)| (b.first(), b.last())))),
+            } as u64);
+            families.push(NodeFamilyReport { family, blocks, usable_addresses, used_addresses, needed_addresses });
+        }
+        rows.push(NodePoolReport {
+            pool: name.clone(),
+            blocks: entries().flat_map(|e| e.blocks.iter().map(|b| b.original.clone())).collect(),
+            used_addresses: in_use.sources.known.then(|| families.iter().filter_map(|f| f.used_addresses).sum()),
+            needed_addresses: needed,
+            families,
+            pool_exists: pool.is_some(),
+        });
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -787,7 +792,7 @@ mod tests {
         let report = analyze(&snap);
         let row = &report.nodes[0].pools[0];
         assert_eq!(row.blocks.iter().map(|b| &**b).collect::<Vec<_>>(), ["10.0.0.0/26", "fd00::/122", "10.0.0.64/26"]);
-        assert_eq!(row.used_addresses, Some(Count::from(3u64)));
+        assert_eq!(row.used_addresses, Some(3));
         // usable: two IPv4 /26 (62 each) and one IPv6 /122 (62).
         assert_eq!(row.usable_addresses(), Count::from(186u64));
     }

@@ -185,7 +185,9 @@ pub struct NodePoolReport {
     pub pool: Arc<str>,
     /// Inline for the usual one or two blocks: a large cluster has a row per node and pool.
     pub blocks: SmallVec<[Arc<str>; 2]>,
-    pub used_addresses: Option<Count>,
+    /// Distinct in-use addresses: at most the objects read, so 64 bits hold any (a row per node
+    /// and pool: the 256-bit `Count` made them half again as large).
+    pub used_addresses: Option<u64>,
     pub needed_addresses: Needed,
     /// The same figures per address family (a dual-stack pool's IPv4 and IPv6 never add up).
     pub families: SmallVec<[NodeFamilyReport; 2]>,
@@ -208,7 +210,8 @@ pub struct NodeFamilyReport {
     /// Valid blocks of this family the node lists.
     pub blocks: usize,
     pub usable_addresses: Count,
-    pub used_addresses: Option<Count>,
+    /// As [`NodePoolReport::used_addresses`].
+    pub used_addresses: Option<u64>,
     pub needed_addresses: u64,
 }
 

@@ -184,8 +184,8 @@ impl<'a> UsageDocument<'a> {
     }
 }
 
-fn opt(count: Option<Count>) -> String {
-    count.map_or_else(|| "?".to_string(), human)
+fn opt(count: Option<impl Into<Count>>) -> String {
+    count.map_or_else(|| "?".to_string(), |count| human(count.into()))
 }
 
 fn cidrs_cell(fam: &FamilyReport) -> String {
@@ -268,7 +268,7 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
                 rows.push(vec![node.name.to_string(), p.pool.to_string(), "-".into(), "0".into(), "0".into(), opt(p.used_addresses), "0".into(), "-".into(), note.clone()]);
             }
             for f in &p.families {
-                let idle = f.used_addresses.map(|u| f.usable_addresses.saturating_sub(u));
+                let idle = f.used_addresses.map(|u| f.usable_addresses.saturating_sub(Count::from(u)));
                 rows.push(vec![
                     node.name.to_string(),
                     p.pool.to_string(),
