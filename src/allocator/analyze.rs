@@ -18,12 +18,12 @@ pub const IPV6_MAX_BLOCK_BITS: u8 = 16;
 
 pub fn analyze(snapshot: &Snapshot) -> Report {
     // A large cluster's analysis is mostly passes over memory, run on two threads: the addresses
-    // in use, the pool reports, the addresses in no listed block and the checks of what nodes
-    // list; beside them the listed blocks, the pods' addresses checked against them, then the
-    // node rows (about as long). Each shared step is computed once, by whichever thread
-    // needs it first (the other waits for it), so the steps also run in order on one thread
-    // (side_by_side's fallback).
-    let (in_use_cell, listed_cell) = (OnceLock::new(), OnceLock::new());
+    // in use then the pool reports; beside them the listed blocks, the pods' addresses checked
+    // against them, then the node rows (about as long). Each shared step is computed once, by
+    // whichever thread needs it first (the other waits for it), so the steps also run in order
+    // on one thread (side_by_side's fallback). The last steps, which need nothing of either
+    // thread's own work, run on the thread that is done first.
+    let (in_use_cell, listed_cell, last_cell) = (OnceLock::new(), OnceLock::new(), OnceLock::new());
     let in_use_of = || in_use_cell.get_or_init(|| InUse::collect(snapshot));
     let listed_of = || listed_cell.get_or_init(|| ListedBlocks::from_nodes(&snapshot.nodes));
     // The listed blocks with the in-use addresses inside each counted (node rows and held blocks
@@ -33,24 +33,37 @@ pub fn analyze(snapshot: &Snapshot) -> Report {
         listed.count_used(&in_use.ipv4, &in_use.ipv6);
         (in_use, listed)
     };
-    let ((mut pools, unmanaged_ips, mut problems), (nodes, pod_ips, pod_problems)) = side_by_side(
+    // The addresses in use in no listed block, and the checks of what nodes list.
+    let last_steps = || {
+        last_cell.get_or_init(|| {
+            let (in_use, listed) = counted();
+            let unmanaged_ips: usize = Family::ALL.iter().map(|&f| in_use.family(f).count_outside(&listed.covered(f))).sum();
+            let mut problems = Problems::default();
+            checks::listings(snapshot, listed, &mut problems);
+            (unmanaged_ips, problems)
+        });
+    };
+    let ((mut pools, mut problems), (nodes, pod_ips, pod_problems)) = side_by_side(
         || {
             let (in_use, listed) = counted();
             let mut problems = Problems::default();
             let entries = entries_by_pool(&snapshot.nodes);
             let of_pool = |pool: &Pool| entries.get(pool.name.as_str()).map_or(&[][..], Vec::as_slice);
             let pools: Vec<_> = snapshot.pools.iter().map(|pool| pool_report(pool, of_pool(pool), in_use, listed, &mut problems)).collect();
-            let unmanaged_ips: usize = Family::ALL.iter().map(|&f| in_use.family(f).count_outside(&listed.covered(f))).sum();
-            checks::listings(snapshot, listed, &mut problems);
-            (pools, unmanaged_ips, problems)
+            last_steps();
+            (pools, problems)
         },
         || {
             let mut found = Problems::default();
             let pod_ips = checks::pod_ips(snapshot, listed_of(), &mut found);
             let (in_use, listed) = counted();
-            (node_reports(snapshot, in_use, listed), pod_ips, found)
+            let nodes = node_reports(snapshot, in_use, listed);
+            last_steps();
+            (nodes, pod_ips, found)
         },
     );
+    let (unmanaged_ips, last_problems) = last_cell.into_inner().expect("both threads ran the last steps");
+    problems.append(last_problems);
     let in_use = in_use_of();
     problems.append(pod_problems);
     // By name, as the API server lists them: files in another order must not reorder the report.
@@ -84,12 +97,12 @@ impl InUse {
         let infrastructure_ips = infrastructure.clone().count();
         let most = pods.len() + endpoints.len() + infrastructure_ips;
         let (mut ipv4, mut ipv6) = (Vec::with_capacity(most), Vec::with_capacity(most));
-        let mut add = |addr: &Addr| match addr.family {
+        let mut add = |addr: Addr| match addr.family {
             Family::Ipv4 => ipv4.push(blocks::narrow(addr.value)),
             Family::Ipv6 => ipv6.push(addr.value),
         };
         let counted_pods = workload_addresses(pods, endpoints, &mut add);
-        infrastructure.clone().for_each(&mut add);
+        infrastructure.clone().copied().for_each(&mut add);
         InUse {
             ipv4: AddressSet::new(ipv4),
             ipv6: AddressSet::new(ipv6),
@@ -123,7 +136,7 @@ impl InUse {
 /// addresses to sort. Only addresses decide a skip (an endpoint whose addresses a counted pod
 /// holds adds nothing, whoever owns it); names only bring the walk back in step, so any order
 /// gives the same set.
-fn workload_addresses(pods: &[Pod], endpoints: &[Endpoint], add: &mut impl FnMut(&Addr)) -> usize {
+fn workload_addresses(pods: &[Pod], endpoints: &[Endpoint], add: &mut impl FnMut(Addr)) -> usize {
     let mut walk = PodWalk { pods, passed: 0, counted: 0 };
     for endpoint in endpoints.iter().filter(|e| !e.ips.is_empty()) {
         if !walk.repeated(endpoint, add) {
@@ -145,7 +158,7 @@ impl PodWalk<'_> {
     /// Pods looked at past the last match: room for host-network and finished pods between two.
     const LOOK_AHEAD: usize = 4;
 
-    fn pass_to(&mut self, to: usize, add: &mut impl FnMut(&Addr)) {
+    fn pass_to(&mut self, to: usize, add: &mut impl FnMut(Addr)) {
         for pod in self.pods[self.passed..to].iter().filter(|p| p.holds_pod_ips()) {
             self.counted += 1;
             pod.ips.iter().for_each(&mut *add);
@@ -154,15 +167,15 @@ impl PodWalk<'_> {
     }
 
     /// Whether one of the next pods holds all of `endpoint`'s addresses; passes the pods up to it.
-    fn repeated(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(&Addr)) -> bool {
+    fn repeated(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(Addr)) -> bool {
         if self.repeated_ahead(endpoint, add) {
             return true;
         }
         // Out of step (pods without endpoints, an endpoint without its pod): both lists are sorted
         // by namespace and name, so the pods before this endpoint's name have no endpoint left.
-        let key = (&*endpoint.namespace, endpoint.name.as_str());
+        let key = (&*endpoint.namespace, &*endpoint.name);
         let mut to = self.passed;
-        while self.pods.get(to).is_some_and(|pod| (&*pod.namespace, pod.name.as_str()) < key) {
+        while self.pods.get(to).is_some_and(|pod| (&*pod.namespace, &*pod.name) < key) {
             to += 1;
         }
         if to == self.passed {
@@ -172,8 +185,8 @@ impl PodWalk<'_> {
         self.repeated_ahead(endpoint, add)
     }
 
-    fn repeated_ahead(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(&Addr)) -> bool {
-        let holds_all = |pod: &Pod| pod.holds_pod_ips() && endpoint.ips.iter().all(|ip| pod.ips.contains(ip));
+    fn repeated_ahead(&mut self, endpoint: &Endpoint, add: &mut impl FnMut(Addr)) -> bool {
+        let holds_all = |pod: &Pod| pod.holds_pod_ips() && endpoint.ips.iter().all(|ip| pod.ips.contains(&ip));
         let Some(found) = self.pods[self.passed..].iter().take(Self::LOOK_AHEAD).position(holds_all) else { return false };
         self.pass_to(self.passed + found + 1, add);
         true
@@ -226,13 +239,13 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeE
     // the CIDR for a block containing it. In a CIDR the figures leave out it is refused: an orphan.
     let mut counted = listed.used_in_order();
     for run in runs() {
-        let block = block_use.held(&run[0].0, run.iter().map(|(_, node)| *node), counted.used(&run[0].0));
+        let block = block_use.held(&run[0].0, run.iter().map(|(_, node, _)| *node), counted.used(&run[0].0));
         match owner(&block.prefix) {
             Some(i) => in_cidrs[i].push(block),
             None => orphans.push(block),
         }
     }
-    let occupied = occupied_blocks(entries, fam.family, &usable, &owners, mask);
+    let occupied = occupied_blocks(entries, &held, fam.family, &usable, &owners, mask);
     let cidrs = usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, &occupied, problems)).collect();
     family_totals(fam, &block_use, mask, cidrs, orphans)
 }
@@ -244,7 +257,7 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeE
 /// for the pool is released, which clears every block it touches — also blocks a kept CIDR covers.
 /// Across nodes the union is taken; a release that clears another node's blocks depends on the
 /// informer's order, which no snapshot says.
-fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], family: Family, usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
+fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], held: &[HeldPair<'a>], family: Family, usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
     // The aligned address range of the blocks `block` touches in its owner CIDR.
     let touched = |block: &Prefix| -> Option<(u128, u128)> {
         let cidr = &usable[owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable)?].prefix;
@@ -252,30 +265,28 @@ fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], family: Family, usable: &[Usab
         Some((blocks::block_at(cidr, mask, first).first(), blocks::block_at(cidr, mask, last).last()))
     };
     let listed = |&(_, alloc): &NodeEntry<'a>| alloc.blocks.iter().filter_map(|b| b.prefix).filter(move |b| b.family == family);
-    let mut ranges = Vec::with_capacity(entries.iter().map(|(_, alloc)| alloc.blocks.len()).sum());
-    for node_entries in by_node(entries) {
+    // A node listing the pool in one entry (nearly all) occupies every block it lists: its held
+    // blocks, read from `held` rather than from every node again.
+    let mut ranges: Vec<(u128, u128)> = held.chunk_by(|a, b| a.0 == b.0).filter(|run| run.iter().any(|&(_, _, alone)| alone)).filter_map(|run| touched(&run[0].0)).collect();
+    for node_entries in by_node(entries).filter(|node_entries| node_entries.len() > 1) {
         let [.., last] = node_entries else { continue };
-        if node_entries.len() == 1 {
-            ranges.extend(listed(last).filter_map(|b| touched(&b)));
-            continue;
-        }
         let kept: BTreeSet<Prefix> = listed(last).collect();
         let mut marked: Vec<(Prefix, (u128, u128))> = Vec::new();
-        let mut held = IntervalSet::new();
+        let mut owned = IntervalSet::new();
         for block in node_entries.iter().flat_map(listed) {
             let Some((start, end)) = touched(&block) else { continue };
-            if marked.iter().any(|(m, _)| *m == block) || IntervalSet::single(start, end).difference(&held).is_empty() {
+            if marked.iter().any(|(m, _)| *m == block) || IntervalSet::single(start, end).difference(&owned).is_empty() {
                 continue;
             }
-            held = held.union(&IntervalSet::single(start, end));
+            owned = owned.union(&IntervalSet::single(start, end));
             marked.push((block, (start, end)));
         }
         for (block, (start, end)) in &marked {
             if !kept.contains(block) {
-                held = held.difference(&IntervalSet::single(*start, *end));
+                owned = owned.difference(&IntervalSet::single(*start, *end));
             }
         }
-        ranges.extend(held.ranges().iter().copied());
+        ranges.extend(owned.ranges().iter().copied());
     }
     IntervalSet::from_ranges(ranges)
 }
@@ -364,15 +375,20 @@ fn by_node<'e, 'a>(entries: &'e [NodeEntry<'a>]) -> impl Iterator<Item = &'e [No
     entries.chunk_by(|a, b| std::ptr::eq(a.0, b.0))
 }
 
+/// A block a node lists under a pool, the node, and whether it lists the pool in one entry only.
+type HeldPair<'a> = (Prefix, &'a Arc<str>, bool);
+
 /// Every block CiliumNodes list under the pool's name, of one family, with the node listing
 /// it: sorted by block, then node, without repeats.
 /// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
 /// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
-fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<(Prefix, &'a Arc<str>)> {
-    let last_entries = || by_node(entries).filter_map(|node_entries| node_entries.last());
-    let mut held: Vec<(Prefix, &Arc<str>)> = Vec::with_capacity(last_entries().map(|(_, alloc)| alloc.blocks.len()).sum());
-    held.extend(last_entries().flat_map(|(node, alloc)| alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(|b| (b, &node.name))));
+fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<HeldPair<'a>> {
+    let last_entries = || by_node(entries).filter_map(|node_entries| Some((node_entries.last()?, node_entries.len() == 1)));
+    let mut held: Vec<HeldPair> = Vec::with_capacity(last_entries().map(|((_, alloc), _)| alloc.blocks.len()).sum());
+    held.extend(last_entries().flat_map(|((node, alloc), alone)| {
+        alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family).map(move |b| (b, &node.name, alone))
+    }));
     held.sort_unstable();
     held.dedup();
     held
@@ -581,7 +597,7 @@ mod tests {
     fn workload_pod(namespace: &str, name: &str, ips: &[u128], holds: bool) -> Pod {
         Pod {
             namespace: namespace.into(),
-            name: name.to_string(),
+            name: name.into(),
             node_name: None,
             host_network: !holds,
             terminated: false,
@@ -591,7 +607,7 @@ mod tests {
     }
 
     fn workload_endpoint(namespace: &str, name: &str, ips: &[u128]) -> Endpoint {
-        Endpoint { namespace: namespace.into(), name: name.to_string(), ips: ipv4s(ips) }
+        Endpoint { namespace: namespace.into(), name: name.into(), ips: ipv4s(ips) }
     }
 
     fn in_use_of(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Vec<u128> {
@@ -602,7 +618,7 @@ mod tests {
     /// The addresses [`workload_addresses`] passes on, sorted, with the pods it counted.
     fn passed_on(pods: &[Pod], endpoints: &[Endpoint]) -> (Vec<u128>, usize) {
         let mut passed = Vec::new();
-        let counted = workload_addresses(pods, endpoints, &mut |a: &Addr| passed.push(a.value));
+        let counted = workload_addresses(pods, endpoints, &mut |a: Addr| passed.push(a.value));
         passed.sort_unstable();
         (passed, counted)
     }
@@ -673,7 +689,8 @@ mod tests {
         let fam = &pool.families[0];
         let (usable, owners) = usable_cidrs(pool, fam, true, &mut Problems::default());
         let entries = entries_by_pool(&snap.nodes);
-        let occupied = occupied_blocks(entries.get("p").map_or(&[], Vec::as_slice), Family::Ipv4, &usable, &owners, mask);
+        let entries = entries.get("p").map_or(&[][..], Vec::as_slice);
+        let occupied = occupied_blocks(entries, &held_blocks(entries, Family::Ipv4), Family::Ipv4, &usable, &owners, mask);
         let first = &usable[0].prefix;
         let mut out = Vec::new();
         for &(start, end) in occupied.intersection(&IntervalSet::single(first.first(), first.last())).ranges() {
@@ -750,7 +767,7 @@ mod tests {
         // held_blocks (used addresses, orphans, runway) reads the last entry only.
         let snap = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": cidr, "maskSize": 26}})), node_object("n", &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.128/26"])])]);
         let held = held_blocks(&entries_by_pool(&snap.nodes)["p"], Family::Ipv4);
-        assert_eq!(held.iter().map(|(p, node)| format!("{p} {node}")).collect::<Vec<_>>(), ["10.0.0.128/26 n"]);
+        assert_eq!(held.iter().map(|(p, node, alone)| format!("{p} {node} {alone}")).collect::<Vec<_>>(), ["10.0.0.128/26 n false"]);
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn invalid_reserved_range(problems: &mut Problems, pool: &str, range: &Reser
 // --- the whole cluster ----------------------------------------------------------------------
 
 /// The cluster-wide checks of the snapshot alone: what CiliumNodes list, and the CRD. The
-/// analysis runs them beside the node rows, like [`pod_ips`].
+/// analysis runs them on whichever of its threads is done first.
 pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Problems) {
     node_blocks(snapshot, problems);
     split_pool_entries(snapshot, problems);
@@ -273,7 +273,7 @@ pub fn pod_ips<'a>(snapshot: &'a Snapshot, listed: &ListedBlocks, problems: &mut
     let mut unlisted = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips()) {
         let index = pod.node_name.as_ref().and_then(|node| *resolved.entry(node.as_ptr()).or_insert_with(|| node_index.get(&**node).copied()));
-        for &ip in pod.ips.iter().filter(|&&ip| !index.is_some_and(|i| listed.listed_by_node(i, ip))) {
+        for ip in pod.ips.iter().filter(|&ip| !index.is_some_and(|i| listed.listed_by_node(i, ip))) {
             let Some((block, listings)) = listed.lookup(ip) else {
                 unlisted.push((pod, ip));
                 continue;

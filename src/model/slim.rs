@@ -391,7 +391,7 @@ mod tests {
         let docs: Vec<SlimYaml> = serde_saphyr::from_multiple(text).unwrap();
         assert_eq!((docs[0].document.as_ref(), docs[0].workloads.pods.len()), (None, 1));
         let pod = &docs[0].workloads.pods[0];
-        assert_eq!((pod.name.as_str(), &*pod.namespace, pod.node_name.as_deref()), ("a", "b", Some("node-1")));
+        assert_eq!((&*pod.name, &*pod.namespace, pod.node_name.as_deref()), ("a", "b", Some("node-1")));
         assert_eq!(docs[1].document, Some(json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}})));
         assert!(docs[2].workloads.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
     }

@@ -46,7 +46,7 @@ impl<'a> Inspect<'a> {
                             .pods
                             .iter()
                             .flatten()
-                            .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| c.prefix.contains(*ip)))
+                            .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| c.prefix.contains(ip)))
                             .map(|p| format!("{}/{}", p.namespace, p.name))
                             .collect(),
                     })
