@@ -92,23 +92,26 @@ impl<T> Default for ByNode<T> {
 }
 
 impl<T: Copy> ByNode<T> {
-    /// From (node position, item) pairs; a node's items keep their order. A counting sort: the
-    /// pairs are counted per node, then each is written where its node's items go.
-    fn new(nodes: usize, pairs: &[(usize, T)]) -> ByNode<T> {
-        assert!(u32::try_from(pairs.len()).is_ok(), "fewer than 2^32 listed blocks");
+    /// From the items `each` passes to its sink with their node position; a node's items keep
+    /// their order. A counting sort: `each` runs twice, once to count the items per node, then to
+    /// write each where its node's items go (no list of pairs in between: a large cluster's is
+    /// megabytes, each faulted in and zeroed).
+    fn build(nodes: usize, each: impl Fn(&mut dyn FnMut(usize, T))) -> ByNode<T> {
         let mut starts = vec![0u32; nodes + 1];
-        for &(node, _) in pairs {
-            starts[node + 1] += 1;
-        }
+        let mut filler = None;
+        each(&mut |node, item| {
+            starts[node + 1] = starts[node + 1].checked_add(1).expect("fewer than 2^32 listed blocks");
+            filler.get_or_insert(item);
+        });
         for node in 0..nodes {
-            starts[node + 1] += starts[node];
+            starts[node + 1] = starts[node + 1].checked_add(starts[node]).expect("fewer than 2^32 listed blocks");
         }
-        let Some(&(_, filler)) = pairs.first() else { return ByNode { starts, items: Vec::new() } };
-        let (mut next, mut items) = (starts.clone(), vec![filler; pairs.len()]);
-        for &(node, item) in pairs {
+        let Some(filler) = filler else { return ByNode { starts, items: Vec::new() } };
+        let (mut next, mut items) = (starts.clone(), vec![filler; starts[nodes] as usize]);
+        each(&mut |node, item| {
             items[next[node] as usize] = item;
             next[node] += 1;
-        }
+        });
         ByNode { starts, items }
     }
 
@@ -156,23 +159,36 @@ impl<'a> ListedBlocks<'a> {
         }
         // Sorted by network, then length: a block that contains another is directly followed by
         // one it contains (prefixes nest or are disjoint).
-        let (mut by_node, mut leaves_v4, mut leaves_v6) = (Vec::with_capacity(pairs.len()), Vec::new(), Vec::new());
-        for (i, (block, start, end)) in listed.blocks.iter().enumerate() {
-            let leaf = !listed.blocks.get(i + 1).is_some_and(|(next, _, _)| block.contains_prefix(next));
-            let index = u32::try_from(i).expect("fewer than 2^32 listed blocks");
-            // Listings are sorted by node: a node listing the block under two pools, once.
-            for run in listed.listings[*start..*end].chunk_by(|a, b| a.node_index == b.node_index) {
-                let node = run[0].node_index;
-                by_node.push((node, (*block, index)));
-                match (leaf, block.family) {
-                    (false, _) => {}
-                    (true, Family::Ipv4) => leaves_v4.push((node, (narrow(block.first()), narrow(block.last())))),
-                    (true, Family::Ipv6) => leaves_v6.push((node, (block.first(), block.last()))),
+        let (blocks, listings) = (&listed.blocks, &listed.listings);
+        let leaf = |i: usize| !blocks.get(i + 1).is_some_and(|(next, _, _)| blocks[i].0.contains_prefix(next));
+        // Each block with its position, once per node listing it (listings are sorted by node:
+        // a node listing the block under two pools, once).
+        let per_node = |emit: &mut dyn FnMut(usize, usize)| {
+            for (i, (_, start, end)) in blocks.iter().enumerate() {
+                for run in listings[*start..*end].chunk_by(|a, b| a.node_index == b.node_index) {
+                    emit(run[0].node_index, i);
                 }
             }
-        }
-        listed.by_node = ByNode::new(nodes.len(), &by_node);
-        (listed.leaves_v4, listed.leaves_v6) = (ByNode::new(nodes.len(), &leaves_v4), ByNode::new(nodes.len(), &leaves_v6));
+        };
+        let index = |i: usize| u32::try_from(i).expect("fewer than 2^32 listed blocks");
+        let by_node = ByNode::build(nodes.len(), |sink| per_node(&mut |node, i| sink(node, (blocks[i].0, index(i)))));
+        let leaves_v4 = ByNode::build(nodes.len(), |sink| {
+            per_node(&mut |node, i| {
+                let block = &blocks[i].0;
+                if block.family == Family::Ipv4 && leaf(i) {
+                    sink(node, (narrow(block.first()), narrow(block.last())));
+                }
+            })
+        });
+        let leaves_v6 = ByNode::build(nodes.len(), |sink| {
+            per_node(&mut |node, i| {
+                let block = &blocks[i].0;
+                if block.family == Family::Ipv6 && leaf(i) {
+                    sink(node, (block.first(), block.last()));
+                }
+            })
+        });
+        (listed.by_node, listed.leaves_v4, listed.leaves_v6) = (by_node, leaves_v4, leaves_v6);
         listed
     }
 
