@@ -427,10 +427,11 @@ mod tests {
 
     #[test]
     fn items_by_node_keep_their_order_and_nodes_without_items_have_none() {
-        let by_node = ByNode::new(4, &[(2, 'a'), (0, 'b'), (2, 'c'), (3, 'd'), (0, 'e')]);
+        let pairs = [(2, 'a'), (0, 'b'), (2, 'c'), (3, 'd'), (0, 'e')];
+        let by_node = ByNode::build(4, |sink| pairs.iter().for_each(|&(node, item)| sink(node, item)));
         let items: Vec<Vec<char>> = (0..6).map(|node| by_node.of(node).to_vec()).collect();
         assert_eq!(items, [vec!['b', 'e'], vec![], vec!['a', 'c'], vec!['d'], vec![], vec![]]);
-        assert!(ByNode::<char>::new(3, &[]).of(1).is_empty());
+        assert!(ByNode::<char>::build(3, |_| {}).of(1).is_empty());
     }
 
     #[test]
