@@ -4,7 +4,7 @@
 use super::count::Count;
 use super::interval::IntervalSet;
 use crate::model::{Addr, Family, Node, Prefix};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Number of blocks of `mask_size` in `cidr`.
 pub fn capacity(cidr: &Prefix, mask_size: u8) -> Count {
@@ -46,10 +46,12 @@ pub fn indices_overlapping(cidr: &Prefix, mask_size: u8, start: u128, end: u128)
 /// One CiliumNode listing a block under a pool's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Listing<'a> {
-    pub node: &'a str,
-    pub pool: &'a str,
+    /// Thin references to the snapshot's names (a listing is 24 bytes, not 40: a large cluster
+    /// lists tens of thousands of blocks).
+    pub node: &'a Arc<str>,
+    pub pool: &'a Arc<str>,
     /// The node's position in the snapshot: comparing it is cheaper than comparing names.
-    pub node_index: usize,
+    pub node_index: u32,
 }
 
 /// Everything CiliumNodes list in `spec.ipam.pools.allocated`, by block. It borrows the names
@@ -125,11 +127,12 @@ impl<T: Copy> ByNode<T> {
 
 impl<'a> ListedBlocks<'a> {
     pub fn from_nodes(nodes: &'a [Node]) -> ListedBlocks<'a> {
+        assert!(u32::try_from(nodes.len()).is_ok(), "fewer than 2^32 nodes");
         let mut pairs: Vec<(Prefix, Listing)> = Vec::with_capacity(nodes.iter().flat_map(|n| &n.allocated).map(|a| a.blocks.len()).sum());
         pairs.extend(nodes
             .iter()
             .enumerate()
-            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index, node.name.as_ref(), alloc)))
+            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index as u32, &node.name, alloc)))
             .flat_map(|(node_index, node, alloc)| {
                 alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
             }));
@@ -166,7 +169,7 @@ impl<'a> ListedBlocks<'a> {
         let per_node = |emit: &mut dyn FnMut(usize, usize)| {
             for (i, (_, start, end)) in blocks.iter().enumerate() {
                 for run in listings[*start..*end].chunk_by(|a, b| a.node_index == b.node_index) {
-                    emit(run[0].node_index, i);
+                    emit(run[0].node_index as usize, i);
                 }
             }
         };

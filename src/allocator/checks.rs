@@ -199,10 +199,10 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
 fn blocks_with_several_owners(listed: &ListedBlocks, problems: &mut Problems) {
     // Listings are sorted by node: a block of one node has the same node first and last.
     for (block, listings) in listed.blocks().filter(|(_, l)| l.first().map(|f| f.node) != l.last().map(|l| l.node)) {
-        let node_set: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
+        let node_set: BTreeSet<&str> = listings.iter().map(|l| &**l.node).collect();
         problems.push(Severity::Error, ProblemKind::BlockMultipleOwners, format!("block/{block}"),
             format!("block {block} is listed by {} nodes: {}", node_set.len(), node_set.iter().copied().collect::<Vec<_>>().join(", ")),
-            "pods on these nodes can get the same IP: drain all but one of the nodes", listings.first().map(|l| l.pool));
+            "pods on these nodes can get the same IP: drain all but one of the nodes", listings.first().map(|l| &**l.pool));
     }
 }
 
@@ -279,11 +279,11 @@ pub fn pod_ips<'a>(snapshot: &'a Snapshot, listed: &ListedBlocks, problems: &mut
                 continue;
             };
             let Some(node) = &pod.node_name else { continue };
-            if !listings.iter().any(|l| Some(l.node_index) == index) {
-                let owners: BTreeSet<&str> = listings.iter().map(|l| l.node).collect();
+            if !listings.iter().any(|l| Some(l.node_index as usize) == index) {
+                let owners: BTreeSet<&str> = listings.iter().map(|l| &**l.node).collect();
                 problems.push(Severity::Error, ProblemKind::PodIpForeignBlock, pod_object(pod),
                     format!("IP {ip} on node {node} lies in block {block} held by {}", owners.into_iter().collect::<Vec<_>>().join(", ")),
-                    "the IP may be handed out twice: recreate the pod", listings.first().map(|l| l.pool));
+                    "the IP may be handed out twice: recreate the pod", listings.first().map(|l| &**l.pool));
             }
         }
     }
