@@ -254,6 +254,19 @@ mod tests {
     }
 
     #[test]
+    fn packed_addresses_come_back_whole() {
+        let addr = |text: &str| Addr::parse(text).unwrap();
+        let all = [addr("10.1.2.3"), addr("fd00:1:2:3:4:5:6:7"), addr("ffff:ffff:ffff:ffff:0:0:0:1"), addr("::ffff:10.1.2.3")];
+        let ips: Ips = all.iter().copied().collect();
+        assert_eq!(ips.iter().collect::<Vec<_>>(), all, "both halves of an IPv6 address, in order, beyond two addresses too");
+        assert_eq!((ips.len(), ips.first()), (4, Some(all[0])));
+        assert!(all.iter().all(|a| ips.contains(a)));
+        let two: Ips = all[..2].iter().copied().collect();
+        assert!(!two.contains(&all[3]), "an IPv4-mapped IPv6 address is not the IPv4 address");
+        assert!(!two.contains(&addr("fd00:1:2:3:4:5:6:8")) && Ips::default().is_empty());
+    }
+
+    #[test]
     fn endpoint_addressing() {
         let ep = Endpoint::decode(&json!({"metadata": {"name": "p", "namespace": "ns"},
             "status": {"networking": {"addressing": [{"ipv4": "10.0.0.9", "ipv6": "fd00::9"}]}}}));
