@@ -175,22 +175,16 @@ impl<'a> ListedBlocks<'a> {
         };
         let index = |i: usize| u32::try_from(i).expect("fewer than 2^32 listed blocks");
         let by_node = ByNode::build(nodes.len(), |sink| per_node(&mut |node, i| sink(node, (blocks[i].0, index(i)))));
-        let leaves_v4 = ByNode::build(nodes.len(), |sink| {
+        // The leaf blocks of one family, per node.
+        let leaves = |family: Family, sink: &mut dyn FnMut(usize, &Prefix)| {
             per_node(&mut |node, i| {
-                let block = &blocks[i].0;
-                if block.family == Family::Ipv4 && leaf(i) {
-                    sink(node, (narrow(block.first()), narrow(block.last())));
+                if blocks[i].0.family == family && leaf(i) {
+                    sink(node, &blocks[i].0);
                 }
             })
-        });
-        let leaves_v6 = ByNode::build(nodes.len(), |sink| {
-            per_node(&mut |node, i| {
-                let block = &blocks[i].0;
-                if block.family == Family::Ipv6 && leaf(i) {
-                    sink(node, (block.first(), block.last()));
-                }
-            })
-        });
+        };
+        let leaves_v4 = ByNode::build(nodes.len(), |sink| leaves(Family::Ipv4, &mut |node, block| sink(node, (narrow(block.first()), narrow(block.last())))));
+        let leaves_v6 = ByNode::build(nodes.len(), |sink| leaves(Family::Ipv6, &mut |node, block| sink(node, (block.first(), block.last()))));
         (listed.by_node, listed.leaves_v4, listed.leaves_v6) = (by_node, leaves_v4, leaves_v6);
         listed
     }
