@@ -179,7 +179,7 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
                     problems.push(Severity::Error, ProblemKind::InvalidNodeBlock, node_object(&node.name),
                         format!("allocated block {:?} under pool {} is not a CIDR", block.original, alloc.pool),
                         "inspect the node's spec.ipam.pools.allocated; the agent wrote something unexpected", Some(&alloc.pool));
-                } else if !pool_names.contains(alloc.pool.as_ref()) && !super::modes::is_mode_pool(snapshot, &alloc.pool) {
+                } else if !pool_names.contains(alloc.pool.as_ref()) && !snapshot.is_mode_pool(&alloc.pool) {
                     problems.push(Severity::Warning, ProblemKind::OrphanBlock, node_object(&node.name),
                         format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
                         "recreate the pool, or drain the node so the agent releases the block", None);
@@ -187,7 +187,7 @@ fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
             }
         }
         // A non-multi-pool mode's own pool (ENI's `default`) has no CiliumPodIPPool by design.
-        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_ref()) && !super::modes::is_mode_pool(snapshot, &req.pool)) {
+        for req in node.requested.iter().filter(|req| !pool_names.contains(req.pool.as_ref()) && !snapshot.is_mode_pool(&req.pool)) {
             problems.push(Severity::Warning, ProblemKind::UnknownPoolRequested, node_object(&node.name),
                 format!("requests addresses from pool {:?}, which does not exist", req.pool),
                 "create the pool or fix the pod/namespace pool annotations that select it", None);

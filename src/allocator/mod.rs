@@ -16,6 +16,5 @@ pub mod reserve;
 pub use analyze::analyze;
 pub use count::Count;
 pub use interval::IntervalSet;
-pub use modes::IpamReport;
 pub use problem::{Problem, ProblemKind, Severity};
 pub use report::*;

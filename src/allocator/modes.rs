@@ -7,53 +7,9 @@ use super::count::Count;
 use super::interval::IntervalSet;
 use super::checks::Problems;
 use super::problem::{ProblemKind, Severity, node_object, pool_object};
-use super::report::PoolReport;
+use super::report::{IpamReport, ModeFamilyReport, ModePoolReport, NodePodCidrs, PoolReport};
 use crate::model::{Family, IpamMode, Prefix, Snapshot};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IpamReport {
-    /// `cilium-config` key `ipam`, or `unknown`.
-    pub mode: String,
-    /// Pools the agent of a non-multi-pool mode lists in CiliumNodes without a CiliumPodIPPool.
-    pub mode_pools: Vec<ModePoolReport>,
-    /// `spec.ipam.podCIDRs` per node (cluster-pool; multi-pool while migrating from it).
-    pub pod_cidrs: Vec<NodePodCidrs>,
-    /// The mode neither uses CiliumPodIPPools nor writes blocks the plugin can show.
-    #[serde(skip)]
-    pub nothing_to_show: bool,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModePoolReport {
-    pub name: String,
-    pub families: Vec<ModeFamilyReport>,
-    /// Why capacity, free and utilization cannot be known from the cluster.
-    pub capacity_unknown: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModeFamilyReport {
-    pub family: Family,
-    /// Distinct blocks (for ENI: /32 secondary IPs, /28 or /80 prefixes).
-    pub allocated_blocks: Count,
-    pub allocated_addresses: Count,
-    pub used_addresses: Option<Count>,
-    pub idle_addresses: Option<Count>,
-    pub nodes: usize,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePodCidrs {
-    pub node: String,
-    pub pod_cidrs: Vec<String>,
-    pub used_addresses: Option<Count>,
-}
 
 /// Why a mode pool's capacity is unknown, per mode.
 fn capacity_unknown(mode: &IpamMode) -> String {
@@ -61,11 +17,6 @@ fn capacity_unknown(mode: &IpamMode) -> String {
         IpamMode::Eni => "capacity lives in AWS (ENIs and addresses per instance type, subnets' free addresses); the cluster records only what nodes hold".to_string(),
         other => format!("capacity is managed outside the cluster in IPAM mode {}; the cluster records only what nodes hold", other.name()),
     }
-}
-
-/// Is this pool name the mode's own (listed by nodes, no CiliumPodIPPool, mode not multi-pool)?
-pub fn is_mode_pool(snapshot: &Snapshot, pool: &str) -> bool {
-    snapshot.ipam.as_ref().is_some_and(|c| c.mode != IpamMode::MultiPool) && snapshot.pool(pool).is_none()
 }
 
 /// The IPAM part of the report. `count_used` counts in-use addresses of a family inside ranges
@@ -259,8 +210,8 @@ mod tests {
         assert_eq!(figures(&ipam.mode_pools[1]), [(Family::Ipv4, 1, 2, Some(0), Some(2), 1)]);
         assert!(ipam.mode_pools[0].capacity_unknown.contains("AWS"), "{}", ipam.mode_pools[0].capacity_unknown);
         assert!(!ipam.nothing_to_show);
-        assert!(is_mode_pool(&snap, "default") && is_mode_pool(&snap, "x"));
-        assert!(!is_mode_pool(&snap, "blue"), "a pool with a CiliumPodIPPool");
+        assert!(snap.is_mode_pool("default") && snap.is_mode_pool("x"));
+        assert!(!snap.is_mode_pool("blue"), "a pool with a CiliumPodIPPool");
         // Another mode's pool says which mode keeps the capacity.
         let crd = analyze(&eni_snapshot("crd")).ipam;
         assert!(crd.mode_pools[1].capacity_unknown.contains("IPAM mode crd"), "{}", crd.mode_pools[1].capacity_unknown);
@@ -271,11 +222,11 @@ mod tests {
         let multi = eni_snapshot("multi-pool");
         let ipam = analyze(&multi).ipam;
         assert_eq!((ipam.mode.as_str(), ipam.mode_pools.len()), ("multi-pool", 0));
-        assert!(!is_mode_pool(&multi, "default"), "in multi-pool mode a pool without a CiliumPodIPPool is missing");
+        assert!(!multi.is_mode_pool("default"), "in multi-pool mode a pool without a CiliumPodIPPool is missing");
         let unknown = Snapshot::from_objects(vec![eni_node("n1", "default", &["10.1.0.10/32"])]);
         let ipam = analyze(&unknown).ipam;
         assert_eq!((ipam.mode.as_str(), ipam.mode_pools.len()), ("unknown", 0));
-        assert!(!is_mode_pool(&unknown, "default"));
+        assert!(!unknown.is_mode_pool("default"));
     }
 
     #[test]

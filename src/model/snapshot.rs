@@ -138,6 +138,12 @@ impl Snapshot {
         self.origin = Origin { ipam_mode: self.ipam_mode_name(), warnings, ..origin };
     }
 
+    /// Is this pool name the IPAM mode's own (listed by nodes, no CiliumPodIPPool, mode not
+    /// multi-pool: ENI's `default`)? docs/ipam-modes.md.
+    pub fn is_mode_pool(&self, pool: &str) -> bool {
+        self.ipam.as_ref().is_some_and(|c| c.mode != super::IpamMode::MultiPool) && self.pool(pool).is_none()
+    }
+
     pub fn pool(&self, name: &str) -> Option<&Pool> {
         self.pools.iter().find(|p| p.name == name)
     }

@@ -49,7 +49,7 @@ pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> S
     // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
     let mode_labels = |name: &str, family: crate::model::Family| format!("pool=\"{}\",family=\"{}\",ipam_mode=\"{}\"", label(name), family, label(&report.ipam.mode));
-    type ModeFigure = (&'static str, &'static str, fn(&crate::allocator::modes::ModeFamilyReport) -> Option<Count>);
+    type ModeFigure = (&'static str, &'static str, fn(&crate::allocator::ModeFamilyReport) -> Option<Count>);
     let mode_figures: [ModeFigure; 3] = [
         ("ciliumpool_mode_allocated_blocks", "Blocks nodes list under a pool of a non-multi-pool IPAM mode (ENI: /32 addresses and prefixes); capacity is not in the cluster.", |f| Some(f.allocated_blocks)),
         ("ciliumpool_mode_allocated_addresses", "Usable addresses of those blocks.", |f| Some(f.allocated_addresses)),
