@@ -2,7 +2,7 @@
 //! both API versions. Pure: the command reads, this decides.
 
 use super::convert::{Change, to_v2, v2alpha1_projection};
-use super::status::StorageState;
+use super::storage::StorageState;
 use crate::model::{CrdInfo, Dialect};
 use serde::Serialize;
 use serde_json::Value;
