@@ -189,13 +189,19 @@ impl Connection {
                 let more = if self.request_timeout.is_none() { "; a longer --request-timeout waits longer, 0 forever" } else { "" };
                 format!("cannot reach the API server {server} ({verb} {what}): no answer within {deadline}{more}; check the kubeconfig's server and the network")
             }
-            Refused::Unfinished { read, .. } => format!(
-                "{verb} {what} on {server}: the answer did not end within {deadline} ({} arrived; the deadline covers the whole request, to the last byte); \
-                 check the network and the server, or give a longer --request-timeout (0: none)",
-                mib(*read)
-            ),
+            Refused::Unfinished { read, .. } => {
+                let within = match self.request_timeout {
+                    Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
+                    None => format!("{}, the default deadline", humantime::format_duration(DEFAULT_DEADLINE)),
+                };
+                format!(
+                    "{verb} {what} on {server}: the answer did not end within {within} ({} arrived; the deadline covers the whole request, to the last byte); \
+                     check the network and the server, or give a longer --request-timeout (0: none)",
+                    mib(*read)
+                )
+            }
             Refused::TooLarge(bound) => format!(
-                "{verb} {what} on {server}: one answer was larger than {} (the bound on one page of {} objects) and was not read further; {bad_server}",
+                "{verb} {what} on {server}: an answer was larger than {} (the bound on one answer; a page of {} objects is a few MiB) and was not read further; {bad_server}",
                 mib(*bound),
                 super::cluster::PAGE_SIZE
             ),
