@@ -239,6 +239,42 @@ mod tests {
         assert_eq!(pages_over.next(1, None), Err(Refused::TooManyItems(MAX_ITEMS)));
     }
 
+    /// A body of `frames` frames of 1 MiB each.
+    struct Frames(usize);
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            if self.0 == 0 {
+                return Poll::Ready(None);
+            }
+            self.0 -= 1;
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; 1 << 20])))))
+        }
+    }
+
+    /// Reads a body to its end: the bytes read, or the error that stopped it.
+    fn read_all(mut body: BoundedBody<Frames>) -> Result<u64, BoxError> {
+        let waker = std::task::Waker::noop();
+        let mut read = 0;
+        loop {
+            match Pin::new(&mut body).poll_frame(&mut Context::from_waker(waker)) {
+                Poll::Ready(Some(frame)) => read += frame?.into_data().map_or(0, |d| d.len() as u64),
+                Poll::Ready(None) => return Ok(read),
+                Poll::Pending => unreachable!("the frames are all there"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_answer_is_cut_at_its_bound_while_it_streams() {
+        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0 };
+        assert_eq!(read_all(bounded(3, 3 << 20)).unwrap(), 3 << 20, "the bound itself is allowed");
+        let error = read_all(bounded(1000, 3 << 20)).unwrap_err();
+        assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)));
+    }
+
     #[test]
     fn only_watch_requests_are_watches() {
         let uri = |s: &str| s.parse::<http::Uri>().unwrap();
