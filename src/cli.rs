@@ -53,7 +53,7 @@ pub struct GlobalArgs {
     /// Group to impersonate (repeatable)
     #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = CONNECTION)]
     pub as_group: Vec<String>,
-    /// How long one request may take in all (connecting, then the answer), e.g. 5s, 1m; 0 waits forever [default: 30s to connect and 30s for the first byte of each answer]
+    /// How long one request may take in all, from connecting to the last byte of the answer, e.g. 5s, 1m; 0 waits forever [default: 30s]
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout, help_heading = CONNECTION)]
     pub request_timeout: Option<Duration>,
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces

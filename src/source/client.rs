@@ -2,6 +2,7 @@
 //! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 
+use super::limits::{BoundLayer, MAX_RESPONSE_BYTES, Refused};
 use super::secrets;
 use crate::error::{cluster, input};
 use anyhow::Result;
@@ -41,10 +42,10 @@ pub struct ConnectOptions {
     pub cilium_namespace: String,
 }
 
-/// How long connecting (TCP and TLS) and the wait for each answer to begin may take when
-/// `--request-timeout` is not given. A server that accepts connections but never answers ends
-/// the command (exit 3) instead of hanging it; reading an answer that has begun has no bound
-/// then (a watch stream may be quiet for minutes). docs/design/exit-codes.md.
+/// How long one request may take, from connecting to the last byte of its answer, when
+/// `--request-timeout` is not given. A server that never answers, or trickles its answer, ends
+/// the command (exit 3) instead of hanging it. Watch streams get it only until they begin (they
+/// may be quiet for minutes). docs/design/exit-codes.md.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The deadlines one request runs under.
@@ -52,20 +53,20 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 struct Deadlines {
     /// TCP connect and TLS handshake.
     connect: Option<Duration>,
-    /// From sending the request to the answer's headers.
-    answer: Option<Duration>,
+    /// From sending the request to the last byte of the answer (to its headers for a watch).
+    whole: Option<Duration>,
     /// Each read (and write) on the connection.
     read: Option<Duration>,
 }
 
 impl Deadlines {
-    /// Not given: [`DEFAULT_DEADLINE`] to connect and for each answer to begin; `0`: none at all;
-    /// `N`: N for connecting, for the answer to begin and for each read and write.
+    /// Not given: [`DEFAULT_DEADLINE`] to connect and for each whole request; `0`: none at all;
+    /// `N`: N for connecting, for each whole request and for each read and write.
     fn of(request_timeout: Option<Duration>) -> Deadlines {
         match request_timeout {
-            None => Deadlines { connect: Some(DEFAULT_DEADLINE), answer: Some(DEFAULT_DEADLINE), read: None },
-            Some(zero) if zero.is_zero() => Deadlines { connect: None, answer: None, read: None },
-            Some(given) => Deadlines { connect: Some(given), answer: Some(given), read: Some(given) },
+            None => Deadlines { connect: Some(DEFAULT_DEADLINE), whole: Some(DEFAULT_DEADLINE), read: None },
+            Some(zero) if zero.is_zero() => Deadlines { connect: None, whole: None, read: None },
+            Some(given) => Deadlines { connect: Some(given), whole: Some(given), read: Some(given) },
         }
     }
 }
@@ -110,10 +111,7 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
         cluster(format!("cannot build a client for {server}: {cause}"))
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
-    let client = match deadlines.answer {
-        Some(answer) => builder.with_layer(&tower::timeout::TimeoutLayer::new(answer)).build(),
-        None => builder.build(),
-    };
+    let client = builder.with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: MAX_RESPONSE_BYTES }).build();
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
     Ok(Connection { client, server, context, user, timeout: deadlines.read, request_timeout: flags.timeout, exec_command })
 }
@@ -159,6 +157,9 @@ impl Connection {
     /// `verb` and `what` are RBAC terms (`list`, `ciliumnodes.cilium.io`).
     pub fn request_failed(&self, error: kube::Error, verb: &str, what: &str) -> anyhow::Error {
         let (server, user) = (&self.server, &self.user);
+        if let Some(refused) = Refused::find(&error) {
+            return cluster(self.refused(refused, verb, what));
+        }
         match &error {
             kube::Error::Api(status) if status.code == 403 => cluster(format!(
                 "forbidden (403): user {user} cannot {verb} {what} on {server}; ask for RBAC permission to {verb} {what}, or work offline with -f\n  server said: {}",
@@ -172,6 +173,43 @@ impl Connection {
                 "cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network",
                 self.transport_cause(&error)
             )),
+        }
+    }
+
+    /// Why a request was given up (`source::limits`), as one line with what to do.
+    fn refused(&self, refused: &Refused, verb: &str, what: &str) -> String {
+        let server = &self.server;
+        let deadline = match self.request_timeout {
+            Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
+            None => format!("{} (the default deadline)", humantime::format_duration(DEFAULT_DEADLINE)),
+        };
+        let bad_server = "check that the kubeconfig's server is the API server and not a proxy that changes its answers";
+        match refused {
+            Refused::NoAnswer(_) => {
+                let more = if self.request_timeout.is_none() { "; a longer --request-timeout waits longer, 0 forever" } else { "" };
+                format!("cannot reach the API server {server} ({verb} {what}): no answer within {deadline}{more}; check the kubeconfig's server and the network")
+            }
+            Refused::Unfinished { read, .. } => {
+                let within = match self.request_timeout {
+                    Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
+                    None => format!("{}, the default deadline", humantime::format_duration(DEFAULT_DEADLINE)),
+                };
+                format!(
+                    "{verb} {what} on {server}: the answer did not end within {within} ({} arrived; the deadline covers the whole request, to the last byte); \
+                     check the network and the server, or give a longer --request-timeout (0: none)",
+                    mib(*read)
+                )
+            }
+            Refused::TooLarge(bound) => format!(
+                "{verb} {what} on {server}: an answer was larger than {} (the bound on one answer; a page of {} objects is a few MiB) and was not read further; {bad_server}",
+                mib(*bound),
+                super::cluster::PAGE_SIZE
+            ),
+            Refused::RepeatedToken { page } => format!(
+                "{verb} {what} on {server}: page {page} of the list repeated an earlier continue token, so the list would never end; {bad_server}"
+            ),
+            Refused::TooManyPages(pages) => format!("{verb} {what} on {server}: the list went on past {pages} pages; {bad_server}"),
+            Refused::TooManyItems(items) => format!("{verb} {what} on {server}: the list held more than {items} objects; {bad_server}"),
         }
     }
 
@@ -197,6 +235,11 @@ impl Connection {
             ),
         }
     }
+}
+
+/// Bytes as MiB for messages (`1.5 MiB`), or bytes below one.
+fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 { format!("{bytes} bytes") } else { format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)) }
 }
 
 /// Refuses a `--context`, `--cluster` or `--user` the kubeconfig does not have, naming those it

@@ -3,6 +3,7 @@
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
+use super::limits::{Pagination, Refused};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::Workloads;
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 /// Objects per list request: large clusters have thousands of CiliumNodes and hundreds of
 /// thousands of pods, which one unpaginated response would hold in memory twice.
-const PAGE_SIZE: u32 = 500;
+pub const PAGE_SIZE: u32 = 500;
 
 /// The namespaced resources a snapshot reads: `-n` narrows these (pools and nodes are cluster-scoped).
 const NAMESPACED: [&str; 2] = ["pods", "ciliumendpoints"];
@@ -373,29 +374,57 @@ fn unreadable_text(why: Unreadable) -> &'static str {
 
 /// Every object of `resource` (in `namespace`, or all), `page_size` per request, each response
 /// decoded straight from its bytes: Pods and CiliumEndpoints into their structs, other items as
-/// JSON typed as [`typed_value`].
+/// JSON typed as [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails;
+/// items that are no object (or have no name) are left out and counted in one warning.
 pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
     let mut params = ListParams::default().limit(page_size);
+    let mut pages = Pagination::default();
+    let mut unusable = Unusable::default();
     loop {
         let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
-        let page = client.request::<SlimJson>(request).await?;
+        let mut page = client.request::<SlimJson>(request).await?;
         let mut list = page.document.unwrap_or_default();
+        let mut count = page.workloads.len();
+        page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
+        page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
         if let Some(Value::Array(items)) = list.get_mut("items").map(Value::take) {
-            listed.items.extend(items.into_iter().map(|mut item| {
-                if let Some(map) = item.as_object_mut() {
-                    map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
-                    map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
-                }
-                item
+            count += items.len();
+            listed.items.extend(items.into_iter().filter_map(|mut item| {
+                let map = item.as_object_mut().filter(|map| map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty())));
+                let map = unusable.keep_some(map)?;
+                map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+                map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+                Some(item)
             }));
         }
         listed.workloads.append(page.workloads);
-        match list.pointer("/metadata/continue").and_then(Value::as_str) {
-            Some(token) if !token.is_empty() => params = params.continue_token(token),
-            _ => return Ok(listed),
+        match pages.next(count, list.pointer("/metadata/continue").and_then(Value::as_str)).map_err(Refused::into_kube)? {
+            Some(token) => params = params.continue_token(token),
+            None => break,
         }
+    }
+    if unusable.0 > 0 {
+        warn_line!("warning: the list of {} held {} item(s) that are not objects with a metadata.name; they are left out of the figures", resource_name(resource), unusable.0);
+    }
+    Ok(listed)
+}
+
+/// How many list items could not be used.
+#[derive(Default)]
+struct Unusable(usize);
+
+impl Unusable {
+    /// Counts `usable == false`; returns `usable` (for `retain`).
+    fn keep(&mut self, usable: bool) -> bool {
+        self.0 += usize::from(!usable);
+        usable
+    }
+
+    fn keep_some<T>(&mut self, usable: Option<T>) -> Option<T> {
+        self.keep(usable.is_some());
+        usable
     }
 }
 

@@ -1,0 +1,286 @@
+//! Every request to the API server ends: a whole-request deadline (connect to the last byte of
+//! the answer), a bound on the bytes of one answer counted while it streams in, and bounds on the
+//! pages of one list. A misbehaving server (or a proxy in front of it) that trickles an answer,
+//! sends hundreds of MiB or repeats a `continue` token gets one error line, not a hang
+//! (docs/design/exit-codes.md, docs/reliability.md).
+//!
+//! Watch requests (`?watch=true`) are long-lived by design: they get the deadline only until
+//! their answer begins, and no bound on their bytes (`source::watch` restarts them).
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower::BoxError;
+
+/// The most bytes one answer may have. The plugin lists 500 objects per page; real pages of
+/// Pods or CiliumNodes are a few MiB (500 × 10 KiB), so 128 MiB is 256 KiB per object.
+pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
+
+/// The most pages one list may take: 1,000,000 objects at 500 per page.
+pub const MAX_PAGES: usize = 2_000;
+
+/// The most objects one list may hold (more than five times the pods of the largest clusters
+/// Kubernetes supports, 150,000).
+pub const MAX_ITEMS: usize = 1_000_000;
+
+/// Why the plugin gave up on a request. The message is completed by `Connection::request_failed`
+/// with the verb, resource and server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The answer had not begun by the deadline.
+    #[error("no answer within {0:?}")]
+    NoAnswer(Duration),
+    /// The answer began but its last byte had not arrived by the deadline.
+    #[error("the answer did not end within {deadline:?} ({read} bytes read)")]
+    Unfinished { deadline: Duration, read: u64 },
+    /// The answer grew past [`MAX_RESPONSE_BYTES`].
+    #[error("the answer is larger than {0} bytes")]
+    TooLarge(u64),
+    /// A page's `continue` token was one an earlier page had already sent.
+    #[error("page {page} repeated an earlier continue token")]
+    RepeatedToken { page: usize },
+    /// The list went on past [`MAX_PAGES`].
+    #[error("more than {0} pages")]
+    TooManyPages(usize),
+    /// The list held more than [`MAX_ITEMS`] objects.
+    #[error("more than {0} objects")]
+    TooManyItems(usize),
+}
+
+impl Refused {
+    /// As the error a kube call returns, so that callers keep one error path.
+    pub fn into_kube(self) -> kube::Error {
+        kube::Error::Service(Box::new(self))
+    }
+
+    /// The `Refused` somewhere in an error's chain of causes.
+    pub fn find<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e Refused> {
+        let mut next = Some(error);
+        while let Some(error) = next {
+            if let Some(refused) = error.downcast_ref::<Refused>() {
+                return Some(refused);
+            }
+            next = error.source();
+        }
+        None
+    }
+}
+
+/// The pages of one list so far: refuses a repeated `continue` token (the list would never end)
+/// and a list past [`MAX_PAGES`] or [`MAX_ITEMS`].
+#[derive(Default)]
+pub struct Pagination {
+    tokens: HashSet<String>,
+    pages: usize,
+    items: usize,
+}
+
+impl Pagination {
+    /// Records a page of `items` objects that ended with `token` (`None` or empty: the last
+    /// page); `Ok(Some(token))` when another page is to be asked for.
+    pub fn next<'t>(&mut self, items: usize, token: Option<&'t str>) -> Result<Option<&'t str>, Refused> {
+        self.pages += 1;
+        self.items += items;
+        if self.items > MAX_ITEMS {
+            return Err(Refused::TooManyItems(MAX_ITEMS));
+        }
+        let Some(token) = token.filter(|t| !t.is_empty()) else { return Ok(None) };
+        if !self.tokens.insert(token.to_string()) {
+            return Err(Refused::RepeatedToken { page: self.pages });
+        }
+        if self.pages >= MAX_PAGES {
+            return Err(Refused::TooManyPages(MAX_PAGES));
+        }
+        Ok(Some(token))
+    }
+}
+
+/// A tower layer bounding every request of a client: `deadline` from the call to the last byte
+/// of the answer (`None`: none), at most `max_bytes` per answer.
+#[derive(Clone, Copy, Debug)]
+pub struct BoundLayer {
+    pub deadline: Option<Duration>,
+    pub max_bytes: u64,
+}
+
+impl<S> tower::Layer<S> for BoundLayer {
+    type Service = Bound<S>;
+    fn layer(&self, inner: S) -> Bound<S> {
+        Bound { inner, bounds: *self }
+    }
+}
+
+#[derive(Clone)]
+pub struct Bound<S> {
+    inner: S,
+    bounds: BoundLayer,
+}
+
+/// A watch request: its answer is a stream that is meant to last.
+fn is_watch(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|query| query.split('&').any(|pair| pair == "watch=true" || pair == "watch=1"))
+}
+
+impl<S, In, B> tower::Service<Request<In>> for Bound<S>
+where
+    S: tower::Service<Request<In>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<BoundedBody<B>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<In>) -> Self::Future {
+        let watch = is_watch(request.uri());
+        let BoundLayer { deadline, max_bytes } = self.bounds;
+        let until = deadline.map(|d| (tokio::time::Instant::now() + d, d));
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = match until {
+                Some((at, d)) => tokio::time::timeout_at(at, answer).await.map_err(|_| Refused::NoAnswer(d))?,
+                None => answer.await,
+            }
+            .map_err(Into::into)?;
+            let (until, max_bytes) = if watch { (None, u64::MAX) } else { (until, max_bytes) };
+            Ok(response.map(|inner| BoundedBody { inner, until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)), max_bytes, read: 0 }))
+        })
+    }
+}
+
+/// An answer's body that fails once its deadline passes or it grows past its bound, instead of
+/// being read to the end.
+pub struct BoundedBody<B> {
+    inner: B,
+    until: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+    max_bytes: u64,
+    read: u64,
+}
+
+impl<B> Body for BoundedBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if let Some((sleep, deadline)) = &mut this.until
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Some(Err(Box::new(Refused::Unfinished { deadline: *deadline, read: this.read }))));
+        }
+        let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        this.read += frame.data_ref().map_or(0, |data| data.len() as u64);
+        if this.read > this.max_bytes {
+            return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(this.max_bytes)))));
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pagination_follows_new_tokens_and_ends_on_the_last_page() {
+        let mut pages = Pagination::default();
+        assert_eq!(pages.next(500, Some("a")), Ok(Some("a")));
+        assert_eq!(pages.next(500, Some("b")), Ok(Some("b")));
+        assert_eq!(pages.next(3, Some("")), Ok(None));
+        assert_eq!(Pagination::default().next(0, None), Ok(None));
+    }
+
+    #[test]
+    fn pagination_refuses_a_repeated_token() {
+        let mut pages = Pagination::default();
+        assert_eq!(pages.next(1, Some("a")), Ok(Some("a")));
+        assert_eq!(pages.next(1, Some("b")), Ok(Some("b")));
+        assert_eq!(pages.next(1, Some("a")), Err(Refused::RepeatedToken { page: 3 }));
+    }
+
+    #[test]
+    fn pagination_refuses_endless_and_huge_lists() {
+        let mut pages = Pagination::default();
+        let tokens: Vec<String> = (0..MAX_PAGES).map(|n| n.to_string()).collect();
+        for token in &tokens[..MAX_PAGES - 1] {
+            assert_eq!(pages.next(0, Some(token)), Ok(Some(token.as_str())));
+        }
+        assert_eq!(pages.next(0, Some(&tokens[MAX_PAGES - 1])), Err(Refused::TooManyPages(MAX_PAGES)));
+        let mut pages = Pagination::default();
+        assert_eq!(pages.next(MAX_ITEMS, None), Ok(None));
+        let mut pages_over = Pagination::default();
+        assert_eq!(pages_over.next(MAX_ITEMS, Some("a")), Ok(Some("a")));
+        assert_eq!(pages_over.next(1, None), Err(Refused::TooManyItems(MAX_ITEMS)));
+    }
+
+    /// A body of `frames` frames of 1 MiB each.
+    struct Frames(usize);
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            if self.0 == 0 {
+                return Poll::Ready(None);
+            }
+            self.0 -= 1;
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; 1 << 20])))))
+        }
+    }
+
+    /// Reads a body to its end: the bytes read, or the error that stopped it.
+    fn read_all(mut body: BoundedBody<Frames>) -> Result<u64, BoxError> {
+        let waker = std::task::Waker::noop();
+        let mut read = 0;
+        loop {
+            match Pin::new(&mut body).poll_frame(&mut Context::from_waker(waker)) {
+                Poll::Ready(Some(frame)) => read += frame?.into_data().map_or(0, |d| d.len() as u64),
+                Poll::Ready(None) => return Ok(read),
+                Poll::Pending => unreachable!("the frames are all there"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_answer_is_cut_at_its_bound_while_it_streams() {
+        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0 };
+        assert_eq!(read_all(bounded(3, 3 << 20)).unwrap(), 3 << 20, "the bound itself is allowed");
+        let error = read_all(bounded(1000, 3 << 20)).unwrap_err();
+        assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)));
+    }
+
+    #[test]
+    fn only_watch_requests_are_watches() {
+        let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+        assert!(is_watch(&uri("/api/v1/pods?watch=true&resourceVersion=5")));
+        assert!(is_watch(&uri("/api/v1/pods?limit=5&watch=1")));
+        assert!(!is_watch(&uri("/api/v1/pods?limit=500")));
+        assert!(!is_watch(&uri("/api/v1/pods?fieldSelector=watch%3Dtrue")));
+    }
+}
