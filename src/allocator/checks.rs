@@ -104,6 +104,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
     split_pool_entries(snapshot, problems);
     blocks_with_several_owners(listed, problems);
     storage_migration(snapshot, problems);
+    unprintable_names(snapshot, problems);
 }
 
 /// The cluster-wide checks of the finished reports.
@@ -340,6 +341,23 @@ fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
         problems.push(Severity::Warning, ProblemKind::StorageMigrationPending, format!("CustomResourceDefinition/{POOL_CRD_NAME}"),
             format!("status.storedVersions is {:?}: objects may still be stored as v2alpha1", crd.stored_versions.clone().unwrap_or_default()),
             "wait for Cilium's operator to migrate storage (main branch, for 1.21), or run kubectl ciliumpool migrate, then migrate --finalize; see migrate --status", None);
+    }
+}
+
+/// Pool names and the IPAM mode that hold control, C1 or bidirectional characters other than a
+/// newline: every text view shows them escaped, and OpenMetrics (whose label values can only
+/// escape `\\`, `"` and a newline) leaves their series out rather than print them raw or under
+/// another name.
+fn unprintable_names(snapshot: &Snapshot, problems: &mut Problems) {
+    const LEFT_OUT: &str = "it is shown escaped, and -o openmetrics leaves its series out (a label value cannot escape them)";
+    let unprintable = |name: &str| name.chars().any(|c| c != '\n' && crate::escape::is_unsafe(c));
+    for pool in snapshot.pools.iter().filter(|p| unprintable(&p.name)) {
+        let message = format!("the pool name holds control or bidirectional characters: {LEFT_OUT}");
+        problems.of_pool(&pool.name, Severity::Warning, ProblemKind::UnprintableName, message, "rename the pool: a Kubernetes object name (lowercase letters, digits, '-', '.'); -o json shows the exact name");
+    }
+    if let Some(config) = snapshot.ipam.as_ref().filter(|c| unprintable(c.mode.name())) {
+        let message = format!("the IPAM mode (key ipam) holds control or bidirectional characters: {LEFT_OUT}");
+        problems.push(Severity::Warning, ProblemKind::UnprintableName, format!("ConfigMap/{}", config.source), message, "set ipam to a Cilium IPAM mode (multi-pool, cluster-pool, eni, ...)", None);
     }
 }
 
