@@ -151,10 +151,23 @@ pub fn to_yaml(value: &Value) -> String {
     let mut text = text.strip_prefix("---\n").unwrap_or(&text).to_string();
     for (i, original) in quoted.iter().enumerate() {
         let json = crate::escape::json_pretty(original).expect("strings serialize");
-        text = text.replacen(&format!("{marker}{i}-end"), &json, 1);
+        let placeholder = format!("{marker}{i}-end");
+        let key = format!("{placeholder}:");
+        match text.find(&key) {
+            // An implicit key is at most 1024 characters: a longer one is an explicit `? key`,
+            // its `:` on the next line in the same column.
+            Some(at) if json.chars().count() > IMPLICIT_KEY => {
+                let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1);
+                text.replace_range(at..at + key.len(), &format!("? {json}\n{}:", " ".repeat(column)));
+            }
+            _ => text = text.replacen(&placeholder, &json, 1),
+        }
     }
     if text.ends_with('\n') { text } else { text + "\n" }
 }
+
+/// The longest implicit key YAML allows (1024 characters); longer keys are written as explicit keys.
+const IMPLICIT_KEY: usize = 1000;
 
 /// Whether `test` holds for any string of `value`: (a key, false) or (a string value, true).
 fn mentions(value: &Value, test: &dyn Fn(&str, bool) -> bool) -> bool {
@@ -188,7 +201,7 @@ fn with_placeholders(value: &Value, marker: &str, quoted: &mut Vec<String>) -> V
 /// Whether `s` must be written double-quoted: it holds an unsafe character (a newline is fine in
 /// a block scalar, `newline_ok`).
 fn must_quote(s: &str, newline_ok: bool) -> bool {
-    s.chars().any(|c| crate::escape::is_unsafe(c) && !(newline_ok && c == '\n'))
+    s.chars().any(|c| crate::escape::is_unsafe(c) && !(newline_ok && c == '\n')) || (!newline_ok && s.len() > IMPLICIT_KEY)
 }
 
 /// `s`, or its placeholder when it holds an unsafe character (a newline is fine when `newline_ok`).
@@ -365,7 +378,9 @@ mod tests {
     #[test]
     fn yaml_shows_nothing_raw_and_reads_back_the_same() {
         let hostile = ["a\u{202e}b", "tab\there", "esc\x1b]0;t\x07", "c1\u{9b}2J del\u{7f}", "two\nlines\u{2066}", "ciliumpool-escaped-0-end"];
-        let value = json!({"metadata": {"name": hostile[0], "annotations": {hostile[1]: hostile[2], "k": hostile[3], "multi": "a\nb\n"}}, "items": hostile});
+        let long_key = "k\x1b".repeat(800);
+        let value = json!({"metadata": {"name": hostile[0], "annotations": {hostile[1]: hostile[2], "k": hostile[3], "multi": "a\nb\n", long_key.clone(): {"nested": hostile[0]}, "z".repeat(1500): "plain"}},
+            "items": [hostile, [{long_key: "first key of a list item"}]]});
         let text = to_yaml(&value);
         assert!(!text.chars().any(|c| crate::escape::is_unsafe(c) && c != '\n'), "{text}");
         assert!(text.contains("\\u202e"), "{text}");

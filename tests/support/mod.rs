@@ -17,6 +17,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod cli;
+pub mod hostile;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
