@@ -383,6 +383,16 @@ mod tests {
     }
 
     #[test]
+    fn names_a_label_value_cannot_show_are_unprintable() {
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "kube-system", "name": "cilium-config"}, "data": {"ipam": "multi\u{1b}[2Jpool"}});
+        let spec = || json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}});
+        let objects = vec![pool("a\u{202e}b", spec()), pool("two\nlines", spec()), pool("plain", spec()), config];
+        let objects: Vec<String> = found(objects, ProblemKind::UnprintableName).into_iter().map(|p| p.object).collect();
+        // A newline alone is an OpenMetrics escape: that name keeps its series.
+        assert_eq!(objects, ["CiliumPodIPPool/a\u{202e}b", "ConfigMap/kube-system/cilium-config"]);
+    }
+
+    #[test]
     fn a_pod_ip_belongs_to_the_most_specific_block_even_inside_its_nodes_own() {
         // a lists 10.0.0.0/24, b the /26 at .64 inside it and the /26 at .128 that a also lists.
         let pod = |name: &str, node: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "d"}, "spec": {"nodeName": node},
