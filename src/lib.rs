@@ -2,14 +2,15 @@
 //! Cilium multi-pool IPAM.
 //!
 //! Layers, bottom up (docs/architecture.md; `tests/architecture.rs` checks the import rule):
-//! `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure;
+//! `escape` (the one escape policy), `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure;
 //! `interrupt` ends the process on a signal; `source` reads files and the cluster and makes every
 //! cluster write; `terminal` asks the user; `cli` defines the flags; `commands` orchestrates.
 
-/// `eprintln!` for every message on stderr: the text often quotes files or cluster data, so
-/// control characters are escaped (`render::escape`) and credentials redacted (`source::secrets`).
+/// `eprintln!` for every message on stderr: one line that often quotes files or cluster data,
+/// so it is escaped as one line (`escape::field`: a newline in a name cannot forge a second
+/// message) and credentials are redacted (`source::secrets`).
 macro_rules! warn_line {
-    ($($arg:tt)*) => { eprintln!("{}", $crate::render::escape::escape(&$crate::source::secrets::redact(&format!($($arg)*)))) };
+    ($($arg:tt)*) => { eprintln!("{}", $crate::escape::field(&$crate::source::secrets::redact(&format!($($arg)*)))) };
 }
 
 pub mod allocator;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod escape;
 pub mod heap;
 pub mod interrupt;
 pub mod manifest;

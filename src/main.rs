@@ -40,8 +40,8 @@ fn exit_code(result: anyhow::Result<i32>) -> i32 {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => 0,
         Err(error) => {
-            // Error text quotes files and cluster data: nothing reaches the terminal raw.
-            eprintln!("error: {}", ciliumpool::render::escape::escape(&ciliumpool::source::secrets::redact(&format!("{error:#}"))));
+            // Error text quotes files and cluster data: one line, nothing reaches the terminal raw.
+            eprintln!("error: {}", ciliumpool::escape::field(&ciliumpool::source::secrets::redact(&format!("{error:#}"))));
             ciliumpool::error::exit_code(&error)
         }
     }

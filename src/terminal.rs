@@ -24,11 +24,11 @@ pub trait Prompter {
 /// The real terminal: dialoguer's picker, and a line prompt of our own for `[y/N]` and text,
 /// which echoes every key typed (dialoguer's confirm answers on the first key and drops the
 /// others; its text input cannot be cancelled). Prompts, items and refusals quote pool names
-/// and CIDRs from the data: they are escaped (`render::escape`).
+/// and CIDRs from the data: each is escaped as one line (`escape::field`).
 pub struct Dialoguer;
 
 fn safe(text: &str) -> String {
-    crate::render::escape::escape_line(text).into_owned()
+    crate::escape::field(text).into_owned()
 }
 
 /// Shows the cursor when dropped: on every return from a prompt, errors and panics included.

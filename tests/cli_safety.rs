@@ -100,7 +100,7 @@ fn control_sequences_from_the_data_never_reach_the_terminal() {
     }
     // Visible instead: the escaped name is shown.
     let (_, stdout, _) = output(plugin().args(["usage", "-f"]).arg(&path));
-    assert!(stdout.contains("blue\\e]52;c;ZWNobyBwd25lZA==\\x07"), "{stdout}");
+    assert!(stdout.contains("blue\\x1b]52;c;ZWNobyBwd25lZA==\\x07"), "{stdout}");
     // JSON keeps the value, escaped as JSON.
     let (_, stdout, _) = output(plugin().args(["usage", "-o", "json", "-f"]).arg(&path));
     assert!(!stdout.contains('\x1b') && stdout.contains("\\u001b]52"), "{stdout}");

@@ -104,6 +104,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
     split_pool_entries(snapshot, problems);
     blocks_with_several_owners(listed, problems);
     storage_migration(snapshot, problems);
+    unprintable_names(snapshot, problems);
 }
 
 /// The cluster-wide checks of the finished reports.
@@ -343,6 +344,23 @@ fn storage_migration(snapshot: &Snapshot, problems: &mut Problems) {
     }
 }
 
+/// Pool names and the IPAM mode that hold control, C1 or bidirectional characters other than a
+/// newline: every text view shows them escaped, and OpenMetrics (whose label values can only
+/// escape `\\`, `"` and a newline) leaves their series out rather than print them raw or under
+/// another name.
+fn unprintable_names(snapshot: &Snapshot, problems: &mut Problems) {
+    const LEFT_OUT: &str = "it is shown escaped, and -o openmetrics leaves its series out (a label value cannot escape them)";
+    let unprintable = |name: &str| name.chars().any(|c| c != '\n' && crate::escape::is_unsafe(c));
+    for pool in snapshot.pools.iter().filter(|p| unprintable(&p.name)) {
+        let message = format!("the pool name holds control or bidirectional characters: {LEFT_OUT}");
+        problems.of_pool(&pool.name, Severity::Warning, ProblemKind::UnprintableName, message, "rename the pool: a Kubernetes object name (lowercase letters, digits, '-', '.'); -o json shows the exact name");
+    }
+    if let Some(config) = snapshot.ipam.as_ref().filter(|c| unprintable(c.mode.name())) {
+        let message = format!("the IPAM mode (key ipam) holds control or bidirectional characters: {LEFT_OUT}");
+        problems.push(Severity::Warning, ProblemKind::UnprintableName, format!("ConfigMap/{}", config.source), message, "set ipam to a Cilium IPAM mode (multi-pool, cluster-pool, eni, ...)", None);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! What the integration tests (tests/oracle.rs and tests/problem_kinds.rs compare kind, object
@@ -362,6 +380,16 @@ mod tests {
 
     fn found(objects: Vec<Value>, kind: ProblemKind) -> Vec<Problem> {
         analyze(&Snapshot::from_objects(objects)).problems.into_iter().filter(|p| p.kind == kind).collect()
+    }
+
+    #[test]
+    fn names_a_label_value_cannot_show_are_unprintable() {
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "kube-system", "name": "cilium-config"}, "data": {"ipam": "multi\u{1b}[2Jpool"}});
+        let spec = || json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}});
+        let objects = vec![pool("a\u{202e}b", spec()), pool("two\nlines", spec()), pool("plain", spec()), config];
+        let objects: Vec<String> = found(objects, ProblemKind::UnprintableName).into_iter().map(|p| p.object).collect();
+        // A newline alone is an OpenMetrics escape: that name keeps its series.
+        assert_eq!(objects, ["CiliumPodIPPool/a\u{202e}b", "ConfigMap/kube-system/cilium-config"]);
     }
 
     #[test]

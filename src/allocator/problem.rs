@@ -47,6 +47,9 @@ pub enum ProblemKind {
     PoolSplitEntries,
     /// Cluster-pool → multi-pool: a prerequisite is missing, or nodes still wait to be moved.
     ClusterPoolMigration,
+    /// A pool name or the IPAM mode holds characters a terminal would act on (`escape::is_unsafe`):
+    /// shown escaped, and left out of `-o openmetrics`, whose label values cannot escape them.
+    UnprintableName,
 }
 
 impl ProblemKind {

@@ -36,8 +36,7 @@ pub async fn run(words: &[String]) -> anyhow::Result<i32> {
         let names = tokio::time::timeout(POOL_LOOKUP_DEADLINE, pool_names(completed)).await.unwrap_or_default();
         completion.candidates.extend(names.into_iter().filter(|name| name.starts_with(&prefix)).map(|name| (name, String::new())));
     }
-    // Pool names are data: no control sequence reaches the shell's terminal.
-    emit(&crate::render::escape::escape(&protocol(&completion)))?;
+    emit(&protocol(&completion))?;
     Ok(0)
 }
 
@@ -48,14 +47,16 @@ fn cli_tree() -> clap::Command {
     command
 }
 
-/// Cobra's output format.
+/// Cobra's output format. Newline and TAB are the protocol's separators and pool names are
+/// data: each candidate and description is escaped as one word (`escape::word`), so a name can
+/// neither add a candidate nor reach the shell's terminal as a control sequence.
 fn protocol(completion: &Completion) -> String {
     let mut out = String::new();
     for (candidate, description) in &completion.candidates {
-        out.push_str(candidate);
+        out.push_str(&crate::escape::word(candidate));
         if !description.is_empty() {
             out.push('\t');
-            out.push_str(description);
+            out.push_str(&crate::escape::field(description));
         }
         out.push('\n');
     }
@@ -277,6 +278,9 @@ mod tests {
     fn protocol_lines() {
         let completion = Completion { candidates: vec![("usage".into(), "Free addresses".into()), ("x".into(), String::new())], directive: 4, pools: None };
         assert_eq!(protocol(&completion), "usage\tFree addresses\nx\n:4\n");
+        // A pool name cannot add a candidate, a description or a control sequence.
+        let hostile = Completion { candidates: vec![("a\nusage\tforged\x1b]0;t\x07".into(), String::new())], directive: 4, pools: None };
+        assert_eq!(protocol(&hostile), "a\\nusage\\tforged\\x1b]0;t\\x07\n:4\n");
     }
 
     #[tokio::test]

@@ -123,7 +123,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         progress.set_message(pool.name.clone());
         let outcome = write_pool(conn, &pool.name, dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
-        progress.suspend(|| ctx.human(&format!("ciliumpodippool.cilium.io/{} {}\n", pool.name, outcome.describe())))?;
+        progress.suspend(|| ctx.human(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe())))))?;
         outcomes.push((pool.name.clone(), outcome));
         progress.inc(1);
     }
@@ -329,10 +329,10 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     if args.check {
         let mut out = String::new();
         for (name, _, _, outcome) in &pending {
-            out.push_str(&format!("{name}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n", outcome.converted, target.name()));
+            out.push_str(&format!("{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n", crate::escape::Field(name), outcome.converted, target.name()));
         }
         for problem in &wrong_shape {
-            out.push_str(&format!("{problem}\n"));
+            out.push_str(&format!("{}\n", crate::escape::Field(problem)));
         }
         if pending.is_empty() && wrong_shape.is_empty() && ctx.style.headers {
             out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
@@ -372,10 +372,12 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str(&format!("---\n# Source: {}\n", crate::render::escape::escape_line(name)));
+        out.push_str(&format!("---\n# Source: {}\n", crate::escape::field(name)));
         out.push_str(outcome.text.strip_prefix("---\n").unwrap_or(&outcome.text));
     }
-    emit(&out)?;
+    // Into a pipe or a file the manifest is the files' own bytes (`| diff`, `> converted.yaml`);
+    // a person at a terminal sees what the documents the plugin did not rewrite hold escaped.
+    if ctx.stdout_terminal { emit(&crate::escape::block(&out, false))? } else { emit(&out)? }
     Ok(0)
 }
 

@@ -171,19 +171,21 @@ impl Context {
     /// Writes human notes to stderr, escaped.
     pub fn note(&self, text: &str) {
         if !text.is_empty() {
-            eprint!("{}", crate::render::escape::terminal_safe(text, self.stderr_style.color));
+            eprint!("{}", crate::escape::block(text, self.stderr_style.color));
         }
     }
 
     /// Writes text in the `-o` format to stdout: escaped for a terminal unless it is a JSON/YAML
-    /// document (those escape control characters themselves). Use [`emit`] for manifests.
+    /// document (those escape what they hold themselves). OpenMetrics passes unchanged: it holds
+    /// no character to escape (`render::metrics` leaves out what it cannot show). Use [`emit`]
+    /// for manifests.
     pub fn print(&self, text: &str) -> Result<()> {
         if self.format.is_document() { emit(text) } else { self.human(text) }
     }
 
     /// Writes a human line or block to stdout, escaped, whatever `-o` says.
     pub fn human(&self, text: &str) -> Result<()> {
-        emit(&crate::render::escape::terminal_safe(text, self.style.color))
+        emit(&crate::escape::block(text, self.style.color))
     }
 }
 

@@ -125,9 +125,9 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     };
     if !args.in_place {
         // stdout carries the edited manifest; the preview goes to stderr.
-        eprint!("{}", crate::render::escape::escape(&view::preview(&prepared.impact, &ctx.stderr_style)));
+        eprint!("{}", crate::escape::block(&view::preview(&prepared.impact, &ctx.stderr_style), false));
         let text = match ctx.format {
-            Format::Json => serde_json::to_string_pretty(&prepared.edited)? + "\n",
+            Format::Json => crate::escape::json_pretty(&prepared.edited)? + "\n",
             _ => manifest::to_yaml(&prepared.edited),
         };
         emit(&text)?;
@@ -142,7 +142,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     // user's instruction (the preview is printed, the change is in the repository's diff).
     let ask = write && !args.yes && ctx.interactive;
     if ask {
-        eprint!("{}", crate::render::escape::terminal_safe(&view::preview(&prepared.impact, &ctx.style), ctx.style.color));
+        eprint!("{}", crate::escape::block(&view::preview(&prepared.impact, &ctx.style), ctx.style.color));
         if !Dialoguer.confirm(&format!("Rewrite {path} with this change to ciliumpodippool {}?", request.pool))? {
             return super::declined();
         }
@@ -232,7 +232,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
             match ctx.format.is_document() {
                 // stdout is for the document; whoever answers the question still sees the cost.
-                true if will_ask => eprint!("{}", crate::render::escape::terminal_safe(&preview, ctx.style.color)),
+                true if will_ask => eprint!("{}", crate::escape::block(&preview, ctx.style.color)),
                 true => {}
                 false => ctx.print(&preview)?,
             }

@@ -4,7 +4,7 @@ use super::{Context, analyze, emit, require_pools, warn_unread};
 use crate::allocator::{PoolReport, Report};
 use crate::cli::{ByKind, UsageArgs};
 use crate::model::Snapshot;
-use crate::render::escape::terminal_safe;
+use crate::escape::block;
 use crate::render::usage::{Table, Thresholds, Usage, selected};
 use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
@@ -131,7 +131,7 @@ impl Screen {
         if self.shown.as_deref() == Some(text) {
             return Ok(());
         }
-        let safe = if self.machine { text.into() } else { terminal_safe(text, self.colour) };
+        let safe = if self.machine { text.into() } else { block(text, self.colour) };
         let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         let status = render::watch::status_line(&now, self.shown.is_none(), changes);
         let bytes = if self.terminal {
@@ -157,7 +157,7 @@ impl Screen {
     /// Leaves the alternate screen, the last frame printed to the normal screen so it stays.
     fn close(&mut self) {
         if self.opened {
-            let last = self.shown.as_deref().map(|t| terminal_safe(t, self.colour).into_owned()).unwrap_or_default();
+            let last = self.shown.as_deref().map(|t| block(t, self.colour).into_owned()).unwrap_or_default();
             let _ = emit(&format!("{}{last}", render::watch::LEAVE));
             self.opened = false;
         }

@@ -21,7 +21,7 @@ impl Render for Check<'_> {
 
     fn names(&self) -> Option<String> {
         let mut seen = std::collections::BTreeSet::new();
-        Some(self.problems.iter().map(|p| kubectl_name(&p.object)).filter(|n| seen.insert(n.clone())).map(|n| n + "\n").collect())
+        Some(self.problems.iter().map(|p| crate::escape::word(&kubectl_name(&p.object)).into_owned()).filter(|n| seen.insert(n.clone())).map(|n| n + "\n").collect())
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -35,7 +35,7 @@ impl Render for Check<'_> {
         if self.ipam.nothing_to_show {
             return String::new();
         }
-        format!("{} — IPAM mode {}\n", summary(&self.problems, self.hidden, wide), self.ipam.mode)
+        format!("{} — IPAM mode {}\n", summary(&self.problems, self.hidden, wide), crate::escape::Field(&self.ipam.mode))
     }
 }
 

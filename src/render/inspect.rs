@@ -1,7 +1,7 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
 use super::usage::pool_names;
-use super::{Render, Style, Tone, bar, human, percent, table};
+use super::{Render, Style, Tone, bar, human, line, percent, table};
 use crate::allocator::{Count, PoolReport, Problem, Report, blocks};
 use crate::model::{CrdInfo, Pool, Snapshot};
 use serde::Serialize;
@@ -231,7 +231,8 @@ pub struct DrainingPods<'a> {
 
 pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, problems: &[&Problem], draining: &[DrainingPods], style: &Style) -> String {
     let mut out = String::new();
-    let mut field = |name: &str, value: String| out.push_str(&format!("{:<15}{}\n", format!("{name}:"), value));
+    // Every line goes through `line`: names, annotations and messages are data, escaped as one line.
+    let mut field = |name: &str, value: String| out.push_str(&line(&format!("{:<15}{}", format!("{name}:"), value), style));
     field("Pool", style.paint(&pool.name, Tone::Bold));
     field("API version", format!("{} (dialect {})", pool.api_version, pool.dialect.name()));
     if let Some(crd) = crd {
@@ -254,15 +255,16 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
 
     for fam in &report.families {
         let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
-        out.push_str(&format!(
-            "\n{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}\n",
+        out.push('\n');
+        out.push_str(&line(&format!(
+            "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
             style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
             human(fam.usable_per_block),
             human(fam.allocated_blocks),
             human(fam.allocated_blocks + fam.free_blocks),
             percent(fam.utilization()),
             bar(fam.utilization(), style),
-        ));
+        ), style));
         let rows = fam
             .cidrs
             .iter()
@@ -289,25 +291,25 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
                 } else {
                     format!("{first}..{}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
                 };
-                out.push_str(&format!(
-                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})\n",
+                out.push_str(&line(&format!(
+                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})",
                     r.start, r.end, cidr.cidr, human(r.reserved_addresses), human(touched), human(touched * block_addresses),
-                ));
+                ), style));
                 for held in &r.allocated_overlapping {
-                    out.push_str(&format!(
-                        "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it\n",
+                    out.push_str(&line(&format!(
+                        "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it",
                         held.prefix, held.nodes.join(","), human(held.used), held.nodes.join(", "),
-                    ));
+                    ), style));
                 }
             }
         }
         for d in draining.iter().filter(|d| fam.cidrs.iter().any(|c| c.cidr == d.cidr)) {
             let cidr = fam.cidrs.iter().find(|c| c.cidr == d.cidr).expect("filtered above");
             if cidr.allocated_blocks.is_zero() {
-                out.push_str(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs\n", d.cidr, fam.family));
+                out.push_str(&line(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs", d.cidr, fam.family), style));
             } else {
                 let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
-                out.push_str(&format!("  Draining {}: still held by {}; {} pod(s) inside{}\n", d.cidr, nodes.join(", "), d.pods.len(), if d.pods.is_empty() { "" } else { ":" }));
+                out.push_str(&line(&format!("  Draining {}: still held by {}; {} pod(s) inside{}", d.cidr, nodes.join(", "), d.pods.len(), if d.pods.is_empty() { "" } else { ":" }), style));
                 out.push_str(&wrapped(&d.pods, "    ", "pods"));
             }
         }
@@ -326,7 +328,7 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         out.push_str(&wrapped(&listed, "    ", "nodes"));
         if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
             let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
-            out.push_str(&format!("  Orphan blocks ({}): {}\n", orphans.len(), list.join(", ")));
+            out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
         }
         match fam.next_block {
             Some(next) => out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n")),
@@ -338,7 +340,7 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         out.push_str("  <none>\n");
     }
     for p in problems {
-        out.push_str(&format!("  {} {}: {}\n", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message));
+        out.push_str(&line(&format!("  {} {}: {}", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message), style));
     }
     out
 }
@@ -352,7 +354,8 @@ fn wrapped(items: &[String], prefix: &str, what: &str) -> String {
     const WIDTH: usize = 100;
     let mut out = String::new();
     let mut line = String::new();
-    for item in items.iter().take(LISTED) {
+    // Items are names: each escaped as one line (and measured as shown).
+    for item in items.iter().take(LISTED).map(|i| crate::escape::field(i)) {
         if !line.is_empty() && prefix.len() + line.len() + 2 + item.len() > WIDTH {
             out.push_str(&format!("{prefix}{line},\n"));
             line.clear();
@@ -360,7 +363,7 @@ fn wrapped(items: &[String], prefix: &str, what: &str) -> String {
         if !line.is_empty() {
             line.push_str(", ");
         }
-        line.push_str(item);
+        line.push_str(&item);
     }
     if !line.is_empty() {
         out.push_str(&format!("{prefix}{line}\n"));

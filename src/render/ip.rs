@@ -19,7 +19,7 @@ impl Render for Ip<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(self.answers.iter().filter_map(|a| a.pool.as_ref().map(|p| format!("ciliumpodippool/{p}\n"))).collect())
+        Some(self.answers.iter().filter_map(|a| a.pool.as_ref().map(|p| format!("ciliumpodippool/{}\n", crate::escape::word(p)))).collect())
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -99,11 +99,10 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Str
 
 /// The data source and mode, one line.
 pub fn footer(origin: &Origin, mode: &str) -> String {
-    let mut line = format!("\nSources: {}; IPAM mode {mode}", super::usage::origin_text(origin));
+    let mut line = format!("Sources: {}; IPAM mode {mode}", super::usage::origin_text(origin));
     for warning in &origin.warnings {
         line.push_str("; ");
         line.push_str(warning);
     }
-    line.push('\n');
-    line
+    format!("\n{}\n", crate::escape::field(&line))
 }

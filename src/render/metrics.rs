@@ -70,7 +70,10 @@ pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> S
 }
 
 /// One metric family: `# TYPE`, `# HELP`, then each sample as (name suffix, labels and value).
-fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: Vec<(&str, String)>) {
+/// A sample whose labels hold a character a terminal would act on is left out: a label value
+/// can only escape `\\`, `"` and a newline (check names it: `unprintable-name`).
+fn family(out: &mut String, name: &str, kind: &str, help: &str, mut samples: Vec<(&str, String)>) {
+    samples.retain(|(_, sample)| !crate::escape::has_unsafe(sample));
     if samples.is_empty() {
         return;
     }

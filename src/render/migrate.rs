@@ -133,10 +133,12 @@ fn status_text(doc: &Status, style: &Style) -> String {
         })
         .collect();
     let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| format!("[{}]", s.join(", ")));
+    // The CRD's versions and the storage line quote cluster data: one line each.
     let mut out = format!(
-        "versions:        {}\nstoredVersions:  {stored}\nstorage:         {}\nv2 dialect:      {}\npools:           {} ({})\n",
-        versions.join(", "),
-        doc.storage.line(),
+        "versions:        {}\nstoredVersions:  {}\nstorage:         {}\nv2 dialect:      {}\npools:           {} ({})\n",
+        crate::escape::field(&versions.join(", ")),
+        crate::escape::field(&stored),
+        crate::escape::field(&doc.storage.line()),
         crd.cluster_dialect().name(),
         plan.pools.len(),
         state_counts(plan)

@@ -3,7 +3,6 @@
 //! [`output`] in the format asked for, so that `-o` means the same for every command.
 
 pub mod check;
-pub mod escape;
 pub mod inspect;
 pub mod ip;
 pub mod metrics;
@@ -14,6 +13,7 @@ pub mod version;
 pub mod watch;
 
 use crate::allocator::Count;
+use crate::escape;
 use comfy_table::{Table, presets::NOTHING};
 use owo_colors::OwoColorize;
 use serde::Serialize;
@@ -112,9 +112,9 @@ impl Style {
         Style { color: false, headers: true }
     }
 
-    /// `text` (escaped: it is often data) in the tone's colour when colour is on.
+    /// `text` (escaped as one line: it is often data) in the tone's colour when colour is on.
     pub fn paint(&self, text: &str, tone: Tone) -> String {
-        let text = escape::escape(text);
+        let text = escape::field(text);
         if !self.color {
             return text.into_owned();
         }
@@ -126,6 +126,13 @@ impl Style {
             Tone::Bold => text.bold().to_string(),
         }
     }
+}
+
+/// One line of prose that quotes data (a name, an annotation, a message), newline-terminated: the
+/// text escaped as one line (`escape::visible`), so that data cannot start a line of its own; the
+/// plugin's colours kept when colour is on.
+pub fn line(text: &str, style: &Style) -> String {
+    escape::visible(text, escape::Rules { colour: style.color, ..escape::Rules::default() }).into_owned() + "\n"
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -150,11 +157,13 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     let mut t = Table::new();
     t.load_style(NOTHING);
     if style.headers {
-        t.set_header(header.to_vec());
+        // A header may name data too (the reserve-range preview's `POOL <name>`).
+        t.set_header(header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect::<Vec<_>>());
     }
     for row in rows {
-        // Cells hold names and CIDRs from the data: one line each, no control sequence.
-        t.add_row(row.iter().map(|c| escape::cell(c, style.color).into_owned()).collect::<Vec<_>>());
+        // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
+        // one word each under --no-headers, so that `awk` splits the columns.
+        t.add_row(row.iter().map(|c| escape::cell(c, style.color, !style.headers).into_owned()).collect::<Vec<_>>());
     }
     let columns = t.column_count();
     for (i, col) in t.column_iter_mut().enumerate() {
@@ -218,12 +227,13 @@ pub fn bar(fraction: Option<f64>, style: &Style) -> String {
     style.paint(&format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled)), tone)
 }
 
-/// JSON (pretty) or YAML for machine output.
+/// JSON (pretty) or YAML for machine output: every string the exact value, nothing a terminal
+/// acts on written raw (`escape::json_pretty`, `manifest::to_yaml`).
 fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
     if yaml {
         crate::manifest::to_yaml(&serde_json::to_value(value).expect("report serializes to JSON"))
     } else {
-        serde_json::to_string_pretty(value).expect("report serializes to JSON") + "\n"
+        escape::json_pretty(value).expect("report serializes to JSON") + "\n"
     }
 }
 
@@ -265,8 +275,8 @@ mod tests {
         let style = Style { color: true, headers: true };
         for tone in [Tone::Good, Tone::Warn, Tone::Bad, Tone::Dim, Tone::Bold] {
             let painted = style.paint("a\x1b]52;c;eA==\x07", tone);
-            assert_eq!(escape::terminal_safe(&painted, true), painted, "{painted:?}");
-            assert!(painted.contains("a\\e]52;c;eA==\\x07"), "{painted:?}");
+            assert_eq!(escape::block(&painted, true), painted, "{painted:?}");
+            assert!(painted.contains("a\\x1b]52;c;eA==\\x07"), "{painted:?}");
         }
     }
 

@@ -1,6 +1,6 @@
 //! `reserve-range` output: the impact preview and the list of reservations (docs/reserve-range.md).
 
-use super::{Render, SCHEMA_VERSION, Sourced, Style, Tone, human, table};
+use super::{Render, SCHEMA_VERSION, Sourced, Style, Tone, human, line, table};
 use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};
 use crate::allocator::{Count, PoolReport, Problem, blocks};
 use crate::model::Origin;
@@ -75,7 +75,7 @@ impl Render for Edited<'_> {
             _ => String::new(),
         };
         let target = outcome.file.as_ref().map_or(String::new(), |f| format!(" in {f}"));
-        out.push_str(&format!("ciliumpodippool.cilium.io/{} edited{target}: {what}{suffix}\n", self.prepared.impact.pool));
+        out.push_str(&line(&format!("ciliumpodippool.cilium.io/{} edited{target}: {what}{suffix}", self.prepared.impact.pool), style));
         out
     }
 }
@@ -93,13 +93,13 @@ impl Render for Reservations<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(self.ranges.iter().map(|r| format!("{}/{}-{}\n", r.pool, r.start, r.end)).collect())
+        Some(self.ranges.iter().map(|r| format!("{}\n", crate::escape::word(&format!("{}/{}-{}", r.pool, r.start, r.end)))).collect())
     }
 
     fn text(&self, _wide: bool, style: &Style) -> String {
         let mut out = list_table(&self.ranges, style);
         for p in &self.invalid {
-            out.push_str(&format!("invalid (ignored by the figures): {}: {}\n", p.object, p.message));
+            out.push_str(&line(&format!("invalid (ignored by the figures): {}: {}", p.object, p.message), style));
         }
         out
     }
@@ -115,9 +115,9 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         Action::Drain => "Drain (reserve end to end)",
     };
     let range = range_text(&impact.start, &impact.end);
-    out.push_str(&format!("{} {} in pool {}, CIDR {} ({})\n", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family));
+    out.push_str(&line(&format!("{} {} in pool {}, CIDR {} ({})", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family), style));
     if impact.range_addresses.is_zero() {
-        out.push_str("  Range: not a valid range of this CIDR (see check); the figures ignore it\n");
+        out.push_str(&line("  Range: not a valid range of this CIDR (see check); the figures ignore it", style));
     } else {
         out.push_str(&format!(
             "  Range: {} address(es) in {} block(s) = {} addresses (reservations act on whole blocks)\n",
@@ -127,10 +127,10 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         ));
     }
     for r in &impact.replaced {
-        out.push_str(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)\n", r.start, r.end));
+        out.push_str(&line(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)", r.start, r.end), style));
     }
     for r in &impact.adjacent {
-        out.push_str(&format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged\n", r.start, r.end));
+        out.push_str(&line(&format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged", r.start, r.end), style));
     }
     let spans = |list: &[BlockSpan]| -> String {
         if list.is_empty() {
@@ -139,8 +139,8 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         list.iter().map(span_text).collect::<Vec<_>>().join(", ")
     };
     match impact.action {
-        Action::Remove => out.push_str(&format!("  Blocks released (withheld → free): {}\n", spans(&impact.released))),
-        _ => out.push_str(&format!("  Blocks newly withheld: {}\n", style.paint(&spans(&impact.newly_withheld), Tone::Warn))),
+        Action::Remove => out.push_str(&line(&format!("  Blocks released (withheld → free): {}", spans(&impact.released)), style)),
+        _ => out.push_str(&line(&format!("  Blocks newly withheld: {}", style.paint(&spans(&impact.newly_withheld), Tone::Warn)), style)),
     }
     for held in &impact.allocated_in_range {
         let nodes = held.nodes.join(", ");
@@ -153,7 +153,7 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
             Action::Remove => String::new(),
             _ => format!(" — not evicted: drain node {nodes} to free it"),
         };
-        out.push_str(&format!("  Allocated block {} on {nodes}: {pods}{note}\n", held.block));
+        out.push_str(&line(&format!("  Allocated block {} on {nodes}: {pods}{note}", held.block), style));
     }
     let (b, a) = (&impact.before, &impact.after);
     let row = |name: &str, get: &dyn Fn(&Figures) -> String| vec![name.to_string(), get(b), get(a)];

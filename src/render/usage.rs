@@ -69,7 +69,7 @@ impl Thresholds {
             for fam in &pool.families {
                 let reasons: Vec<String> = self.breaches(fam).into_iter().map(|(_, reason)| reason).collect();
                 if !reasons.is_empty() {
-                    lines.push(format!("threshold breached: pool {} {}: {}", pool.name, fam.family, reasons.join("; ")));
+                    lines.push(format!("threshold breached: pool {} {}: {}", crate::escape::Field(&pool.name), fam.family, reasons.join("; ")));
                 }
             }
         }
@@ -89,9 +89,10 @@ pub fn selected<'a>(report: &'a Report, names: &[String]) -> Vec<&'a PoolReport>
     report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect()
 }
 
-/// `ciliumpodippool/NAME` lines.
+/// `ciliumpodippool/NAME` lines, one per pool: the name escaped as one word (`escape::word`), so
+/// that a name cannot forge a second record or split into two for `xargs`.
 pub fn pool_names(pools: &[&PoolReport]) -> String {
-    pools.iter().map(|p| format!("ciliumpodippool/{}\n", p.name)).collect()
+    pools.iter().map(|p| format!("ciliumpodippool/{}\n", crate::escape::word(&p.name))).collect()
 }
 
 impl Render for Usage<'_> {
@@ -385,7 +386,7 @@ pub fn mode_lines(ipam: &IpamReport) -> Vec<String> {
 
 /// The one line for a mode that has neither pools nor blocks to show.
 pub fn nothing_to_show(ipam: &IpamReport) -> String {
-    format!("IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n", ipam.mode)
+    format!("IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n", crate::escape::Field(&ipam.mode))
 }
 
 /// What the columns of one `usage` view mean, one line each (stderr, with the sources line).

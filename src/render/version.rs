@@ -81,27 +81,22 @@ impl Render for VersionDocument {
 
 fn human(doc: &VersionDocument) -> String {
     let plugin = &doc.plugin;
-    let mut out = format!(
-        "Plugin version: {} (commit {}, built {}, {})\n",
-        plugin.version, plugin.git_commit, plugin.build_date, plugin.platform
-    );
+    // Server, image and notes come from the cluster: each line escaped as one line.
+    let mut out = super::line(&format!("Plugin version: {} (commit {}, built {}, {})", plugin.version, plugin.git_commit, plugin.build_date, plugin.platform), &Style::plain());
     if let Some(Server { url, version: Some(version) }) = &doc.server {
-        out.push_str(&format!("Server version: {version} ({url})\n"));
+        out.push_str(&super::line(&format!("Server version: {version} ({url})"), &Style::plain()));
     }
     if let Some(crd) = &doc.cilium_pod_ip_pool {
-        out.push_str(&format!("CiliumPodIPPool: {}\n", crd_line(crd)));
+        out.push_str(&super::line(&format!("CiliumPodIPPool: {}", crd_line(crd)), &Style::plain()));
     }
     if let Some(cilium) = &doc.cilium {
-        out.push_str(&format!(
-            "Cilium version: {} (image {} of {} in {})\n",
-            cilium.version.as_deref().unwrap_or("unknown"),
-            cilium.image,
-            cilium.source,
-            cilium.namespace
+        out.push_str(&super::line(
+            &format!("Cilium version: {} (image {} of {} in {})", cilium.version.as_deref().unwrap_or("unknown"), cilium.image, cilium.source, cilium.namespace),
+            &Style::plain(),
         ));
     }
     for note in &doc.notes {
-        out.push_str(&format!("Note: {note}\n"));
+        out.push_str(&super::line(&format!("Note: {note}"), &Style::plain()));
     }
     out
 }

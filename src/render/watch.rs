@@ -80,7 +80,8 @@ pub fn status_line(now: &str, first: bool, changes: &[Change]) -> String {
     } else {
         changes.iter().map(|c| c.0.as_str()).collect::<Vec<_>>().join(", ")
     };
-    format!("{now}  {what}")
+    // Pool names are data: one line.
+    format!("{now}  {}", crate::escape::field(&what))
 }
 
 /// A whole terminal screen: cursor home, the status line, as many lines of `text` as fit in

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod faults;
+pub mod hostile;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
