@@ -145,16 +145,21 @@ impl Cluster {
     /// Reads everything a snapshot needs; independent lists run concurrently.
     pub async fn read(&self) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
-        let (pools, nodes, pods, endpoints, config) = tokio::join!(
+        // A list given up on (`source::limits`: too large, never ending) ends the read at once,
+        // dropping the others and what they hold; other failures are weighed below.
+        let refused_ends = |listed: Result<Listed, kube::Error>, resource: &ApiResource| match listed {
+            Err(e) if Refused::find(&e).is_some() => Err(self.connection.request_failed(e, "list", &resource_name(resource))),
+            other => Ok(other),
+        };
+        let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
             self.read_pools(),
-            self.list(&nodes_resource),
-            self.list(&pods_resource),
-            self.list(&endpoints_resource),
-            self.cilium_config(),
-        );
-        // Pools first: without the CRD every other Cilium list fails too, and "not installed"
-        // is the message that helps.
-        let pools = pools?;
+            async { refused_ends(self.list(&nodes_resource).await, &nodes_resource) },
+            async { refused_ends(self.list(&pods_resource).await, &pods_resource) },
+            async { refused_ends(self.list(&endpoints_resource).await, &endpoints_resource) },
+            async { Ok(self.cilium_config().await) },
+        )?;
+        // Pools first (their failure ended the read already): without the CRD every other Cilium
+        // list fails too, and "not installed" is the message that helps.
         let nodes = nodes.map_err(|e| match e {
             kube::Error::Api(status) if status.code == 404 => self.nodes_not_served(),
             e => self.connection.request_failed(e, "list", &resource_name(&nodes_resource)),
