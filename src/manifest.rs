@@ -49,12 +49,12 @@ fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Ve
         let first_line = document_line.unwrap_or(1);
         let line = e.location().map(|l| first_line + l.line() as usize - 1).or(document_line);
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
-        match budget_refusal(&e) {
+        let detail = e.to_string();
+        // The scanner's own nesting limit (flow collections) says so only in its message.
+        let why = budget_refusal(&e).or_else(|| detail.contains("recursion limit exceeded").then(too_deep));
+        match why {
             Some(why) => input(format!("{name}{at}: {why}")),
-            None => {
-                let detail = e.to_string();
-                input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error")))
-            }
+            None => input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error"))),
         }
     })
 }
@@ -64,6 +64,10 @@ fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Ve
 pub const MAX_ALIAS_EVENTS: usize = 100_000;
 /// Collections may nest this deep (the parser's default; Kubernetes objects nest about 20 levels).
 pub const MAX_NESTING: usize = 64;
+
+fn too_deep() -> String {
+    format!("YAML nested more than {MAX_NESTING} levels deep; no Kubernetes object does: pass `kubectl get -o yaml` output")
+}
 
 /// A YAML budget breach as one sentence (what was exceeded, the limit, what to do), instead of
 /// the parser's debug form.
@@ -79,7 +83,7 @@ pub(crate) fn budget_refusal(e: &serde_saphyr::Error) -> Option<String> {
         B::RecordedAnchorEvents { .. } | B::RecordedAnchorBytes { .. } | B::Aliases { .. } | B::Anchors { .. } | B::AliasAnchorRatio { .. } => {
             format!("YAML aliases expand to more than {MAX_ALIAS_EVENTS} nodes (an alias bomb?); expand the anchors (e.g. `yq 'explode(.)'`) or pass `kubectl get -o yaml` output")
         }
-        B::Depth { .. } => format!("YAML nested more than {MAX_NESTING} levels deep; no Kubernetes object does: pass `kubectl get -o yaml` output"),
+        B::Depth { .. } => too_deep(),
         other => format!("YAML exceeds a parser limit ({}); pass `kubectl get -o yaml` output", format!("{other:?}").split([' ', '{']).next().unwrap_or("budget")),
     };
     Some(what)
@@ -98,6 +102,7 @@ pub(crate) fn yaml_options() -> serde_saphyr::Options {
     budget.max_total_scalar_bytes = BIG;
     budget.max_recorded_anchor_events = MAX_ALIAS_EVENTS;
     budget.max_depth = MAX_NESTING;
+    budget.flow_nesting_limit = MAX_NESTING;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     // Comments are skipped, not queued as events: a file of a billion comment lines otherwise
