@@ -18,6 +18,8 @@ const CEILING_KIB: i64 = 256 << 10;
 const POOL: &str = "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\nspec:\n  ipv4:\n    cidrs: [10.40.0.0/16]\n    maskSize: 24\n";
 
 /// Exit code, stderr and peak RSS (KiB) of the plugin run with `args`.
+// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn measured(args: &[&str]) -> (i32, String, i64) {
     use std::os::unix::process::ExitStatusExt;
     let mut child = plugin_process().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the plugin starts");
