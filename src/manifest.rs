@@ -50,8 +50,43 @@ fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -> Result<Ve
         let line = e.location().map(|l| first_line + l.line() as usize - 1).or(document_line);
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
         let detail = e.to_string();
-        input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error")))
+        // The scanner's own nesting limit (flow collections) says so only in its message.
+        let why = budget_refusal(&e).or_else(|| detail.contains("recursion limit exceeded").then(too_deep));
+        match why {
+            Some(why) => input(format!("{name}{at}: {why}")),
+            None => input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error"))),
+        }
     })
+}
+
+/// Anchors and aliases may replay this many parser events in all (a Kubernetes manifest rarely
+/// has any; a "billion laughs" of a few hundred bytes asks for billions).
+pub const MAX_ALIAS_EVENTS: usize = 100_000;
+/// Collections may nest this deep (the parser's default; Kubernetes objects nest about 20 levels).
+pub const MAX_NESTING: usize = 64;
+
+fn too_deep() -> String {
+    format!("YAML nested more than {MAX_NESTING} levels deep; no Kubernetes object does: pass `kubectl get -o yaml` output")
+}
+
+/// A YAML budget breach as one sentence (what was exceeded, the limit, what to do), instead of
+/// the parser's debug form.
+pub(crate) fn budget_refusal(e: &serde_saphyr::Error) -> Option<String> {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let mut e = e;
+    // The breach may come wrapped in the alias that replayed it and in a snippet.
+    while let serde_saphyr::Error::AliasError { error, .. } | serde_saphyr::Error::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    let serde_saphyr::Error::Budget { breach, .. } = e else { return None };
+    let what = match breach {
+        B::RecordedAnchorEvents { .. } | B::RecordedAnchorBytes { .. } | B::Aliases { .. } | B::Anchors { .. } | B::AliasAnchorRatio { .. } => {
+            format!("YAML aliases expand to more than {MAX_ALIAS_EVENTS} nodes (an alias bomb?); expand the anchors (e.g. `yq 'explode(.)'`) or pass `kubectl get -o yaml` output")
+        }
+        B::Depth { .. } => too_deep(),
+        other => format!("YAML exceeds a parser limit ({}); pass `kubectl get -o yaml` output", format!("{other:?}").split([' ', '{']).next().unwrap_or("budget")),
+    };
+    Some(what)
 }
 
 /// The parser's default budget guards against alias bombs but is sized for config files; a
@@ -65,8 +100,14 @@ pub(crate) fn yaml_options() -> serde_saphyr::Options {
     budget.max_documents = BIG;
     budget.max_nodes = BIG;
     budget.max_total_scalar_bytes = BIG;
+    budget.max_recorded_anchor_events = MAX_ALIAS_EVENTS;
+    budget.max_depth = MAX_NESTING;
+    budget.flow_nesting_limit = MAX_NESTING;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
+    // Comments are skipped, not queued as events: a file of a billion comment lines otherwise
+    // costs about 20 bytes of memory per byte read.
+    options.emit_comments = false;
     // kubectl reads an unquoted `1e400`; JSON values cannot hold infinity, so it stays text.
     options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
     options
@@ -403,6 +444,19 @@ mod tests {
         assert_eq!(parse("{a: 1, b: [x]}", "t").unwrap(), vec![json!({"a": 1, "b": ["x"]})]);
         assert_eq!(parse("{\"a\": 1}\n---\n{\"b\": 2}\n", "t").unwrap().len(), 2);
         assert_eq!(parse("{\"a\": 1e400}", "t").unwrap(), vec![json!({"a": ".inf"})]);
+    }
+
+    #[test]
+    fn parser_limits_are_refused_in_a_sentence() {
+        let mut text = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (name, previous) in ["b", "c", "d", "e", "f", "g"].iter().zip(["a", "b", "c", "d", "e", "f"]) {
+            text += &format!("{name}: &{name} [{}]\n", vec![format!("*{previous}"); 9].join(", "));
+        }
+        let err = parse(&text, "laughs.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("laughs.yaml:") && err.contains(": YAML aliases expand to more than 100000 nodes"), "{err}");
+        let deep = format!("a: {}{}", "[".repeat(100), "]".repeat(100));
+        let err = parse(&deep, "deep.yaml").unwrap_err().to_string();
+        assert!(err.contains("YAML nested more than 64 levels deep"), "{err}");
     }
 
     fn is_blue(v: &Value) -> bool {

@@ -1,13 +1,15 @@
 //! Archives as `-f` input: a `cilium sysdump` as users receive it (`.zip`), or packed as
 //! `.tar.gz`/`.tar`. Members are treated like the files of a walked directory (sorted by name;
-//! those that hold no Kubernetes objects are skipped). Bounded against archive bombs: each member
-//! is read as any input (at most `files::MAX_INPUT_BYTES`), the whole archive at most
-//! [`MAX_ARCHIVE_BYTES`] decompressed and [`MAX_ARCHIVE_MEMBERS`] members.
+//! those that hold no Kubernetes objects are skipped). Bounded against archive bombs: one member
+//! at a time is parsed as it is decompressed and then dropped, so memory follows the objects
+//! kept, not the members' sizes; each member is counted as it streams against the input limit
+//! (`files::MAX_INPUT_BYTES`), the whole archive against [`MAX_ARCHIVE_BYTES`] decompressed, and
+//! at most [`MAX_ARCHIVE_MEMBERS`] members are read.
 
-use super::files::{Inputs, SkippedFile, is_manifest_name, not_manifest_reason, read_text_or_binary, walked};
+use super::files::{self, Inputs, MAX_INPUT_BYTES, SkippedFile, is_manifest_name, not_manifest_reason, stream_input, streamed_member};
 use crate::error::input;
 use anyhow::Result;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 /// Decompressed bytes an archive may expand to in total (members skipped unread in a zip do not
@@ -35,8 +37,12 @@ pub fn kind_of(path: &Path) -> Result<Option<Kind>> {
         }
         n += read;
     }
-    let head = &head[..n];
-    Ok(if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+    Ok(kind_of_head(&head[..n]))
+}
+
+/// The archive format that a file starting with `head` (its first 262 bytes or fewer) has.
+pub fn kind_of_head(head: &[u8]) -> Option<Kind> {
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Some(Kind::Zip)
     } else if head.starts_with(&[0x1f, 0x8b]) {
         Some(Kind::TarGz)
@@ -44,7 +50,7 @@ pub fn kind_of(path: &Path) -> Result<Option<Kind>> {
         Some(Kind::Tar)
     } else {
         None
-    })
+    }
 }
 
 /// Whether a file name says archive (`.zip`, `.tar`, `.tar.gz`, `.tgz`): such a file that is
@@ -57,14 +63,19 @@ pub fn named_like_one(name: &str) -> bool {
 /// Reads the members of an archive into `inputs`; `name` is the path as the user gave it.
 pub fn read(path: &Path, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<()> {
     let file = std::fs::File::open(path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
+    read_from(file, name, kind, inputs)
+}
+
+/// [`read`] of an archive's bytes from any reader (the `archive` fuzz target reads them from memory).
+pub fn read_from(reader: impl Read + Seek, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<()> {
     match kind {
-        Kind::Zip => read_zip(file, name, inputs),
-        Kind::TarGz => read_tar(flate2::read::GzDecoder::new(file), name, inputs),
-        Kind::Tar => read_tar(file, name, inputs),
+        Kind::Zip => read_zip(reader, name, inputs),
+        Kind::TarGz => read_tar(flate2::read::GzDecoder::new(reader), name, inputs),
+        Kind::Tar => read_tar(reader, name, inputs),
     }
 }
 
-fn read_zip(file: std::fs::File, name: &str, inputs: &mut Inputs) -> Result<()> {
+fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| {
         input(format!("{name}: not a readable zip archive ({e}): truncated or corrupt? get the sysdump again, or unzip what can be read and pass the directory with -f"))
     };
@@ -90,8 +101,7 @@ fn read_zip(file: std::fs::File, name: &str, inputs: &mut Inputs) -> Result<()> 
             continue;
         }
         let entry = zip.by_index(index).map_err(|e| broken(&e))?;
-        let text = read_member(entry, &shown, &mut budget)?;
-        walked(shown, text, inputs);
+        read_member(entry, shown, &mut budget, inputs)?;
     }
     Ok(())
 }
@@ -100,42 +110,66 @@ fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| input(format!("{name}: not a readable tar archive: {e}"));
     // The whole stream is decompressed, skipped members too: bound all of it.
     let mut archive = tar::Archive::new(Bounded { inner: reader, left: MAX_ARCHIVE_BYTES });
-    let mut members: Vec<(String, Result<String, String>)> = Vec::new();
-    let mut skipped = Vec::new();
+    // Members come in the archive's order; what they hold is sorted by name below, as a zip's or
+    // a walked directory's is. Each is parsed as it streams and its text dropped.
+    let mut read = Inputs::default();
     let mut budget = MAX_ARCHIVE_BYTES;
     for (count, entry) in archive.entries().map_err(|e| broken(&e))?.enumerate() {
         if count >= MAX_ARCHIVE_MEMBERS {
             return Err(input(format!("{name}: more than {MAX_ARCHIVE_MEMBERS} members; extract the files you need")));
         }
         let entry = entry.map_err(|e| broken(&e))?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
         let member = entry.path().map_err(|e| broken(&e))?.to_string_lossy().into_owned();
         let shown = format!("{name}:{member}");
-        if !is_manifest_name(Path::new(&member)) {
-            skipped.push(SkippedFile { reason: not_manifest_reason(Path::new(&member)), name: shown });
+        let kind = entry.header().entry_type();
+        if !kind.is_file() {
+            if let Some(reason) = not_a_file(kind) {
+                read.skipped.push(SkippedFile { name: shown, reason: reason.into() });
+            }
             continue;
         }
-        let text = read_member(entry, &shown, &mut budget)?;
-        members.push((shown, text));
+        if !is_manifest_name(Path::new(&member)) {
+            read.skipped.push(SkippedFile { reason: not_manifest_reason(Path::new(&member)), name: shown });
+            continue;
+        }
+        read_member(entry, shown, &mut budget, &mut read)?;
     }
-    // Same order as a zip or a walked directory: by name.
-    members.sort_by(|a, b| a.0.cmp(&b.0));
-    for (shown, text) in members {
-        walked(shown, text, inputs);
-    }
-    skipped.sort_by(|a, b| a.name.cmp(&b.name));
-    inputs.skipped.extend(skipped);
+    read.files.sort_by(|a, b| a.name.cmp(&b.name));
+    read.skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    inputs.files.extend(read.files);
+    inputs.skipped.extend(read.skipped);
     Ok(())
 }
 
-/// One member's text (or why it is binary), decompressed, within what is left of the archive's
-/// budget (the per-input limit is `read_text_or_binary`'s).
-fn read_member(reader: impl Read, shown: &str, budget: &mut u64) -> Result<Result<String, String>> {
-    let text = read_text_or_binary(Bounded { inner: reader, left: *budget }, shown)?;
-    *budget -= text.as_ref().map_or(0, |t| t.len() as u64);
-    Ok(text)
+/// Why a tar member that is not a regular file is skipped; `None` for directories and the
+/// archive's own metadata (PAX and GNU headers), which are no files.
+fn not_a_file(kind: tar::EntryType) -> Option<&'static str> {
+    use tar::EntryType as T;
+    match kind {
+        T::Directory | T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink => None,
+        T::Symlink => Some("a symbolic link (links in archives are not followed)"),
+        T::Link => Some("a hard link (links in archives are not followed)"),
+        T::Char | T::Block => Some("a device, not a file"),
+        T::Fifo => Some("a FIFO, not a file"),
+        _ => Some("not a regular file"),
+    }
+}
+
+/// One member, parsed as it is decompressed (at most `files::MAX_INPUT_BYTES`, and what is left
+/// of the archive's budget) and then dropped; only the objects kept of it stay.
+fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
+    let limit = MAX_INPUT_BYTES.min(*budget);
+    let too_large = || {
+        if limit < MAX_INPUT_BYTES {
+            format!("{shown}: the archive expands to more than {} GiB; extract the files you need and pass them with -f", MAX_ARCHIVE_BYTES >> 30)
+        } else {
+            files::too_large(&shown)
+        }
+    };
+    let (streamed, read) = stream_input(reader, &shown, limit, &too_large)?;
+    *budget -= read;
+    streamed_member(shown, streamed, inputs);
+    Ok(())
 }
 
 /// A reader that fails (instead of ending) after `left` bytes, so that a truncated stream is

@@ -137,6 +137,15 @@ pub(super) fn walked(name: String, text: std::result::Result<String, String>, in
     }
 }
 
+/// A member of an archive streamed by [`stream_input`]: kept or skipped as a walked file is.
+pub(super) fn streamed_member(name: String, streamed: Streamed, inputs: &mut Inputs) {
+    match streamed {
+        Streamed::Read(documents, workloads) => kept_or_skipped(name, documents, workloads, None, inputs),
+        Streamed::Whole(text) => walked(name, Ok(text), inputs),
+        Streamed::Binary(why) | Streamed::Unread(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
+    }
+}
+
 /// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
 fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads, text: Option<&str>, inputs: &mut Inputs) {
     let documents = sysdump::type_documents(&name, documents);
@@ -145,7 +154,13 @@ fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads, te
         return;
     }
     let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
-    let reason = if json_lines { "JSON Lines, not Kubernetes objects" } else { "holds no Kubernetes objects (no kind)" };
+    let reason = if json_lines {
+        "JSON Lines, not Kubernetes objects"
+    } else if documents.is_empty() {
+        "empty or only comments"
+    } else {
+        "holds no Kubernetes objects (no kind)"
+    };
     inputs.skipped.push(SkippedFile { name, reason: reason.to_string() });
 }
 
@@ -205,10 +220,13 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 
 fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
     Ok(match path {
-        None => {
-            let text = read_text(std::io::stdin().lock(), "standard input")?;
-            LoadedFile::whole("-".into(), manifest::parse(&text, "-")?)
-        }
+        // Streamed as a file is; what the stream reader leaves is parsed from the copy kept of it.
+        None => match stream_input(std::io::stdin().lock(), "standard input", MAX_INPUT_BYTES, &|| too_large("standard input"))?.0 {
+            Streamed::Read(documents, workloads) => LoadedFile { name: "-".into(), documents, workloads },
+            Streamed::Binary(why) => return Err(input(format!("standard input: {why}"))),
+            Streamed::Whole(text) => LoadedFile::whole("-".into(), manifest::parse(&text, "-")?),
+            Streamed::Unread(why) => return Err(input(format!("standard input: {why}; save it to a file and pass that with -f"))),
+        },
         Some(path) => match stream_file(path) {
             Some((documents, workloads)) => LoadedFile { documents, workloads, name: path.display().to_string() },
             None => {
@@ -241,6 +259,10 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
             continue;
         }
         let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
+        // Only snapshots read archives: an edit has no file to write back to.
+        if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() {
+            return Err(input(format!("{path}: an archive is a read-only input: extract it first, then pass the manifest file to edit with -f")));
+        }
         let mut found = Vec::new();
         if meta.is_dir() {
             walk(Path::new(path), &mut found)?;
@@ -261,6 +283,104 @@ fn stream_file(path: &Path) -> Option<(Vec<Value>, Workloads)> {
     parse_stream(Guarded(archive::Bounded { inner: file, left: MAX_INPUT_BYTES }))
 }
 
+/// How much of an input that cannot be read twice (standard input, an archive member) is kept
+/// while it streams, for the rare input the stream reader leaves to [`manifest::parse`] (flow
+/// style, errors with their line). Larger ones are not buffered: memory follows what is kept.
+const RETRY_BYTES: usize = 16 << 20;
+
+/// What streaming one input gave.
+pub(super) enum Streamed {
+    /// Its documents, Pods and CiliumEndpoints decoded on the way.
+    Read(Vec<Value>, Workloads),
+    /// Binary data: why.
+    Binary(String),
+    /// Its text, for [`manifest::parse`] to read whole (or report the error in).
+    Whole(String),
+    /// Left to the whole reader but larger than [`RETRY_BYTES`]: why it was not read.
+    Unread(String),
+}
+
+/// Reads `reader` as it streams (at most `limit` bytes, refused past it; binary data stops it at
+/// the first NUL byte), keeping a copy of up to [`RETRY_BYTES`] when `retry` (it cannot be read
+/// again) in case the stream reader gives up; `too_large` is the refusal past the limit.
+/// `Ok((streamed, bytes read))`.
+pub(super) fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String) -> Result<(Streamed, u64)> {
+    let mut watched = Watched { inner: reader, left: limit, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
+    if let Some((documents, workloads)) = parse_stream(&mut watched) {
+        return Ok((Streamed::Read(documents, workloads), watched.read));
+    }
+    if watched.failed.is_none() && watched.nul_at.is_none() && watched.copy.is_some() {
+        // The stream reader stopped at what it does not read: the copy needs the rest.
+        let _ = std::io::copy(&mut watched, &mut std::io::sink());
+    }
+    if let Some(at) = watched.nul_at {
+        return Ok((Streamed::Binary(format!("binary data (a NUL byte at offset {at}), not Kubernetes YAML or JSON")), watched.read));
+    }
+    match watched.failed {
+        Some(Failed::TooLarge) => return Err(input(too_large())),
+        Some(Failed::Io(e)) => return Err(input(format!("cannot read {name}: {e}"))),
+        None => {}
+    }
+    let read = watched.read;
+    let streamed = match watched.copy {
+        Some(text) => match String::from_utf8(text) {
+            Ok(text) => Streamed::Whole(text),
+            Err(_) => Streamed::Binary("not UTF-8 text; pass Kubernetes YAML or JSON".into()),
+        },
+        None => Streamed::Unread(format!("does not parse as it streams, and is larger than {} MiB to read whole", RETRY_BYTES >> 20)),
+    };
+    Ok((streamed, read))
+}
+
+enum Failed {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// A reader that counts what it reads against a limit, stops at a NUL byte, and keeps a copy of
+/// what it read while that is at most [`RETRY_BYTES`]. Why it stopped is kept for the caller:
+/// the stream reader only sees an error.
+struct Watched<R> {
+    inner: R,
+    left: u64,
+    read: u64,
+    nul_at: Option<u64>,
+    failed: Option<Failed>,
+    copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                let shown = std::io::Error::new(e.kind(), e.to_string());
+                self.failed = Some(Failed::Io(e));
+                return Err(shown);
+            }
+        };
+        if n as u64 > self.left {
+            self.failed = Some(Failed::TooLarge);
+            return Err(std::io::Error::other("over the input limit"));
+        }
+        if let Some(at) = buf[..n].iter().position(|&b| b == 0) {
+            self.nul_at = Some(self.read + at as u64);
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
+        }
+        self.left -= n as u64;
+        self.read += n as u64;
+        if let Some(copy) = &mut self.copy {
+            if copy.len() + n > RETRY_BYTES {
+                self.copy = None;
+            } else {
+                copy.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// A reader that fails at a NUL byte, as [`read_text`] refuses binary data (the size limit is
 /// [`archive::Bounded`]'s).
 struct Guarded<R>(R);
@@ -273,6 +393,11 @@ impl<R: Read> Read for Guarded<R> {
         }
         Ok(n)
     }
+}
+
+/// The refusal of an input larger than [`MAX_INPUT_BYTES`].
+pub(super) fn too_large(name: &str) -> String {
+    format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)
 }
 
 /// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
@@ -297,7 +422,7 @@ pub(super) fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<s
             return Ok(Err(format!("binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
         }
         if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
-            return Err(input(format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)));
+            return Err(input(too_large(name)));
         }
         bytes.extend_from_slice(&chunk[..n]);
     }

@@ -64,7 +64,16 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
     snapshot.set_origin(Origin { kind: "files", files: paths.to_vec(), ..Default::default() });
     // A mistyped path, a text file or an empty directory must not pass as "No problems found".
     if snapshot.pools.is_empty() && snapshot.nodes.is_empty() && snapshot.crd.is_none() {
-        let read = if names.is_empty() { "no manifest file found".to_string() } else { format!("read {}", names.join(", ")) };
+        let read = match (names.is_empty(), inputs.skipped.as_slice()) {
+            (false, _) => format!("read {}", names.join(", ")),
+            (true, []) => "no manifest file found".to_string(),
+            // Name what was skipped and why, so that "nothing usable" is never a mystery.
+            (true, skipped) => {
+                let shown: Vec<String> = skipped.iter().take(3).map(|s| format!("{}: {}", s.name, s.reason)).collect();
+                let more = if skipped.len() > 3 { format!("; and {} more (-v lists them)", skipped.len() - 3) } else { String::new() };
+                format!("skipped {} file(s): {}{more}", skipped.len(), shown.join("; "))
+            }
+        };
         return Err(crate::error::input(format!(
             "no Cilium object in the input ({read}): expected CiliumPodIPPools, CiliumNodes or the CiliumPodIPPool CRD, e.g. `kubectl get ciliumpodippools,ciliumnodes -o yaml` output or an extracted cilium sysdump"
         )));
