@@ -430,4 +430,23 @@ mod tests {
         assert_eq!(Decoded::<Pod>::url_path(&(), Some("shop")), "/api/v1/namespaces/shop/pods");
         assert_eq!(Decoded::<Endpoint>::url_path(&(), None), "/apis/cilium.io/v2/ciliumendpoints");
     }
+
+    #[test]
+    fn failed_watches_back_off_doubling_to_a_bound_and_the_watch_timeout_is_the_tighter_one() {
+        let waits: Vec<u64> = (1..=6).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 8, 8]);
+        let serve = WatchOptions { watch_timeout: Some(Duration::from_secs(30)), streaming_lists: true };
+        assert_eq!(watcher_config(None, serve).timeout, Some(30));
+        assert_eq!(watcher_config(Some(Duration::from_secs(10)), serve).timeout, Some(9), "--request-timeout bounds each read");
+        assert_eq!(watcher_config(None, WatchOptions::default()).timeout, None);
+    }
+
+    #[test]
+    fn only_a_refused_sendinitialevents_turns_streaming_lists_off() {
+        let status = |code: u16| kube::core::Status { code, ..Default::default() };
+        assert!(refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(422))))));
+        assert!(refuses_streaming(&watcher::Error::WatchError(Box::new(status(400)))));
+        assert!(!refuses_streaming(&watcher::Error::WatchError(Box::new(status(410)))), "410 Gone relists, still streaming");
+        assert!(!refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(403))))));
+    }
 }
