@@ -115,6 +115,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
+    /// Serve the figures of usage as Prometheus metrics (/metrics, /healthz, /readyz) until SIGTERM
+    Serve(ServeArgs),
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     #[command(after_help = "Examples:\n  \
     kubectl ciliumpool version                        # the server part gives up after 2s\n  \
@@ -154,6 +156,24 @@ pub struct UsageArgs {
     /// Re-render when pools, CiliumNodes or pods change (live cluster only)
     #[arg(short = 'w', long)]
     pub watch: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl ciliumpool serve                          # http://0.0.0.0:9967/metrics\n  \
+    kubectl ciliumpool serve --listen 127.0.0.1:9967 --node-metrics\n\n\
+In a pod without a kubeconfig it uses the pod's service account (deploy/). Metrics, alerts and \
+the dashboard: docs/metrics.md.")]
+pub struct ServeArgs {
+    /// Where to listen (Cilium's own components use 9962-9966)
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9967")]
+    pub listen: String,
+    /// Also export per-node series (nodes x pools series: high cardinality)
+    #[arg(long)]
+    pub node_metrics: bool,
+    /// Stop serving pool figures and report not ready when a watch has been failing this long
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub stale_after: Duration,
 }
 
 #[derive(Debug, Args)]

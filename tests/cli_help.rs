@@ -6,7 +6,7 @@ mod support;
 
 use support::cli::run;
 
-const COMMANDS: &[&str] = &["usage", "inspect", "check", "ip", "reserve-range", "migrate", "completion", "version"];
+const COMMANDS: &[&str] = &["usage", "inspect", "check", "ip", "reserve-range", "migrate", "serve", "completion", "version"];
 
 fn help(words: &[&str]) -> String {
     let (code, out, err) = run(words);

@@ -7,6 +7,7 @@ pub mod inspect;
 pub mod ip;
 pub mod migrate;
 pub mod reserve;
+pub mod serve;
 pub mod usage;
 pub mod version;
 
@@ -120,6 +121,9 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
         Command::Usage(args) if args.watch && offline => {
             return Err(input("--watch needs a live cluster; it cannot be combined with -f"));
         }
+        Command::Serve(_) if offline => {
+            return Err(input("serve watches a live cluster; it cannot be combined with -f"));
+        }
         Command::ReserveRange(args) => {
             if args.in_place && !offline {
                 return Err(input("--in-place edits files; pass the manifest with -f FILE"));
@@ -156,6 +160,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             emit(&String::from_utf8_lossy(&buf))?;
             Ok(0)
         }
+        Command::Serve(args) => serve::run(args, ctx).await,
         Command::Version => version::run(ctx).await,
     }
 }

@@ -1,15 +1,86 @@
-//! `usage -o openmetrics`: the per-pool/family figures as OpenMetrics text, for the Prometheus
-//! textfile collector or a Pushgateway. Names and labels are a contract (docs/metrics.md): add
-//! metrics freely, never rename one.
+//! The metric families of `usage -o openmetrics` and `serve` (one definition for both), and their
+//! two text encodings: OpenMetrics 1.0 and the Prometheus text format 0.0.4. Names and labels are
+//! a contract (docs/metrics.md): add metrics freely, never rename one.
 
 use crate::allocator::{Count, FamilyReport, PoolReport, Report, Severity};
 use crate::model::Origin;
+use std::collections::BTreeMap;
 use std::fmt::Write;
+
+/// The two text formats a scraper may ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/openmetrics-text; version=1.0.0`: typed `info` and `counter` families, `# EOF`.
+    OpenMetrics,
+    /// `text/plain; version=0.0.4`: what every Prometheus understands.
+    Prometheus,
+}
+
+impl Encoding {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Encoding::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// The encoding an `Accept` header asks for: OpenMetrics only when it names it.
+    pub fn negotiate(accept: Option<&str>) -> Encoding {
+        match accept {
+            Some(accept) if accept.split(',').any(|part| part.trim().starts_with("application/openmetrics-text")) => Encoding::OpenMetrics,
+            _ => Encoding::Prometheus,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    Gauge,
+    /// A constant 1 whose labels are the information; sample name `<family>_info`.
+    Info,
+    /// Only ever grows; sample name `<family>_total`.
+    Counter,
+}
+
+/// One metric family and its samples.
+#[derive(Clone, Debug)]
+pub struct Family {
+    pub name: String,
+    pub kind: Type,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Label names and raw (unescaped) values.
+    pub labels: Vec<(&'static str, String)>,
+    pub value: String,
+}
+
+impl Sample {
+    pub fn new(labels: Vec<(&'static str, String)>, value: impl ToString) -> Sample {
+        Sample { labels, value: value.to_string() }
+    }
+}
+
+impl Family {
+    pub fn new(name: &str, kind: Type, help: &'static str, samples: Vec<Sample>) -> Family {
+        Family { name: name.to_string(), kind, help, samples }
+    }
+}
+
+/// What goes into the exposition besides the per-pool figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// One series per node, pool and family (`serve --node-metrics`): nodes × pools series.
+    pub nodes: bool,
+}
 
 /// Per pool and family: name suffix, help, and the figure.
 type Figure = (&'static str, &'static str, fn(&FamilyReport) -> Option<Count>);
 
-const FAMILY_FIGURES: [Figure; 11] = [
+const FAMILY_FIGURES: [Figure; 12] = [
     ("capacity_blocks", "Blocks the pool's CIDRs split into at its mask size.", |f| Some(f.capacity_blocks)),
     ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once).", |f| Some(f.allocated_blocks)),
     ("withheld_blocks", "Blocks not allocated that a valid reserved range touches: never handed out.", |f| Some(f.withheld_blocks)),
@@ -21,34 +92,43 @@ const FAMILY_FIGURES: [Figure; 11] = [
     ("used_addresses", "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses),
     ("idle_addresses", "Allocated minus used addresses (pre-allocation held by nodes); absent when used is unknown.", |f| f.idle_addresses),
     ("free_addresses", "Usable addresses of the free blocks.", |f| Some(f.free_addresses)),
+    ("runway_nodes", "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block.", |f| f.runway_nodes),
 ];
 
-/// The OpenMetrics exposition of a usage report, ending in `# EOF`. A metric family without
-/// samples (e.g. used addresses when pods could not be read) is left out entirely.
-pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> String {
-    let mut out = String::new();
+/// The families of a usage report, in exposition order. A family without samples (e.g. used
+/// addresses when pods could not be read) is left out entirely.
+pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options: Options) -> Vec<Family> {
+    let mut out = Vec::new();
     let families: Vec<(&PoolReport, &FamilyReport)> = pools.iter().flat_map(|p| p.families.iter().map(move |f| (*p, f))).collect();
-    let labels = |p: &PoolReport, f: &FamilyReport| format!("pool=\"{}\",family=\"{}\"", label(&p.name), f.family);
+    let labels = |p: &PoolReport, f: &FamilyReport| vec![("pool", p.name.clone()), ("family", f.family.to_string())];
 
-    let source = format!("{{source=\"{}\",ipam_mode=\"{}\"}} 1", label(origin.kind), label(&origin.ipam_mode));
-    family(&mut out, "ciliumpool_source", "info", "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).", vec![("_info", source)]);
-    let info = pools.iter().map(|p| ("_info", format!("{{pool=\"{}\",api_version=\"{}\",dialect=\"{}\"}} 1", label(&p.name), label(&p.api_version), p.dialect.name()))).collect();
-    family(&mut out, "ciliumpool_pool", "info", "One per CiliumPodIPPool: the API version it was read through and its schema dialect.", info);
+    let source = vec![Sample::new(vec![("source", origin.kind.to_string()), ("ipam_mode", origin.ipam_mode.clone())], 1)];
+    out.push(Family::new("ciliumpool_source", Type::Info, "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).", source));
+    let info = pools.iter().map(|p| Sample::new(vec![("pool", p.name.clone()), ("api_version", p.api_version.clone()), ("dialect", p.dialect.name().to_string())], 1)).collect();
+    out.push(Family::new("ciliumpool_pool", Type::Info, "One per CiliumPodIPPool: the API version it was read through and its schema dialect.", info));
 
     for (suffix, help, figure) in FAMILY_FIGURES {
-        let samples = families.iter().filter_map(|(p, f)| figure(f).map(|v| ("", format!("{{{}}} {v}", labels(p, f))))).collect();
-        family(&mut out, &format!("ciliumpool_{suffix}"), "gauge", help, samples);
+        let samples = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
+        out.push(Family::new(&format!("ciliumpool_{suffix}"), Type::Gauge, help, samples));
     }
-    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| ("", format!("{{{}}} {m}", labels(p, f))))).collect();
-    family(&mut out, "ciliumpool_block_mask_size", "gauge", "The prefix length of the pool's blocks (maskSize).", samples);
-    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| ("", format!("{{{}}} {u}", labels(p, f))))).collect();
-    family(&mut out, "ciliumpool_utilization_ratio", "gauge", "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.", samples);
-    let samples = families.iter().map(|(p, f)| ("", format!("{{{}}} {}", labels(p, f), f.nodes_holding))).collect();
-    family(&mut out, "ciliumpool_nodes_holding", "gauge", "CiliumNodes holding at least one allocated block of the pool and family.", samples);
+    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(labels(p, f), m))).collect();
+    out.push(Family::new("ciliumpool_block_mask_size", Type::Gauge, "The prefix length of the pool's blocks (maskSize).", samples));
+    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(labels(p, f), u))).collect();
+    out.push(Family::new("ciliumpool_utilization_ratio", Type::Gauge, "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.", samples));
+    let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), f.nodes_holding)).collect();
+    out.push(Family::new("ciliumpool_nodes_holding", Type::Gauge, "CiliumNodes holding at least one allocated block of the pool and family.", samples));
+    let waiting = nodes_waiting(report);
+    let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0))).collect();
+    out.push(Family::new(
+        "ciliumpool_nodes_waiting",
+        Type::Gauge,
+        "CiliumNodes that request more addresses of the pool and family than their blocks hold: each waits for another block.",
+        samples,
+    ));
 
     // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
-    let mode_labels = |name: &str, family: crate::model::Family| format!("pool=\"{}\",family=\"{}\",ipam_mode=\"{}\"", label(name), family, label(&report.ipam.mode));
+    let mode_labels = |name: &str, family: crate::model::Family| vec![("pool", name.to_string()), ("family", family.to_string()), ("ipam_mode", report.ipam.mode.clone())];
     type ModeFigure = (&'static str, &'static str, fn(&crate::allocator::ModeFamilyReport) -> Option<Count>);
     let mode_figures: [ModeFigure; 3] = [
         ("ciliumpool_mode_allocated_blocks", "Blocks nodes list under a pool of a non-multi-pool IPAM mode (ENI: /32 addresses and prefixes); capacity is not in the cluster.", |f| Some(f.allocated_blocks)),
@@ -56,45 +136,161 @@ pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> S
         ("ciliumpool_mode_used_addresses", "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses),
     ];
     for (name, help, figure) in mode_figures {
-        let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| ("", format!("{{{}}} {v}", mode_labels(&p.name, f.family))))).collect();
-        family(&mut out, name, "gauge", help, samples);
+        let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
+        out.push(Family::new(name, Type::Gauge, help, samples));
     }
 
     let samples = [Severity::Error, Severity::Warning, Severity::Info]
         .iter()
-        .map(|&severity| ("", format!("{{severity=\"{}\"}} {}", severity.name(), report.problems.iter().filter(|p| p.severity == severity).count())))
+        .map(|&severity| Sample::new(vec![("severity", severity.name().to_string())], report.problems.iter().filter(|p| p.severity == severity).count()))
         .collect();
-    family(&mut out, "ciliumpool_problems", "gauge", "Problems kubectl ciliumpool check reports, by severity.", samples);
-    out.push_str("# EOF\n");
+    out.push(Family::new("ciliumpool_problems", Type::Gauge, "Problems kubectl ciliumpool check reports, by severity.", samples));
+    let mut by_kind: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for problem in &report.problems {
+        *by_kind.entry((problem.kind.name(), problem.severity.name())).or_default() += 1;
+    }
+    let samples = by_kind.into_iter().map(|((kind, severity), n)| Sample::new(vec![("kind", kind), ("severity", severity.to_string())], n)).collect();
+    out.push(Family::new("ciliumpool_problems_by_kind", Type::Gauge, "Problems kubectl ciliumpool check reports, by kind and severity; only kinds present have a series.", samples));
+
+    if options.nodes {
+        out.extend(node_families(report));
+    }
     out
 }
 
-/// One metric family: `# TYPE`, `# HELP`, then each sample as (name suffix, labels and value).
-/// A sample whose labels hold a character a terminal would act on is left out: a label value
-/// can only escape `\\`, `"` and a newline (check names it: `unprintable-name`).
-fn family(out: &mut String, name: &str, kind: &str, help: &str, mut samples: Vec<(&str, String)>) {
-    samples.retain(|(_, sample)| !crate::escape::has_unsafe(sample));
-    if samples.is_empty() {
-        return;
+/// Per pool and family, the nodes whose request exceeds the usable addresses of their blocks.
+fn nodes_waiting(report: &Report) -> BTreeMap<(&str, String), usize> {
+    let mut waiting = BTreeMap::new();
+    for node in report.nodes.iter().filter(|n| !n.ignored) {
+        for pool in &node.pools {
+            for family in &pool.families {
+                if Count::from(family.needed_addresses) > family.usable_addresses {
+                    *waiting.entry((&*pool.pool, family.family.to_string())).or_default() += 1;
+                }
+            }
+        }
     }
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-    let _ = writeln!(out, "# HELP {name} {help}");
-    for (suffix, sample) in samples {
-        let _ = writeln!(out, "{name}{suffix}{sample}");
-    }
+    waiting
 }
 
-/// A label value as OpenMetrics escapes it: backslash, double quote and line feed.
-fn label(value: &str) -> String {
+/// `--node-metrics`: per node, pool and family.
+fn node_families(report: &Report) -> Vec<Family> {
+    type NodeFigure = (&'static str, &'static str, fn(&crate::allocator::report::NodeFamilyReport) -> Option<Count>);
+    let figures: [NodeFigure; 4] = [
+        ("ciliumpool_node_blocks", "Valid blocks of the pool and family the CiliumNode lists.", |f| Some(Count::from(f.blocks as u64))),
+        ("ciliumpool_node_usable_addresses", "Usable addresses of those blocks.", |f| Some(f.usable_addresses)),
+        ("ciliumpool_node_used_addresses", "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses.map(Count::from)),
+        ("ciliumpool_node_needed_addresses", "Addresses the node requests from the pool (spec.ipam.pools.requested).", |f| Some(Count::from(f.needed_addresses))),
+    ];
+    let rows: Vec<_> = report.nodes.iter().filter(|n| !n.ignored).flat_map(|n| n.pools.iter().flat_map(move |p| p.families.iter().map(move |f| (n, p, f)))).collect();
+    figures
+        .into_iter()
+        .map(|(name, help, figure)| {
+            let samples = rows
+                .iter()
+                .filter_map(|(n, p, f)| figure(f).map(|v| Sample::new(vec![("node", n.name.to_string()), ("pool", p.pool.to_string()), ("family", f.family.to_string())], v)))
+                .collect();
+            Family::new(name, Type::Gauge, help, samples)
+        })
+        .collect()
+}
+
+/// The OpenMetrics exposition of a usage report, ending in `# EOF` (`usage -o openmetrics`).
+pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> String {
+    let mut out = encode(&families(report, pools, origin, Options::default()), Encoding::OpenMetrics);
+    out.push_str(EOF);
+    out
+}
+
+/// The end of an OpenMetrics exposition.
+pub const EOF: &str = "# EOF\n";
+
+/// The families as text, without the OpenMetrics `# EOF` (so that expositions can be joined).
+pub fn encode(families: &[Family], encoding: Encoding) -> String {
+    let mut out = String::new();
+    for family in families {
+        // A label value can only escape `\\`, `"` and a newline: a sample whose labels hold a
+        // character a terminal would act on is left out (check names it: `unprintable-name`).
+        let samples: Vec<&Sample> = family.samples.iter().filter(|s| s.labels.iter().all(|(_, v)| !crate::escape::has_unsafe(&label(v)))).collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let (typed, sample_name) = match (family.kind, encoding) {
+            (Type::Gauge, _) => (family.name.clone(), family.name.clone()),
+            (Type::Info, Encoding::OpenMetrics) => (family.name.clone(), format!("{}_info", family.name)),
+            (Type::Counter, Encoding::OpenMetrics) => (family.name.clone(), format!("{}_total", family.name)),
+            // The 0.0.4 format has no info type and names a counter by its sample.
+            (Type::Info, Encoding::Prometheus) => (format!("{}_info", family.name), format!("{}_info", family.name)),
+            (Type::Counter, Encoding::Prometheus) => (format!("{}_total", family.name), format!("{}_total", family.name)),
+        };
+        let kind = match (family.kind, encoding) {
+            (Type::Gauge, _) | (Type::Info, Encoding::Prometheus) => "gauge",
+            (Type::Info, Encoding::OpenMetrics) => "info",
+            (Type::Counter, _) => "counter",
+        };
+        let _ = writeln!(out, "# TYPE {typed} {kind}");
+        let _ = writeln!(out, "# HELP {typed} {}", help(family.help, encoding));
+        for sample in samples {
+            out.push_str(&sample_name);
+            if !sample.labels.is_empty() {
+                out.push('{');
+                for (i, (name, value)) in sample.labels.iter().enumerate() {
+                    let _ = write!(out, "{}{name}=\"{}\"", if i == 0 { "" } else { "," }, label(value));
+                }
+                out.push('}');
+            }
+            let _ = writeln!(out, " {}", sample.value);
+        }
+    }
+    out
+}
+
+/// A label value as OpenMetrics (and the 0.0.4 format) escapes it: backslash, double quote and
+/// line feed; pool names come from the cluster.
+pub fn label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// HELP text: OpenMetrics escapes as a label value; the 0.0.4 format backslash and line feed only.
+fn help(text: &str, encoding: Encoding) -> String {
+    match encoding {
+        Encoding::OpenMetrics => label(text),
+        Encoding::Prometheus => text.replace('\\', "\\\\").replace('\n', "\\n"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::label;
+    use super::*;
 
     #[test]
     fn label_escapes() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn openmetrics_is_asked_for_by_name_in_accept() {
+        let scraper = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Encoding::negotiate(Some(scraper)), Encoding::OpenMetrics);
+        assert_eq!(Encoding::negotiate(Some("text/plain;version=0.0.4")), Encoding::Prometheus);
+        assert_eq!(Encoding::negotiate(Some("*/*")), Encoding::Prometheus);
+        assert_eq!(Encoding::negotiate(None), Encoding::Prometheus);
+    }
+
+    #[test]
+    fn info_and_counter_families_are_named_per_encoding() {
+        let families = [
+            Family::new("x_build", Type::Info, "b", vec![Sample::new(vec![("v", "1\"\n".into())], 1)]),
+            Family::new("x_restarts", Type::Counter, "r\\", vec![Sample::new(vec![], 3)]),
+            Family::new("x_empty", Type::Gauge, "e", vec![]),
+        ];
+        assert_eq!(
+            encode(&families, Encoding::OpenMetrics),
+            "# TYPE x_build info\n# HELP x_build b\nx_build_info{v=\"1\\\"\\n\"} 1\n# TYPE x_restarts counter\n# HELP x_restarts r\\\\\nx_restarts_total 3\n"
+        );
+        assert_eq!(
+            encode(&families, Encoding::Prometheus),
+            "# TYPE x_build_info gauge\n# HELP x_build_info b\nx_build_info{v=\"1\\\"\\n\"} 1\n# TYPE x_restarts_total counter\n# HELP x_restarts_total r\\\\\nx_restarts_total 3\n"
+        );
     }
 }

@@ -7,12 +7,12 @@ use super::cluster::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, P
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::stream::{BoxStream, SelectAll};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::core::{DynamicResourceScope, Resource};
 use kube::runtime::reflector::{Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 use serde::Deserialize;
 use serde_json::Value;
@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One watched resource and the objects its reflector holds.
 struct Watched<K: Resource + Clone + 'static>
@@ -147,21 +147,133 @@ fn workloads(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Listed {
 /// The longest watch request the server may hold open (kube's default, below the apiserver's cap).
 const MAX_WATCH_SECONDS: u64 = 290;
 
+/// How each watch is run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WatchOptions {
+    /// The server ends each watch request after this long (the watcher then re-watches); kube's
+    /// watcher also gives up on a stream silent for this long plus 5 s and re-watches, which is
+    /// how a stalled connection is found. `None`: derived from `--request-timeout`, else 290 s.
+    pub watch_timeout: Option<Duration>,
+    /// Initial listing through a streaming list (WatchList, `sendInitialEvents`), falling back to
+    /// paginated lists for a source whose server refuses it.
+    pub streaming_lists: bool,
+}
+
 /// `--request-timeout` also bounds each read of a watch stream, so a quiet watch would fail at
 /// it. Asking the server to end each watch a second earlier makes the watcher simply re-watch.
-fn watcher_config(request_timeout: Option<Duration>) -> watcher::Config {
+fn watcher_config(request_timeout: Option<Duration>, options: WatchOptions) -> watcher::Config {
     let config = watcher::Config::default();
-    match request_timeout {
-        Some(timeout) => config.timeout(timeout.as_secs().saturating_sub(1).clamp(1, MAX_WATCH_SECONDS) as u32),
+    let server_bound = request_timeout.map(|t| t.as_secs().saturating_sub(1));
+    let asked = options.watch_timeout.map(|t| t.as_secs());
+    match [server_bound, asked].into_iter().flatten().min() {
+        Some(seconds) => config.timeout(seconds.clamp(1, MAX_WATCH_SECONDS) as u32),
         None => config,
     }
 }
+
+/// The wait before restarting a failed watch: 1 s, doubling, at most [`MAX_BACKOFF`].
+fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.saturating_sub(1).min(16)).min(MAX_BACKOFF)
+}
+
+/// The longest wait between two attempts: a restarted control plane is seen again within it.
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// What one watch event means for the caller.
 enum Signal {
     /// The source with this index changed, or finished its (re)initial listing.
     Changed { source: usize, listed: bool },
-    Failed(watcher::Error),
+    Failed { source: usize, error: watcher::Error },
+}
+
+/// How one watched source is doing, for readiness and the exporter's own metrics.
+#[derive(Clone, Debug)]
+pub struct SourceHealth {
+    /// The resource, as RBAC names it (`ciliumnodes.cilium.io`).
+    pub resource: String,
+    /// Its store holds a complete listing (the last (re)listing finished).
+    pub listed: bool,
+    /// Since when it has been failing (cleared by the next complete listing).
+    pub failing_since: Option<Instant>,
+    /// Failed requests and streams so far.
+    pub errors: u64,
+    /// Watches restarted (each with a fresh listing) after a failure.
+    pub restarts: u64,
+    /// The initial listing is a streaming list (false once the server refused one).
+    pub streaming: bool,
+}
+
+/// One source's watch: a kube watcher whose events are applied to the store's writer. On any
+/// failure the watcher is dropped and, after a backoff, started again with a fresh listing: the
+/// store is swapped only when that listing is complete, and its end is the one sign that the
+/// source is healthy again (a resumed watch says nothing). A `410 Gone` is such a failure too.
+struct Follow<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Clone + Eq + Hash,
+{
+    api: kube::Api<K>,
+    config: watcher::Config,
+    streaming: bool,
+    writer: Writer<K>,
+    events: Option<BoxStream<'static, watcher::Result<watcher::Event<K>>>>,
+    failures: u32,
+    source: usize,
+}
+
+impl<K> Follow<K>
+where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash,
+{
+    async fn next(mut self) -> Option<(Signal, Self)> {
+        loop {
+            let events = match &mut self.events {
+                Some(events) => events,
+                None => {
+                    if self.failures > 0 {
+                        tokio::time::sleep(backoff(self.failures)).await;
+                    }
+                    let config = if self.streaming { self.config.clone().streaming_lists() } else { self.config.clone() };
+                    self.events.insert(watcher(self.api.clone(), config).boxed())
+                }
+            };
+            match events.next().await {
+                Some(Ok(event)) => {
+                    self.writer.apply_watcher_event(&event);
+                    match event {
+                        watcher::Event::InitDone => {
+                            self.failures = 0;
+                            return Some((Signal::Changed { source: self.source, listed: true }, self));
+                        }
+                        // A (re)listing in progress: the store changes when it is done.
+                        watcher::Event::Init | watcher::Event::InitApply(_) => {}
+                        watcher::Event::Apply(_) | watcher::Event::Delete(_) => return Some((Signal::Changed { source: self.source, listed: false }, self)),
+                    }
+                }
+                Some(Err(error)) => {
+                    if self.streaming && refuses_streaming(&error) {
+                        self.streaming = false;
+                    }
+                    self.events = None;
+                    self.failures = self.failures.saturating_add(1);
+                    return Some((Signal::Failed { source: self.source, error }, self));
+                }
+                // A watcher never ends by itself; if it does, start it again.
+                None => self.events = None,
+            }
+        }
+    }
+}
+
+/// A server that does not offer streaming lists rejects `sendInitialEvents` as an invalid or bad
+/// request (the WatchList feature off); every other failure is retried as it is.
+fn refuses_streaming(error: &watcher::Error) -> bool {
+    let status = match error {
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code,
+        watcher::Error::WatchError(status) => status.code,
+        _ => return false,
+    };
+    matches!(status, 400 | 422)
 }
 
 pub struct Watch {
@@ -170,12 +282,12 @@ pub struct Watch {
     pods: Option<Watched<Decoded<Pod>>>,
     endpoints: Option<Watched<Decoded<Endpoint>>>,
     signals: SelectAll<BoxStream<'static, Signal>>,
-    /// Per source: its initial listing is complete, so its store is the whole picture.
-    listed: Vec<bool>,
+    /// Per source, in signal index order.
+    health: Vec<SourceHealth>,
 }
 
-/// Starts one reflector; its events become signals for the source with the next index.
-fn start<K>(cluster: &Cluster, resource: K::DynamicType, config: &watcher::Config, signals: &mut SelectAll<BoxStream<'static, Signal>>) -> Watched<K>
+/// Starts one watch; its events become signals for the source with the next index.
+fn start<K>(cluster: &Cluster, resource: K::DynamicType, config: &watcher::Config, options: WatchOptions, signals: &mut SelectAll<BoxStream<'static, Signal>>, health: &mut Vec<SourceHealth>) -> Watched<K>
 where
     K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
@@ -183,15 +295,12 @@ where
     let writer = Writer::new(resource.clone());
     let store = writer.as_reader();
     let source = signals.len();
-    let stream = watcher(cluster.api::<K>(&resource), config.clone())
-        .default_backoff()
-        .reflect(writer)
-        .map_ok(move |event| match event {
-            watcher::Event::InitDone => Signal::Changed { source, listed: true },
-            _ => Signal::Changed { source, listed: false },
-        })
-        .map(|item| item.unwrap_or_else(Signal::Failed));
-    signals.push(stream.boxed());
+    let name = K::plural(&resource);
+    let group = K::group(&resource);
+    let name = if group.is_empty() { name.into_owned() } else { format!("{name}.{group}") };
+    health.push(SourceHealth { resource: name, listed: false, failing_since: None, errors: 0, restarts: 0, streaming: options.streaming_lists });
+    let follow = Follow { api: cluster.api::<K>(&resource), config: config.clone(), streaming: options.streaming_lists, writer, events: None, failures: 0, source };
+    signals.push(futures::stream::unfold(follow, Follow::next).boxed());
     Watched { resource, store }
 }
 
@@ -199,26 +308,41 @@ impl Watch {
     /// Starts watching every source the first read could use. Pools and CiliumNodes are kept
     /// whole; the stores that hold every pod and endpoint of the cluster keep them decoded
     /// ([`Decoded`]).
-    pub fn start(cluster: &Cluster, layout: &Layout) -> Watch {
+    pub fn start(cluster: &Cluster, layout: &Layout, options: WatchOptions) -> Watch {
         let mut signals = SelectAll::new();
-        let config = watcher_config(cluster.connection.timeout);
-        let pools = start(cluster, layout.pools.clone(), &config, &mut signals);
-        let nodes = start(cluster, layout.nodes.clone(), &config, &mut signals);
-        let pods = layout.readable_pods().map(|_| start(cluster, (), &config, &mut signals));
-        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), &config, &mut signals));
-        let listed = vec![false; signals.len()];
-        Watch { pools, nodes, pods, endpoints, signals, listed }
+        let mut health = Vec::new();
+        let config = watcher_config(cluster.connection.timeout, options);
+        let pools = start(cluster, layout.pools.clone(), &config, options, &mut signals, &mut health);
+        let nodes = start(cluster, layout.nodes.clone(), &config, options, &mut signals, &mut health);
+        let pods = layout.readable_pods().map(|_| start(cluster, (), &config, options, &mut signals, &mut health));
+        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), &config, options, &mut signals, &mut health));
+        Watch { pools, nodes, pods, endpoints, signals, health }
     }
 
     /// Waits until something changed and every source has been listed once. Watch failures are
     /// reported on stderr and retried with backoff; they end the watch only if every stream ends.
     pub async fn changed(&mut self) -> anyhow::Result<()> {
         loop {
-            let signal = self.signals.next().await.ok_or_else(|| crate::error::cluster("every watch stream ended"))?;
-            if self.record(signal) && self.listed.iter().all(|&l| l) {
+            if self.step().await? && self.listed() {
                 return Ok(());
             }
         }
+    }
+
+    /// Waits for the next event of any source and records it; true when it was a change.
+    pub async fn step(&mut self) -> anyhow::Result<bool> {
+        let signal = self.signals.next().await.ok_or_else(|| crate::error::cluster("every watch stream ended"))?;
+        Ok(self.record(signal))
+    }
+
+    /// Every source's store holds a complete listing.
+    pub fn listed(&self) -> bool {
+        self.health.iter().all(|h| h.listed)
+    }
+
+    /// How each source is doing.
+    pub fn health(&self) -> &[SourceHealth] {
+        &self.health
     }
 
     /// Keeps applying events for `quiet` (debounce: a burst of changes gives one re-render).
@@ -237,11 +361,20 @@ impl Watch {
     fn record(&mut self, signal: Signal) -> bool {
         match signal {
             Signal::Changed { source, listed } => {
-                self.listed[source] |= listed;
+                let health = &mut self.health[source];
+                if listed {
+                    health.listed = true;
+                    health.failing_since = None;
+                }
                 true
             }
-            Signal::Failed(error) => {
-                warn_line!("warning: watch failed, retrying: {error}");
+            Signal::Failed { source, error } => {
+                let health = &mut self.health[source];
+                warn_line!("warning: watch of {} failed, restarting it with a fresh listing: {error}", health.resource);
+                health.errors += 1;
+                health.restarts += 1;
+                health.failing_since.get_or_insert_with(Instant::now);
+                health.streaming &= !refuses_streaming(&error);
                 false
             }
         }
@@ -296,5 +429,24 @@ mod tests {
         assert_eq!(deleted.metadata.resource_version.as_deref(), Some("7"), "a watch resumes from it");
         assert_eq!(Decoded::<Pod>::url_path(&(), Some("shop")), "/api/v1/namespaces/shop/pods");
         assert_eq!(Decoded::<Endpoint>::url_path(&(), None), "/apis/cilium.io/v2/ciliumendpoints");
+    }
+
+    #[test]
+    fn failed_watches_back_off_doubling_to_a_bound_and_the_watch_timeout_is_the_tighter_one() {
+        let waits: Vec<u64> = (1..=6).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 8, 8]);
+        let serve = WatchOptions { watch_timeout: Some(Duration::from_secs(30)), streaming_lists: true };
+        assert_eq!(watcher_config(None, serve).timeout, Some(30));
+        assert_eq!(watcher_config(Some(Duration::from_secs(10)), serve).timeout, Some(9), "--request-timeout bounds each read");
+        assert_eq!(watcher_config(None, WatchOptions::default()).timeout, None);
+    }
+
+    #[test]
+    fn only_a_refused_sendinitialevents_turns_streaming_lists_off() {
+        let status = |code: u16| kube::core::Status { code, ..Default::default() };
+        assert!(refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(422))))));
+        assert!(refuses_streaming(&watcher::Error::WatchError(Box::new(status(400)))));
+        assert!(!refuses_streaming(&watcher::Error::WatchError(Box::new(status(410)))), "410 Gone relists, still streaming");
+        assert!(!refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(403))))));
     }
 }

@@ -1,0 +1,94 @@
+//! deploy/ and the exposition, checked with the real promtool (tools/prometheus/build.sh;
+//! `tools/test.sh` exports `PROMETHEUS_DIR`): the alert rules load and every alert's unit test
+//! passes (it fires, and stays quiet where it should), the PrometheusRule holds exactly the rule
+//! file's groups, and the exposition — hostile pool names included — passes `promtool check
+//! metrics` (0.0.4) and the strict OpenMetrics parser.
+
+use ciliumpool::render::metrics::{self, Encoding, Options};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+mod support;
+
+/// `PROMETHEUS_DIR/promtool`. Unset fails the test, never skips it.
+fn promtool() -> PathBuf {
+    match std::env::var_os("PROMETHEUS_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("promtool"),
+        _ => panic!("PROMETHEUS_DIR is not set: run `PROMETHEUS_DIR=$(tools/prometheus/build.sh) cargo test --test deploy`, or tools/test.sh"),
+    }
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    let mut child = Command::new(promtool())
+        .args(args)
+        .current_dir(support::repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn the_alert_rules_load_and_every_alert_fires_and_stays_quiet_in_its_unit_test() {
+    let (ok, out) = run(&["check", "rules", "deploy/prometheus/rules.yml"], None);
+    assert!(ok && out.contains("SUCCESS: 6 rules found"), "{out}");
+    let (ok, out) = run(&["test", "rules", "deploy/prometheus/rules_test.yml"], None);
+    assert!(ok && out.contains("SUCCESS"), "{out}");
+    // Every alert of the rule file has a unit test.
+    let rules = std::fs::read_to_string(support::repo_root().join("deploy/prometheus/rules.yml")).unwrap();
+    let tests = std::fs::read_to_string(support::repo_root().join("deploy/prometheus/rules_test.yml")).unwrap();
+    for line in rules.lines().filter_map(|l| l.trim().strip_prefix("- alert: ")) {
+        assert!(tests.contains(&format!("alertname: {line}")), "no unit test for alert {line}");
+    }
+}
+
+#[test]
+fn the_prometheus_rule_holds_exactly_the_rule_files_groups() {
+    let read = |path: &str| -> serde_json::Value { serde_saphyr::from_str(&std::fs::read_to_string(support::repo_root().join(path)).unwrap()).unwrap() };
+    let file = read("deploy/prometheus/rules.yml");
+    let object = read("deploy/prometheus-operator/prometheusrule.yaml");
+    assert_eq!(object["kind"], "PrometheusRule");
+    assert!(file["groups"].as_array().is_some_and(|g| !g.is_empty()));
+    assert_eq!(object["spec"]["groups"], file["groups"], "regenerate the PrometheusRule from rules.yml (its header says how)");
+}
+
+/// The families of the example snapshot plus a pool whose name holds what a label must escape.
+fn example_families() -> Vec<metrics::Family> {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = r#"{"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "evil\"} 1\nciliumpool_free_blocks{pool=\"x\\"},
+        "spec": {"ipv4": {"cidrs": ["10.250.0.0/24"], "maskSize": 26}}}"#;
+    std::fs::write(dir.path().join("hostile.json"), hostile).unwrap();
+    let example = support::repo_root().join("examples/snapshot").to_string_lossy().into_owned();
+    let snapshot = ciliumpool::source::from_files(&[example, dir.path().to_string_lossy().into_owned()], None, false).unwrap();
+    let report = ciliumpool::allocator::analyze(&snapshot);
+    assert!(report.pools.iter().any(|p| p.name.contains('\n')), "the hostile pool is read");
+    let pools: Vec<_> = report.pools.iter().collect();
+    metrics::families(&report, &pools, &snapshot.origin, Options { nodes: true })
+}
+
+#[test]
+fn both_encodings_pass_promtool_check_metrics_and_nothing_is_injected() {
+    let families = example_families();
+    for encoding in [Encoding::Prometheus, Encoding::OpenMetrics] {
+        let mut text = metrics::encode(&families, encoding);
+        if encoding == Encoding::OpenMetrics {
+            text.push_str(metrics::EOF);
+            // promtool reads the 0.0.4 format only; the strict OpenMetrics parser checks this one.
+            openmetrics_parser::openmetrics::parse_openmetrics(&text).unwrap_or_else(|e| panic!("strict OpenMetrics parser: {e:?}\n{text}"));
+        } else {
+            let (ok, out) = run(&["check", "metrics"], Some(&text));
+            assert!(ok, "promtool check metrics:\n{out}\n{text}");
+        }
+        // The hostile name stays one label value: one sample line per pool family, none forged.
+        let forged = text.lines().filter(|l| l.starts_with("ciliumpool_free_blocks{pool=\"x")).count();
+        assert_eq!(forged, 0, "{text}");
+        assert!(text.contains(r#"ciliumpool_free_blocks{pool="evil\"} 1\nciliumpool_free_blocks{pool=\"x\\",family="ipv4"} 4"#), "{text}");
+    }
+}
