@@ -129,3 +129,203 @@ fn the_checker_sees_upward_imports_and_io() {
     assert!(violations("allocator", &["model"], "/// see crate::render\nuse crate::model::X;\nmacro_rules! m { () => { $crate::render::x() } }").is_empty());
     assert!(Path::new(&src()).join("lib.rs").exists());
 }
+
+/// A file of `src/` as the module path it defines (`src/model/pool.rs` → `model::pool`,
+/// `src/model/mod.rs` → `model`, `src/lib.rs` → ``).
+fn module_of(file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src()).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+fn all_files() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![src()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("main.rs") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The production code of a file: comments, test modules (`#[cfg(test)]` at the top level
+/// onwards: they sit at the end) and the lines that only declare or re-export modules.
+fn production_code(text: &str) -> String {
+    let code = code(text);
+    let end = code.lines().position(|l| l == "#[cfg(test)]").unwrap_or(usize::MAX);
+    code.lines().take(end).filter(|l| !(l.trim_start().starts_with("pub use ") || l.trim_start().starts_with("mod ") || l.trim_start().starts_with("pub mod "))).collect::<Vec<_>>().join("\n")
+}
+
+/// Every path a text names from `crate::` or `super::`, each expanded over `{a, b::c}` groups,
+/// as segments relative to `module` (resolved to absolute module paths plus items).
+fn paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for start in ["crate::", "super::"] {
+        for (at, _) in text.match_indices(start) {
+            if text[..at].ends_with(|c: char| ident(c) || c == ':' || c == '$') {
+                continue;
+            }
+            let mut base: Vec<String> = if start == "crate::" { Vec::new() } else { module[..module.len().saturating_sub(1)].to_vec() };
+            let mut rest = &text[at + start.len()..];
+            while let Some(after) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = after;
+            }
+            expand(rest, base, &mut out);
+        }
+    }
+    out
+}
+
+/// `a::b::{c, d::e}` after `base`, pushed as whole paths.
+fn expand(text: &str, mut base: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let mut rest = text;
+    loop {
+        if rest.starts_with('{') {
+            let mut depth = 0;
+            let inner_end = rest.char_indices().find(|&(_, c)| {
+                depth += match c { '{' => 1, '}' => -1, _ => 0 };
+                depth == 0
+            }).map_or(rest.len(), |(i, _)| i);
+            for part in split_top(&rest[1..inner_end]) {
+                let part = part.trim();
+                if part == "self" { out.push(base.clone()); } else if !part.is_empty() { expand(part, base.clone(), out); }
+            }
+            return;
+        }
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            break;
+        }
+        base.push(name.clone());
+        rest = &rest[name.len()..];
+        match rest.strip_prefix("::") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    out.push(base);
+}
+
+fn split_top(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut from) = (Vec::new(), 0, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[from..]);
+    parts
+}
+
+/// The file a path leads to: its longest prefix that is a module, followed through a module's
+/// `pub use child::{Item}` / `pub use child::*` re-exports to the child that defines the item.
+fn target(path: &[String], modules: &std::collections::BTreeMap<Vec<String>, String>) -> Option<Vec<String>> {
+    let depth = (0..=path.len()).rev().find(|&n| modules.contains_key(&path[..n]))?;
+    let module = path[..depth].to_vec();
+    let Some(item) = path.get(depth) else { return Some(module) };
+    let text = &modules[&module];
+    for line in text.lines().map(str::trim).filter_map(|l| l.strip_prefix("pub use ")) {
+        let Some((child, names)) = line.trim_end_matches(';').split_once("::") else { continue };
+        let mut child_path = module.clone();
+        child_path.push(child.to_string());
+        let Some(child_text) = modules.get(&child_path) else { continue };
+        let names = names.trim_matches(|c| c == '{' || c == '}');
+        let named = names.split(',').any(|n| n.trim() == item || n.trim().ends_with(&format!("::{item}")));
+        let defined = names == "*" && ["struct", "enum", "fn", "type", "const", "trait", "static"].iter().any(|kind| child_text.contains(&format!("pub {kind} {item}")));
+        if named || defined {
+            return Some(child_path);
+        }
+    }
+    Some(module)
+}
+
+/// Import cycles between files of `src/` (production code; a test module may use anything).
+fn file_cycles() -> Vec<Vec<String>> {
+    let files = all_files();
+    let modules: std::collections::BTreeMap<Vec<String>, String> = files.iter().map(|f| (module_of(f), std::fs::read_to_string(f).unwrap())).collect();
+    let mut edges: std::collections::BTreeMap<Vec<String>, std::collections::BTreeSet<Vec<String>>> = Default::default();
+    for (module, text) in &modules {
+        let code = production_code(text);
+        let targets = paths(&code, module).iter().filter_map(|p| target(p, &modules)).filter(|t| t != module).collect();
+        edges.insert(module.clone(), targets);
+    }
+    // Tarjan's strongly connected components; every component of more than one file is a cycle.
+    struct Walk<'a> {
+        edges: &'a std::collections::BTreeMap<Vec<String>, std::collections::BTreeSet<Vec<String>>>,
+        index: std::collections::BTreeMap<Vec<String>, (usize, usize)>,
+        stack: Vec<Vec<String>>,
+        cycles: Vec<Vec<String>>,
+    }
+    fn visit(walk: &mut Walk, node: &Vec<String>) {
+        let n = walk.index.len();
+        walk.index.insert(node.clone(), (n, n));
+        walk.stack.push(node.clone());
+        for next in walk.edges.get(node).into_iter().flatten() {
+            if !walk.index.contains_key(next) {
+                visit(walk, next);
+                let low = walk.index[next].1.min(walk.index[node].1);
+                walk.index.get_mut(node).unwrap().1 = low;
+            } else if walk.stack.contains(next) {
+                let low = walk.index[next].0.min(walk.index[node].1);
+                walk.index.get_mut(node).unwrap().1 = low;
+            }
+        }
+        if walk.index[node].0 == walk.index[node].1 {
+            let at = walk.stack.iter().rposition(|m| m == node).unwrap();
+            let component: Vec<Vec<String>> = walk.stack.split_off(at);
+            if component.len() > 1 {
+                walk.cycles.push(component.iter().map(|m| format!("src/{}", m.join("/"))).collect());
+            }
+        }
+    }
+    let mut walk = Walk { edges: &edges, index: Default::default(), stack: Vec::new(), cycles: Vec::new() };
+    for module in edges.keys() {
+        if !walk.index.contains_key(module) {
+            visit(&mut walk, module);
+        }
+    }
+    walk.cycles
+}
+
+#[test]
+fn no_two_files_import_each_other_even_through_others() {
+    let cycles = file_cycles();
+    assert!(cycles.is_empty(), "import cycles between files of src/ (each line a set of files that reach each other):\n{}", cycles.iter().map(|c| c.join(" ")).collect::<Vec<_>>().join("\n"));
+}
+
+/// The cycle checker itself: paths expanded over groups, `super::` resolved, re-exports followed.
+#[test]
+fn the_cycle_checker_reads_paths_as_the_compiler_does() {
+    let module = vec!["allocator".to_string(), "analyze".to_string(), "pools".to_string()];
+    let found = paths("use super::in_use::{InUse, used_in};\nuse crate::model::{self, pool::PoolFamily};\nuse super::{cidrs, nodes};", &module);
+    let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
+    assert_eq!(found, ["model", "model::pool::PoolFamily", "allocator::analyze::in_use::InUse", "allocator::analyze::in_use::used_in", "allocator::analyze::cidrs", "allocator::analyze::nodes"]);
+    let modules = std::collections::BTreeMap::from([
+        (vec!["m".to_string()], "pub use a::{A, B};\npub use b::*;".to_string()),
+        (vec!["m".to_string(), "a".to_string()], "pub struct A;".to_string()),
+        (vec!["m".to_string(), "b".to_string()], "pub fn c() {}".to_string()),
+    ]);
+    let to = |p: &str| target(&p.split("::").map(String::from).collect::<Vec<_>>(), &modules).map(|t| t.join("::"));
+    assert_eq!(to("m::A").as_deref(), Some("m::a"));
+    assert_eq!(to("m::c").as_deref(), Some("m::b"), "through a glob re-export, to the file that defines it");
+    assert_eq!(to("m::Other").as_deref(), Some("m"));
+    assert_eq!(to("m::b::c").as_deref(), Some("m::b"));
+}

@@ -1,7 +1,7 @@
 //! Any text as `-f` input: the manifest decoder (JSON, YAML streams, flow style, every pool
 //! dialect, `List` kinds), the snapshot, the allocator and every renderer in every format.
 //! Never a panic; every JSON document parses back. The streaming reader of `-f` files
-//! (`files::parse_stream`, Pods and CiliumEndpoints decoded straight into structs) agrees with
+//! (`inputs::parse_stream`, Pods and CiliumEndpoints decoded straight into structs) agrees with
 //! the whole-text decoder whenever both accept the text.
 #![no_main]
 
@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
-    if let Some((documents, workloads)) = ciliumpool::source::files::parse_stream(data) {
+    if let Some((documents, workloads)) = ciliumpool::source::inputs::parse_stream(data) {
         agree(&snapshot, &Snapshot::from_read(documents, workloads));
     }
     let report = analyze(&snapshot);

@@ -302,7 +302,7 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
     let texts = files::read(paths)?;
-    let parsed = texts.iter().map(|f| Ok(files::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?))).collect::<Result<Vec<_>>>()?;
+    let parsed = texts.iter().map(|f| Ok(crate::source::inputs::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?))).collect::<Result<Vec<_>>>()?;
     if args.in_place {
         files::refuse_duplicates(&parsed)?;
     } else {
@@ -383,7 +383,7 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
 
 /// (invalid pools, pools of the other v2 dialect than `target`) among every pool document, as
 /// one line each naming the file and the pool.
-fn check_pools(files: &[files::LoadedFile], target: Dialect) -> (Vec<String>, Vec<String>) {
+fn check_pools(files: &[crate::source::inputs::LoadedFile], target: Dialect) -> (Vec<String>, Vec<String>) {
     let (mut invalid, mut wrong_shape) = (Vec::new(), Vec::new());
     for file in files {
         for pool in file.documents.iter().flat_map(files::pool_objects) {

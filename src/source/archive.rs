@@ -3,10 +3,10 @@
 //! those that hold no Kubernetes objects are skipped). Bounded against archive bombs: one member
 //! at a time is parsed as it is decompressed and then dropped, so memory follows the objects
 //! kept, not the members' sizes; each member is counted as it streams against the input limit
-//! (`files::MAX_INPUT_BYTES`), the whole archive against [`MAX_ARCHIVE_BYTES`] decompressed, and
+//! (`inputs::MAX_INPUT_BYTES`), the whole archive against [`MAX_ARCHIVE_BYTES`] decompressed, and
 //! at most [`MAX_ARCHIVE_MEMBERS`] members are read.
 
-use super::files::{self, Inputs, MAX_INPUT_BYTES, SkippedFile, is_manifest_name, not_manifest_reason, stream_input, streamed_member};
+use super::inputs::{self, Inputs, MAX_INPUT_BYTES, SkippedFile, is_manifest_name, not_manifest_reason, stream_input, streamed_member};
 use crate::error::input;
 use anyhow::Result;
 use std::io::{Read, Seek};
@@ -155,7 +155,7 @@ fn not_a_file(kind: tar::EntryType) -> Option<&'static str> {
     }
 }
 
-/// One member, parsed as it is decompressed (at most `files::MAX_INPUT_BYTES`, and what is left
+/// One member, parsed as it is decompressed (at most `inputs::MAX_INPUT_BYTES`, and what is left
 /// of the archive's budget) and then dropped; only the objects kept of it stay.
 fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
     let limit = MAX_INPUT_BYTES.min(*budget);
@@ -163,7 +163,7 @@ fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut 
         if limit < MAX_INPUT_BYTES {
             format!("{shown}: the archive expands to more than {} GiB; extract the files you need and pass them with -f", MAX_ARCHIVE_BYTES >> 30)
         } else {
-            files::too_large(&shown)
+            inputs::too_large(&shown)
         }
     };
     let (streamed, read) = stream_input(reader, &shown, limit, &too_large)?;

@@ -203,7 +203,7 @@ impl Connection {
             Refused::TooLarge(bound) => format!(
                 "{verb} {what} on {server}: an answer was larger than {} (the bound on one answer; a page of {} objects is a few MiB) and was not read further; {bad_server}",
                 mib(*bound),
-                super::cluster::PAGE_SIZE
+                super::limits::PAGE_SIZE
             ),
             Refused::RepeatedToken { page } => format!(
                 "{verb} {what} on {server}: page {page} of the list repeated an earlier continue token, so the list would never end; {bad_server}"

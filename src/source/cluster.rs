@@ -3,7 +3,7 @@
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
-use super::limits::{Pagination, Refused};
+use super::limits::{PAGE_SIZE, Pagination, Refused};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::Workloads;
@@ -12,10 +12,6 @@ use crate::model::{Origin, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
 use serde_json::Value;
-
-/// Objects per list request: large clusters have thousands of CiliumNodes and hundreds of
-/// thousands of pods, which one unpaginated response would hold in memory twice.
-pub const PAGE_SIZE: u32 = 500;
 
 /// The namespaced resources a snapshot reads: `-n` narrows these (pools and nodes are cluster-scoped).
 const NAMESPACED: [&str; 2] = ["pods", "ciliumendpoints"];

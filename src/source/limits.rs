@@ -17,7 +17,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::BoxError;
 
-/// The most bytes one answer may have. The plugin lists 500 objects per page; real pages of
+/// Objects per list request: large clusters have thousands of CiliumNodes and hundreds of
+/// thousands of pods, which one unpaginated response would hold in memory twice.
+pub const PAGE_SIZE: u32 = 500;
+
+/// The most bytes one answer may have. The plugin lists [`PAGE_SIZE`] objects per page; real pages of
 /// Pods or CiliumNodes are a few MiB (500 × 10 KiB), so 128 MiB is 256 KiB per object.
 pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
 

@@ -1,0 +1,297 @@
+//! What `-f` reads, below the file walker ([`super::files`]) and the archive reader
+//! ([`super::archive`]), which both use it: one input streamed within its limits and decoded on the
+//! way ([`stream_input`], [`parse_stream`]), and each input found while walking kept (it holds
+//! Kubernetes objects) or skipped with the reason ([`Inputs`]).
+
+use super::sysdump;
+use crate::error::input;
+use crate::manifest;
+use crate::model::Workloads;
+use anyhow::Result;
+use serde_json::Value;
+use std::io::Read;
+use std::path::Path;
+
+/// Extensions read when walking a directory; files named explicitly are read whatever their name.
+pub const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// The most one input (a file, stdin) may hold. A `kubectl get -o yaml` of every pod of a
+/// large cluster is well below; `-f /dev/zero` or a runaway pipe is refused instead of filling
+/// memory (decoding takes several times the text's size).
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// A parsed input: its name (path or `-`) and the documents it holds.
+pub struct LoadedFile {
+    pub name: String,
+    pub documents: Vec<Value>,
+    /// Pods and CiliumEndpoints decoded while streaming, taken out of `documents` (`model::slim`).
+    pub workloads: Workloads,
+}
+
+impl LoadedFile {
+    /// A file read whole: every object is in `documents`.
+    pub fn whole(name: String, documents: Vec<Value>) -> LoadedFile {
+        LoadedFile { name, documents, workloads: Workloads::default() }
+    }
+}
+
+/// A file met while walking a directory or an archive that holds no Kubernetes objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Everything `-f` read for a snapshot, and what was skipped.
+#[derive(Default)]
+pub struct Inputs {
+    pub files: Vec<LoadedFile>,
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A file met while walking (`text` is `Err(why)` for binary data): kept when it holds at least
+/// one Kubernetes object, else skipped with the reason.
+pub fn walked(name: String, text: std::result::Result<String, String>, inputs: &mut Inputs) {
+    match text {
+        Err(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
+        Ok(text) => match manifest::parse(&text, &name) {
+            Err(_) if looks_like_json_lines(&text) => inputs.skipped.push(SkippedFile { name, reason: "JSON Lines, not Kubernetes objects".into() }),
+            Err(e) => {
+                let why = e.to_string();
+                let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
+                inputs.skipped.push(SkippedFile { name, reason });
+            }
+            Ok(documents) => kept_or_skipped(name, documents, Workloads::default(), Some(&text), inputs),
+        },
+    }
+}
+
+/// A member of an archive streamed by [`stream_input`]: kept or skipped as a walked file is.
+pub fn streamed_member(name: String, streamed: Streamed, inputs: &mut Inputs) {
+    match streamed {
+        Streamed::Read(documents, workloads) => kept_or_skipped(name, documents, workloads, None, inputs),
+        Streamed::Whole(text) => walked(name, Ok(text), inputs),
+        Streamed::Binary(why) | Streamed::Unread(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
+    }
+}
+
+/// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
+pub fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads, text: Option<&str>, inputs: &mut Inputs) {
+    let documents = sysdump::type_documents(&name, documents);
+    if !workloads.is_empty() || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
+        inputs.files.push(LoadedFile { name, documents, workloads });
+        return;
+    }
+    let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
+    let reason = if json_lines {
+        "JSON Lines, not Kubernetes objects"
+    } else if documents.is_empty() {
+        "empty or only comments"
+    } else {
+        "holds no Kubernetes objects (no kind)"
+    };
+    inputs.skipped.push(SkippedFile { name, reason: reason.to_string() });
+}
+
+/// Several lines, each a JSON object (`hubble-flows-*.json`).
+fn looks_like_json_lines(text: &str) -> bool {
+    let first_two: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(2).collect();
+    first_two.len() == 2 && first_two.iter().all(|l| serde_json::from_str::<serde_json::Map<String, Value>>(l).is_ok())
+}
+
+/// `.yaml`, `.yml` or `.json`, case-insensitively.
+pub fn is_manifest_name(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+pub fn not_manifest_reason(path: &Path) -> String {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("not YAML or JSON (.{ext})"),
+        None => "not YAML or JSON (no extension)".to_string(),
+    }
+}
+
+/// How much of an input that cannot be read twice (standard input, an archive member) is kept
+/// while it streams, for the rare input the stream reader leaves to [`manifest::parse`] (flow
+/// style, errors with their line). Larger ones are not buffered: memory follows what is kept.
+const RETRY_BYTES: usize = 16 << 20;
+
+/// What streaming one input gave.
+pub enum Streamed {
+    /// Its documents, Pods and CiliumEndpoints decoded on the way.
+    Read(Vec<Value>, Workloads),
+    /// Binary data: why.
+    Binary(String),
+    /// Its text, for [`manifest::parse`] to read whole (or report the error in).
+    Whole(String),
+    /// Left to the whole reader but larger than [`RETRY_BYTES`]: why it was not read.
+    Unread(String),
+}
+
+/// Reads `reader` as it streams (at most `limit` bytes, refused past it; binary data stops it at
+/// the first NUL byte), keeping a copy of up to [`RETRY_BYTES`] when `retry` (it cannot be read
+/// again) in case the stream reader gives up; `too_large` is the refusal past the limit.
+/// `Ok((streamed, bytes read))`.
+pub fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String) -> Result<(Streamed, u64)> {
+    let mut watched = Watched { inner: reader, left: limit, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
+    if let Some((documents, workloads)) = parse_stream(&mut watched) {
+        return Ok((Streamed::Read(documents, workloads), watched.read));
+    }
+    if watched.failed.is_none() && watched.nul_at.is_none() && watched.copy.is_some() {
+        // The stream reader stopped at what it does not read: the copy needs the rest.
+        let _ = std::io::copy(&mut watched, &mut std::io::sink());
+    }
+    if let Some(at) = watched.nul_at {
+        return Ok((Streamed::Binary(format!("binary data (a NUL byte at offset {at}), not Kubernetes YAML or JSON")), watched.read));
+    }
+    match watched.failed {
+        Some(Failed::TooLarge) => return Err(input(too_large())),
+        Some(Failed::Io(e)) => return Err(input(format!("cannot read {name}: {e}"))),
+        None => {}
+    }
+    let read = watched.read;
+    let streamed = match watched.copy {
+        Some(text) => match String::from_utf8(text) {
+            Ok(text) => Streamed::Whole(text),
+            Err(_) => Streamed::Binary("not UTF-8 text; pass Kubernetes YAML or JSON".into()),
+        },
+        None => Streamed::Unread(format!("does not parse as it streams, and is larger than {} MiB to read whole", RETRY_BYTES >> 20)),
+    };
+    Ok((streamed, read))
+}
+
+enum Failed {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// A reader that counts what it reads against a limit, stops at a NUL byte, and keeps a copy of
+/// what it read while that is at most [`RETRY_BYTES`]. Why it stopped is kept for the caller:
+/// the stream reader only sees an error.
+struct Watched<R> {
+    inner: R,
+    left: u64,
+    read: u64,
+    nul_at: Option<u64>,
+    failed: Option<Failed>,
+    copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                let shown = std::io::Error::new(e.kind(), e.to_string());
+                self.failed = Some(Failed::Io(e));
+                return Err(shown);
+            }
+        };
+        if n as u64 > self.left {
+            self.failed = Some(Failed::TooLarge);
+            return Err(std::io::Error::other("over the input limit"));
+        }
+        if let Some(at) = buf[..n].iter().position(|&b| b == 0) {
+            self.nul_at = Some(self.read + at as u64);
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
+        }
+        self.left -= n as u64;
+        self.read += n as u64;
+        if let Some(copy) = &mut self.copy {
+            if copy.len() + n > RETRY_BYTES {
+                self.copy = None;
+            } else {
+                copy.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A reader that fails at a NUL byte, as [`read_text`] refuses binary data (the size limit is
+/// [`archive::Bounded`]'s).
+pub struct Guarded<R>(pub R);
+
+impl<R: Read> Read for Guarded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if buf[..n].contains(&0) {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
+        }
+        Ok(n)
+    }
+}
+
+/// The refusal of an input larger than [`MAX_INPUT_BYTES`].
+pub fn too_large(name: &str) -> String {
+    format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)
+}
+
+/// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
+/// binary data, `/dev/zero`) or past the limit, so that neither takes long.
+pub fn read_text(reader: impl Read, name: &str) -> Result<String> {
+    read_text_or_binary(reader, name)?.map_err(|why| input(format!("{name}: {why}")))
+}
+
+/// Like [`read_text`], but binary data (a NUL byte, not UTF-8) is `Ok(Err(why))`, for files
+/// that may be skipped; only IO errors and the size limit are errors.
+pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::result::Result<String, String>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(input(format!("cannot read {name}: {e}"))),
+        };
+        if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
+            return Ok(Err(format!("binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
+        }
+        if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
+            return Err(input(too_large(name)));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    Ok(String::from_utf8(bytes).map_err(|_| "not UTF-8 text; pass Kubernetes YAML or JSON".to_string()))
+}
+
+/// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints decoded into their
+/// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
+/// objects) or a plain YAML stream. `None` on anything [`manifest::parse`] must decide from the
+/// whole text: errors, and JSON that is really YAML. Public for the `manifest` fuzz target, which
+/// checks it against [`manifest::parse`] (docs/reliability.md).
+pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads)> {
+    use crate::model::slim::{SlimJson, SlimYaml};
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
+    let first = loop {
+        let buffer = reader.fill_buf().ok()?;
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(at) => break Some(buffer[at]),
+            None if buffer.is_empty() => break None,
+            None => {
+                let n = buffer.len();
+                reader.consume(n);
+            }
+        }
+    };
+    let json = matches!(first, Some(b'{' | b'['));
+    let slims: Vec<(Option<Value>, Workloads)> = match first {
+        None => Vec::new(),
+        Some(_) if json => serde_json::Deserializer::from_reader(reader).into_iter::<SlimJson>().map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
+        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
+    };
+    let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
+    for (document, decoded) in slims {
+        match document {
+            // A JSON array of objects is a sequence of documents (a YAML one is one document).
+            Some(Value::Array(items)) if json => documents.extend(items.into_iter().filter(|d| !d.is_null())),
+            Some(Value::Null) | None => {}
+            Some(document) => documents.push(document),
+        }
+        workloads.append(decoded);
+    }
+    Some((documents, workloads))
+}
