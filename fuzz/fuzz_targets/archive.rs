@@ -6,7 +6,8 @@
 #![no_main]
 
 use ciliumpool::source::archive::{Kind, kind_of_head, read_from};
-use ciliumpool::source::files::{Inputs, snapshot_of};
+use ciliumpool::source::files::snapshot_of;
+use ciliumpool::source::inputs::Inputs;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
