@@ -104,30 +104,28 @@ fn one_line(stderr: &str) {
     assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
 }
 
-#[test]
-fn a_flood_of_comments_costs_what_the_objects_cost() {
+/// `usage` on a pool followed by a YAML document of `filler` repeated to `bytes`: answered, and
+/// the peak RSS under the ceiling.
+fn answered_within_the_ceiling(filler: &[u8], bytes: usize, what: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = file(dir.path(), "pools.yaml", |out| {
         out.write_all(POOL.as_bytes()).unwrap();
         out.write_all(b"---\n").unwrap();
-        repeated(out, b"#\n", 64 << 20);
+        repeated(out, filler, bytes);
     });
     let (code, stderr, rss) = measured(&["usage", "-f", path.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(rss < CEILING_KIB, "64 MiB of comments: peak RSS {} MiB", rss >> 10);
+    assert!(rss < CEILING_KIB, "{what}: peak RSS {} MiB", rss >> 10);
+}
+
+#[test]
+fn a_flood_of_comments_costs_what_the_objects_cost() {
+    answered_within_the_ceiling(b"#\n", 64 << 20, "64 MiB of comments");
 }
 
 #[test]
 fn a_document_that_is_a_long_sequence_is_counted_not_built() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = file(dir.path(), "pools.yaml", |out| {
-        out.write_all(POOL.as_bytes()).unwrap();
-        out.write_all(b"---\n").unwrap();
-        repeated(out, b"- 1\n", 24 << 20);
-    });
-    let (code, stderr, rss) = measured(&["usage", "-f", path.to_str().unwrap()]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(rss < CEILING_KIB, "a 24 MiB sequence: peak RSS {} MiB", rss >> 10);
+    answered_within_the_ceiling(b"- 1\n", 24 << 20, "a 24 MiB sequence");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::cli::ServeArgs;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
 use crate::source::Input;
 use crate::source::cluster::{Cluster, Layout};
-use crate::source::watch::{SourceHealth, Watch, WatchOptions};
+use crate::source::watch::{SourceHealth, Watch, WatchOptions, backoff};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -172,7 +172,7 @@ async fn first_read(cluster: &Cluster, state: &Shared) -> Layout {
                 failures += 1;
                 lock(state).setup_errors += 1;
                 warn_line!("warning: cannot read the cluster yet (retrying): {error:#}");
-                tokio::time::sleep(Duration::from_secs(1u64 << failures.min(4))).await;
+                tokio::time::sleep(backoff(failures)).await;
             }
         }
     }

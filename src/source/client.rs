@@ -179,21 +179,11 @@ impl Connection {
     /// Why a request was given up (`source::limits`), as one line with what to do.
     fn refused(&self, refused: &Refused, verb: &str, what: &str) -> String {
         let server = &self.server;
-        let deadline = match self.request_timeout {
-            Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
-            None => format!("{} (the default deadline)", humantime::format_duration(DEFAULT_DEADLINE)),
-        };
         let bad_server = "check that the kubeconfig's server is the API server and not a proxy that changes its answers";
         match refused {
-            Refused::NoAnswer(_) => {
-                let more = if self.request_timeout.is_none() { "; a longer --request-timeout waits longer, 0 forever" } else { "" };
-                format!("cannot reach the API server {server} ({verb} {what}): no answer within {deadline}{more}; check the kubeconfig's server and the network")
-            }
+            Refused::NoAnswer(_) => format!("cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network", self.no_answer()),
             Refused::Unfinished { read, .. } => {
-                let within = match self.request_timeout {
-                    Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
-                    None => format!("{}, the default deadline", humantime::format_duration(DEFAULT_DEADLINE)),
-                };
+                let within = if self.request_timeout.is_some() { self.deadline() } else { format!("{}, the default deadline", self.deadline()) };
                 format!(
                     "{verb} {what} on {server}: the answer did not end within {within} ({} arrived; the deadline covers the whole request, to the last byte); \
                      check the network and the server, or give a longer --request-timeout (0: none)",
@@ -227,12 +217,23 @@ impl Connection {
         if !(cause.contains("deadline has elapsed") || cause.contains("timed out")) {
             return cause;
         }
+        self.no_answer()
+    }
+
+    /// The deadline a request ran under: `--request-timeout 5s`, or the default's duration.
+    fn deadline(&self) -> String {
         match self.request_timeout {
-            Some(given) => format!("no answer within --request-timeout {}", humantime::format_duration(given)),
-            None => format!(
-                "no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)",
-                humantime::format_duration(DEFAULT_DEADLINE)
-            ),
+            Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
+            None => humantime::format_duration(DEFAULT_DEADLINE).to_string(),
+        }
+    }
+
+    /// A request given up for want of an answer (a timeout in the transport, or the whole-request
+    /// deadline before the answer began), naming the deadline.
+    fn no_answer(&self) -> String {
+        match self.request_timeout {
+            Some(_) => format!("no answer within {}", self.deadline()),
+            None => format!("no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)", self.deadline()),
         }
     }
 }

@@ -171,8 +171,8 @@ fn watcher_config(request_timeout: Option<Duration>, options: WatchOptions) -> w
     }
 }
 
-/// The wait before restarting a failed watch: 1 s, doubling, at most [`MAX_BACKOFF`].
-fn backoff(failures: u32) -> Duration {
+/// The wait before retrying a failed watch or read: 1 s, doubling, at most [`MAX_BACKOFF`].
+pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1u64 << failures.saturating_sub(1).min(16)).min(MAX_BACKOFF)
 }
 
