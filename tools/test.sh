@@ -21,7 +21,12 @@ export PROMETHEUS_DIR
 eval "$(tools/testenv/up.sh)"
 trap 'tools/testenv/down.sh' EXIT
 
-cargo test --locked --all-targets "$@"
+# Every target, unless the arguments name some (`--all-targets` would add every target to a `--test X`).
+targets=(--all-targets)
+for arg in "$@"; do
+  case "$arg" in --test | --test=* | --lib | --bin | --bin=* | --bench | --bench=* | --doc | --example | --example=*) targets=() ;; esac
+done
+cargo test --locked "${targets[@]}" "$@"
 # Every fuzz target replays its seed corpus and fuzzes for 10 s (cold: the instrumented build
 # takes most of the time; cached under ~/.cache afterwards).
 if [[ $# -eq 0 ]]; then
