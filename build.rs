@@ -21,7 +21,8 @@ fn main() {
 fn build_time() -> SystemTime {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(text) => {
-            let seconds: u64 = text.trim().parse().unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970"));
+            let seconds: u64 =
+                text.trim().parse().unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970"));
             UNIX_EPOCH + Duration::from_secs(seconds)
         }
         Err(_) => SystemTime::now(),

@@ -334,11 +334,10 @@ pub struct MigrateArgs {
 /// added to `Cli::command()` only for parsing, so that the `completion` scripts, generated from
 /// `Cli::command()`, never offer it. The words come after `--`, so that none is taken for a flag.
 pub fn complete_command() -> clap::Command {
-    clap::Command::new(COMPLETE).hide(true).about("Completion candidates in Cobra's __complete protocol").arg(
-        clap::Arg::new("words")
-            .raw(true)
-            .help("The words after `kubectl ciliumpool`; the last one is the word being completed"),
-    )
+    clap::Command::new(COMPLETE)
+        .hide(true)
+        .about("Completion candidates in Cobra's __complete protocol")
+        .arg(clap::Arg::new("words").raw(true).help("The words after `kubectl ciliumpool`; the last one is the word being completed"))
 }
 
 /// The name of the hidden completion subcommand.
@@ -409,7 +408,9 @@ mod tests {
             let args = kubectl_verbosity(["kubectl-ciliumpool"].iter().chain(words).map(std::ffi::OsString::from));
             Cli::try_parse_from(args).map(|cli| cli.global.verbosity).map_err(|e| e.to_string())
         };
-        for words in [&["-v=4", "version"][..], &["-v", "4", "version"], &["--v=4", "version"], &["--v", "4", "version"], &["version", "-v4"]] {
+        for words in
+            [&["-v=4", "version"][..], &["-v", "4", "version"], &["--v=4", "version"], &["--v", "4", "version"], &["version", "-v4"]]
+        {
             assert_eq!(parsed(words), Ok(4), "{words:?}");
         }
         assert_eq!(parsed(&["-v", "version"]), Ok(1));
@@ -417,7 +418,10 @@ mod tests {
         assert_eq!(parsed(&["usage", "--verbose"]), Ok(1));
         assert_eq!(parsed(&["usage"]), Ok(0));
         // After `--` (the completion protocol's words) nothing is rewritten.
-        assert_eq!(kubectl_verbosity(["x", "--", "-v", "4"].map(std::ffi::OsString::from)), ["x", "--", "-v", "4"].map(std::ffi::OsString::from));
+        assert_eq!(
+            kubectl_verbosity(["x", "--", "-v", "4"].map(std::ffi::OsString::from)),
+            ["x", "--", "-v", "4"].map(std::ffi::OsString::from)
+        );
     }
 
     #[test]

@@ -205,7 +205,9 @@ mod tests {
     #[test]
     fn escaping_twice_changes_nothing() {
         let text = "a\n\x1b[31m\u{202e} b\u{9b}";
-        for rules in [Rules::default(), Rules { spaces: true, ..Rules::default() }, Rules { newlines: true, colour: true, ..Rules::default() }] {
+        for rules in
+            [Rules::default(), Rules { spaces: true, ..Rules::default() }, Rules { newlines: true, colour: true, ..Rules::default() }]
+        {
             let once = visible(text, rules).into_owned();
             assert_eq!(visible(&once, rules), once);
         }
@@ -219,6 +221,9 @@ mod tests {
         assert!(text.contains("\\u007f\\u009b\\u202e\\u2066\\n"), "{text}");
         assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value);
         // The layout is serde_json's own.
-        assert_eq!(text, serde_json::to_string_pretty(&value).unwrap().replace("\u{7f}\u{9b}\u{202e}\u{2066}", "\\u007f\\u009b\\u202e\\u2066"));
+        assert_eq!(
+            text,
+            serde_json::to_string_pretty(&value).unwrap().replace("\u{7f}\u{9b}\u{202e}\u{2066}", "\\u007f\\u009b\\u202e\\u2066")
+        );
     }
 }

@@ -14,7 +14,6 @@ macro_rules! warn_line {
 }
 
 pub mod allocator;
-pub mod model;
 pub mod cli;
 pub mod commands;
 pub mod error;
@@ -23,6 +22,7 @@ pub mod heap;
 pub mod interrupt;
 pub mod manifest;
 pub mod migrate;
+pub mod model;
 pub mod render;
 pub mod source;
 pub mod terminal;

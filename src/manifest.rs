@@ -80,11 +80,20 @@ pub(crate) fn budget_refusal(e: &serde_saphyr::Error) -> Option<String> {
     }
     let serde_saphyr::Error::Budget { breach, .. } = e else { return None };
     let what = match breach {
-        B::RecordedAnchorEvents { .. } | B::RecordedAnchorBytes { .. } | B::Aliases { .. } | B::Anchors { .. } | B::AliasAnchorRatio { .. } => {
-            format!("YAML aliases expand to more than {MAX_ALIAS_EVENTS} nodes (an alias bomb?); expand the anchors (e.g. `yq 'explode(.)'`) or pass `kubectl get -o yaml` output")
+        B::RecordedAnchorEvents { .. }
+        | B::RecordedAnchorBytes { .. }
+        | B::Aliases { .. }
+        | B::Anchors { .. }
+        | B::AliasAnchorRatio { .. } => {
+            format!(
+                "YAML aliases expand to more than {MAX_ALIAS_EVENTS} nodes (an alias bomb?); expand the anchors (e.g. `yq 'explode(.)'`) or pass `kubectl get -o yaml` output"
+            )
         }
         B::Depth { .. } => too_deep(),
-        other => format!("YAML exceeds a parser limit ({}); pass `kubectl get -o yaml` output", format!("{other:?}").split([' ', '{']).next().unwrap_or("budget")),
+        other => format!(
+            "YAML exceeds a parser limit ({}); pass `kubectl get -o yaml` output",
+            format!("{other:?}").split([' ', '{']).next().unwrap_or("budget")
+        ),
     };
     Some(what)
 }
@@ -387,7 +396,9 @@ fn in_breaks(text: &str, break_: &str) -> String {
     if break_ == "\n" {
         return text.to_string();
     }
-    yaml_lines(text).map(|line| line.strip_suffix('\n').map_or(line.to_string(), |l| l.strip_suffix('\r').unwrap_or(l).to_string() + break_)).collect()
+    yaml_lines(text)
+        .map(|line| line.strip_suffix('\n').map_or(line.to_string(), |l| l.strip_suffix('\r').unwrap_or(l).to_string() + break_))
+        .collect()
 }
 
 /// The documents of a YAML stream; concatenated, their texts are the input.
@@ -418,7 +429,8 @@ mod tests {
 
     #[test]
     fn yaml_shows_nothing_raw_and_reads_back_the_same() {
-        let hostile = ["a\u{202e}b", "tab\there", "esc\x1b]0;t\x07", "c1\u{9b}2J del\u{7f}", "two\nlines\u{2066}", "ciliumpool-escaped-0-end"];
+        let hostile =
+            ["a\u{202e}b", "tab\there", "esc\x1b]0;t\x07", "c1\u{9b}2J del\u{7f}", "two\nlines\u{2066}", "ciliumpool-escaped-0-end"];
         let long_key = "k\x1b".repeat(800);
         let value = json!({"metadata": {"name": hostile[0], "annotations": {hostile[1]: hostile[2], "k": hostile[3], "multi": "a\nb\n", long_key.clone(): {"nested": hostile[0]}, "z".repeat(1500): "plain"}},
             "items": [hostile, [{long_key: "first key of a list item"}]]});
@@ -460,7 +472,8 @@ mod tests {
     }
 
     fn is_blue(v: &Value) -> bool {
-        v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool") && v.pointer("/metadata/name").and_then(Value::as_str) == Some("blue")
+        v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool")
+            && v.pointer("/metadata/name").and_then(Value::as_str) == Some("blue")
     }
 
     #[test]
@@ -537,7 +550,11 @@ mod tests {
             let out = marked(text);
             assert_eq!(out, expected, "{text:?}");
             let (before, after) = (documents(text), documents(&out));
-            assert_eq!(before.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(), after.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(), "{text:?}");
+            assert_eq!(
+                before.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(),
+                after.iter().skip(1).map(|d| d.text).collect::<Vec<_>>(),
+                "{text:?}"
+            );
         }
         // A document whose lines end in bare `\r` is patched at the right line and column (it
         // was re-serialized whole: the patcher knew only `\n`).
@@ -556,7 +573,10 @@ mod tests {
         let text = "# red pool\napiVersion: cilium.io/v2   # keep me\nkind: CiliumPodIPPool\nmetadata: {name: red}\n---\n# the blue pool\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n---\nkind: ConfigMap  # untouched\n";
         let new = json!({"kind": "CiliumPodIPPool", "metadata": {"name": "blue", "annotations": {"a": "true"}}});
         let out = splice(text, "t.yaml", &is_blue, &new).unwrap().unwrap();
-        assert_eq!(out, "# red pool\napiVersion: cilium.io/v2   # keep me\nkind: CiliumPodIPPool\nmetadata: {name: red}\n---\n# the blue pool\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n  annotations:\n    a: \"true\"\n---\nkind: ConfigMap  # untouched\n");
+        assert_eq!(
+            out,
+            "# red pool\napiVersion: cilium.io/v2   # keep me\nkind: CiliumPodIPPool\nmetadata: {name: red}\n---\n# the blue pool\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n  annotations:\n    a: \"true\"\n---\nkind: ConfigMap  # untouched\n"
+        );
         assert_eq!(parse(&out, "t").unwrap()[1], new);
         assert!(splice("kind: ConfigMap\n", "t", &is_blue, &new).unwrap().is_none());
     }
@@ -569,8 +589,12 @@ mod tests {
         let spliced = "a: 1\n--- # blue\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec: {}\n...\n---\nb: 2\n";
         assert_eq!(splice(&format!("a: 1\n--- # blue\n{blue}...\n---\nb: 2\n"), "t", &is_blue, &new).unwrap().unwrap(), spliced);
         // A flow document is patched in flow style, on its `---` line.
-        assert_eq!(splice("a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}}\n", "t", &is_blue, &new).unwrap().unwrap(), "a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}, spec: {}}\n");
-        let err = rewrite(&format!("a: 1\n---\n{blue}"), "e.yaml", &mut |d| if is_blue(d) { Err("bad".into()) } else { Ok(None) }).unwrap_err();
+        assert_eq!(
+            splice("a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}}\n", "t", &is_blue, &new).unwrap().unwrap(),
+            "a: 1\n--- {kind: CiliumPodIPPool, metadata: {name: blue}, spec: {}}\n"
+        );
+        let err =
+            rewrite(&format!("a: 1\n---\n{blue}"), "e.yaml", &mut |d| if is_blue(d) { Err("bad".into()) } else { Ok(None) }).unwrap_err();
         assert_eq!(err.to_string(), "e.yaml:3: bad");
         let err = rewrite("a: 1\n---\nb: [\n", "e.yaml", &mut |_| Ok(None)).unwrap_err();
         assert!(err.to_string().starts_with("e.yaml:"), "{err}");

@@ -106,7 +106,12 @@ impl Prompter for Dialoguer {
         crate::interrupt::install();
         let _shown = CursorShown;
         let items: Vec<String> = items.iter().map(|i| safe(i)).collect();
-        dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt().map_err(|dialoguer::Error::IO(e)| failed(e))
+        dialoguer::Select::new()
+            .with_prompt(safe(prompt))
+            .items(&items)
+            .default(0)
+            .interact_opt()
+            .map_err(|dialoguer::Error::IO(e)| failed(e))
     }
 
     fn confirm(&self, prompt: &str) -> Result<bool> {
@@ -175,7 +180,16 @@ impl Prompter for Scripted {
 mod tests {
     #[test]
     fn yes_or_no_answers() {
-        for (answer, meaning) in [("y", Some(true)), ("YES", Some(true)), (" yes ", Some(true)), ("", Some(false)), ("n", Some(false)), ("No", Some(false)), ("x", None), ("yep", None)] {
+        for (answer, meaning) in [
+            ("y", Some(true)),
+            ("YES", Some(true)),
+            (" yes ", Some(true)),
+            ("", Some(false)),
+            ("n", Some(false)),
+            ("No", Some(false)),
+            ("x", None),
+            ("yep", None),
+        ] {
             assert_eq!(super::yes_or_no(answer), meaning, "{answer:?}");
         }
     }

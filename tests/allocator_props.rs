@@ -33,7 +33,9 @@ fn check<S: Strategy>(name: &str, strategy: S, test: impl Fn(S::Value) -> Result
     for seed in seeds() {
         let config = Config { cases: 48, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, ..Config::default() };
         if let Err(failure) = TestRunner::new(config).run(&strategy, &test) {
-            panic!("{name} fails with seed {seed} (rerun: ALLOCATOR_PROPS_SEED={seed} cargo test --test allocator_props {name}):\n{failure}");
+            panic!(
+                "{name} fails with seed {seed} (rerun: ALLOCATOR_PROPS_SEED={seed} cargo test --test allocator_props {name}):\n{failure}"
+            );
         }
     }
 }
@@ -135,8 +137,13 @@ fn family_spec(family: Family) -> impl Strategy<Value = FamilySpec> {
     };
     masks.prop_flat_map(move |mask| {
         let lens = shortest.max(mask - 8)..=longest.min(mask);
-        (vec(lens, 1..=3), vec(range_spec(), 0..4), any::<bool>())
-            .prop_map(move |(cidr_lens, ranges, like_ipv4)| FamilySpec { family, like_ipv4, mask, cidr_lens, ranges })
+        (vec(lens, 1..=3), vec(range_spec(), 0..4), any::<bool>()).prop_map(move |(cidr_lens, ranges, like_ipv4)| FamilySpec {
+            family,
+            like_ipv4,
+            mask,
+            cidr_lens,
+            ranges,
+        })
     })
 }
 
@@ -160,7 +167,13 @@ fn pool_spec() -> impl Strategy<Value = PoolSpec> {
 
 fn block_spec() -> impl Strategy<Value = BlockSpec> {
     let place = prop_oneof![8 => Just(Place::InCidr), 1 => Just(Place::Orphan), 1 => Just(Place::Ghost)];
-    (0usize..4, any::<bool>(), 0usize..3, 0u64..64, place).prop_map(|(pool, ipv6, cidr, index, place)| BlockSpec { pool, ipv6, cidr, index, place })
+    (0usize..4, any::<bool>(), 0usize..3, 0u64..64, place).prop_map(|(pool, ipv6, cidr, index, place)| BlockSpec {
+        pool,
+        ipv6,
+        cidr,
+        index,
+        place,
+    })
 }
 
 fn ip_spec() -> impl Strategy<Value = IpSpec> {
@@ -258,7 +271,11 @@ fn block(scenario: &Scenario, b: &BlockSpec) -> (String, Prefix) {
     let p = b.pool % scenario.pools.len();
     let fam = family_of(&scenario.pools[p], b.ipv6);
     let block_size = size(fam.family, fam.mask);
-    let at = |n: usize, index: u64| Prefix { family: fam.family, network: slot(fam.family, fam.like_ipv4, n) + (u128::from(index) * block_size) % 4096, len: fam.mask };
+    let at = |n: usize, index: u64| Prefix {
+        family: fam.family,
+        network: slot(fam.family, fam.like_ipv4, n) + (u128::from(index) * block_size) % 4096,
+        len: fam.mask,
+    };
     match b.place {
         Place::InCidr => {
             let c = b.cidr % fam.cidr_lens.len();
@@ -312,7 +329,8 @@ fn objects(scenario: &Scenario) -> Vec<Value> {
             }
         }
         let allocated: Vec<Value> = allocated.into_iter().map(|(pool, cidrs)| json!({"pool": pool, "cidrs": cidrs})).collect();
-        let addresses: Vec<Value> = node.infrastructure.iter().map(|s| json!({"type": "CiliumInternalIP", "ip": ip(scenario, &all_listed, s)})).collect();
+        let addresses: Vec<Value> =
+            node.infrastructure.iter().map(|s| json!({"type": "CiliumInternalIP", "ip": ip(scenario, &all_listed, s)})).collect();
         objects.push(json!({
             "apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": format!("node-{i}")},
             "spec": {"addresses": addresses, "ipam": {"pools": {"allocated": allocated}}},
@@ -327,10 +345,8 @@ fn objects(scenario: &Scenario) -> Vec<Value> {
         }));
     }
     for (i, addressing) in scenario.endpoints.iter().enumerate() {
-        let addressing: Vec<Value> = addressing
-            .iter()
-            .map(|s| json!({(if s.ipv6 { "ipv6" } else { "ipv4" }): ip(scenario, &all_listed, s)}))
-            .collect();
+        let addressing: Vec<Value> =
+            addressing.iter().map(|s| json!({(if s.ipv6 { "ipv6" } else { "ipv4" }): ip(scenario, &all_listed, s)})).collect();
         objects.push(json!({
             "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint", "metadata": {"name": format!("ep-{i}"), "namespace": "default"},
             "status": {"networking": {"addressing": addressing}},
@@ -501,7 +517,8 @@ fn a_new_nodes_block_is_allocated_exactly_once() {
         let p = which % scenario.pools.len();
         let fam = family_of(&scenario.pools[p], ipv6).clone();
         let (_, prefix) = block(&scenario, &BlockSpec { pool: p, ipv6, cidr, index, place: Place::InCidr });
-        let already = scenario.nodes.iter().flat_map(|n| &n.blocks).map(|b| block(&scenario, b)).any(|(pool, b)| pool == pool_name(p) && b == prefix);
+        let already =
+            scenario.nodes.iter().flat_map(|n| &n.blocks).map(|b| block(&scenario, b)).any(|(pool, b)| pool == pool_name(p) && b == prefix);
         let before_objects = objects(&scenario);
         let mut after_objects = before_objects.clone();
         after_objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "node-new"},
@@ -518,13 +535,22 @@ fn a_new_nodes_block_is_allocated_exactly_once() {
         let gained = u128::from(!already);
         let was_withheld = !already && reserved(&scenario, p, &fam, &prefix);
         prop_assert_eq!(figure(a, "capacityBlocks"), figure(b, "capacityBlocks"));
-        prop_assert_eq!(figure(a, "allocatedBlocks"), figure(b, "allocatedBlocks") + gained, "{} {}", prefix, if already { "was listed" } else { "was not listed" });
+        prop_assert_eq!(
+            figure(a, "allocatedBlocks"),
+            figure(b, "allocatedBlocks") + gained,
+            "{} {}",
+            prefix,
+            if already { "was listed" } else { "was not listed" }
+        );
         prop_assert_eq!(figure(a, "withheldBlocks") + u128::from(was_withheld), figure(b, "withheldBlocks"), "{}", prefix);
         prop_assert_eq!(figure(a, "freeBlocks") + gained - u128::from(was_withheld), figure(b, "freeBlocks"), "{}", prefix);
         prop_assert_eq!(figure(a, "orphanBlocks"), figure(b, "orphanBlocks"));
         let row = node_row(&after, "node-new", &pool_name(p));
         prop_assert_eq!(row.map(|r| r["blocks"].clone()), Some(json!([prefix.to_string()])));
-        prop_assert_eq!(&before["nodes"], &json!(after["nodes"].as_array().unwrap().iter().filter(|n| n["name"] != "node-new").cloned().collect::<Vec<_>>()));
+        prop_assert_eq!(
+            &before["nodes"],
+            &json!(after["nodes"].as_array().unwrap().iter().filter(|n| n["name"] != "node-new").cloned().collect::<Vec<_>>())
+        );
         Ok(())
     });
 }
@@ -551,7 +577,8 @@ fn a_new_address_in_a_block_is_used_exactly_once() {
         let mut taken = std::collections::BTreeSet::new();
         objects.iter().for_each(|o| strings(o, &mut taken));
         let size = 1u128 << (prefix.family.bits() - prefix.len);
-        let fresh = (0..size.min(64)).map(|k| addr(prefix.family, prefix.first() + (u128::from(offset) + k) % size)).find(|ip| !taken.contains(ip));
+        let fresh =
+            (0..size.min(64)).map(|k| addr(prefix.family, prefix.first() + (u128::from(offset) + k) % size)).find(|ip| !taken.contains(ip));
         prop_assume!(fresh.is_some());
         let ip = fresh.unwrap();
         let node_name = format!("node-{node}");
@@ -566,8 +593,18 @@ fn a_new_address_in_a_block_is_used_exactly_once() {
         let (family_before, row_before) = used(Vec::new());
         let pod = |name: &str, host: bool, phase: &str| running_pod(name, &node_name, &ip, host, phase);
         prop_assert_eq!(used(vec![pod("new", false, "Running")]), (family_before + 1, row_before + 1), "{} in {}", ip, prefix);
-        prop_assert_eq!(used(vec![pod("new", false, "Running"), pod("twin", false, "Pending")]), (family_before + 1, row_before + 1), "{} twice", ip);
-        prop_assert_eq!(used(vec![pod("host", true, "Running"), pod("done", false, "Succeeded"), pod("failed", false, "Failed")]), (family_before, row_before), "{} not held", ip);
+        prop_assert_eq!(
+            used(vec![pod("new", false, "Running"), pod("twin", false, "Pending")]),
+            (family_before + 1, row_before + 1),
+            "{} twice",
+            ip
+        );
+        prop_assert_eq!(
+            used(vec![pod("host", true, "Running"), pod("done", false, "Succeeded"), pod("failed", false, "Failed")]),
+            (family_before, row_before),
+            "{} not held",
+            ip
+        );
         Ok(())
     });
 }
@@ -594,7 +631,9 @@ fn adding_a_reservation_never_frees_or_evicts() {
                 prop_assert_eq!(row_before, row_after, "{:?} changed by another pool's reservation", key);
                 continue;
             }
-            for ((what, [cap_b, alloc_b, withheld_b, free_b]), (_, [cap_a, alloc_a, withheld_a, free_a])) in block_figures(row_before).iter().zip(block_figures(row_after)) {
+            for ((what, [cap_b, alloc_b, withheld_b, free_b]), (_, [cap_a, alloc_a, withheld_a, free_a])) in
+                block_figures(row_before).iter().zip(block_figures(row_after))
+            {
                 prop_assert_eq!(*cap_b, cap_a, "{:?} {} capacity", key, what);
                 prop_assert_eq!(*alloc_b, alloc_a, "{:?} {} allocated", key, what);
                 prop_assert!(free_a <= *free_b, "{:?} {}: free went from {} to {}", key, what, free_b, free_a);

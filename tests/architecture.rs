@@ -29,7 +29,22 @@ const MAIN: &[&str] = &["cli", "commands", "error", "escape", "heap", "source"];
 const PURE: &[&str] = &["escape", "error", "manifest", "model", "allocator", "migrate", "render"];
 
 /// What doing IO looks like in Rust source.
-const IO: &[&str] = &["kube::", "k8s_openapi::", "tokio::", "std::fs", "std::io", "std::process", "std::env", "dialoguer::", "indicatif::", "println!", "eprintln!", "eprint!", "print!(", "warn_line!"];
+const IO: &[&str] = &[
+    "kube::",
+    "k8s_openapi::",
+    "tokio::",
+    "std::fs",
+    "std::io",
+    "std::process",
+    "std::env",
+    "dialoguer::",
+    "indicatif::",
+    "println!",
+    "eprintln!",
+    "eprint!",
+    "print!(",
+    "warn_line!",
+];
 
 fn src() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -79,7 +94,11 @@ fn uses(text: &str, prefix: &str) -> Vec<String> {
 
 /// Why `text` (a file of `layer`) breaks the rule; empty when it does not.
 fn violations(layer: &str, allowed: &[&str], text: &str) -> Vec<String> {
-    let mut out: Vec<String> = uses(text, "crate::").into_iter().filter(|m| m != layer && !allowed.contains(&m.as_str())).map(|m| format!("uses crate::{m}")).collect();
+    let mut out: Vec<String> = uses(text, "crate::")
+        .into_iter()
+        .filter(|m| m != layer && !allowed.contains(&m.as_str()))
+        .map(|m| format!("uses crate::{m}"))
+        .collect();
     if PURE.contains(&layer) {
         let code = code(text);
         out.extend(IO.iter().filter(|io| code.contains(*io)).map(|io| format!("does IO ({io})")));
@@ -113,7 +132,10 @@ fn every_module_of_the_library_has_a_layer() {
     let modules: Vec<&str> = lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';')).collect();
     assert!(!modules.is_empty());
     for module in modules {
-        assert!(LAYERS.iter().any(|(layer, _)| *layer == module), "src/{module} is in no layer of tests/architecture.rs (and docs/architecture.md)");
+        assert!(
+            LAYERS.iter().any(|(layer, _)| *layer == module),
+            "src/{module} is in no layer of tests/architecture.rs (and docs/architecture.md)"
+        );
     }
     for (layer, _) in LAYERS {
         assert!(!files(layer).is_empty(), "layer {layer} has no source");
@@ -126,7 +148,14 @@ fn the_checker_sees_upward_imports_and_io() {
     let upward = "use crate::model::Pool;\nuse crate::render::Style; // drawing from the model\n";
     assert_eq!(violations("model", &["error"], upward), ["uses crate::render"]);
     assert_eq!(violations("allocator", &["error", "model"], "fn f() { let x = std::fs::read(\"p\"); }"), ["does IO (std::fs)"]);
-    assert!(violations("allocator", &["model"], "/// see crate::render\nuse crate::model::X;\nmacro_rules! m { () => { $crate::render::x() } }").is_empty());
+    assert!(
+        violations(
+            "allocator",
+            &["model"],
+            "/// see crate::render\nuse crate::model::X;\nmacro_rules! m { () => { $crate::render::x() } }"
+        )
+        .is_empty()
+    );
     assert!(Path::new(&src()).join("lib.rs").exists());
 }
 
@@ -163,7 +192,13 @@ fn all_files() -> Vec<PathBuf> {
 fn production_code(text: &str) -> String {
     let code = code(text);
     let end = code.lines().position(|l| l == "#[cfg(test)]").unwrap_or(usize::MAX);
-    code.lines().take(end).filter(|l| !(l.trim_start().starts_with("pub use ") || l.trim_start().starts_with("mod ") || l.trim_start().starts_with("pub mod "))).collect::<Vec<_>>().join("\n")
+    code.lines()
+        .take(end)
+        .filter(|l| {
+            !(l.trim_start().starts_with("pub use ") || l.trim_start().starts_with("mod ") || l.trim_start().starts_with("pub mod "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Every path a text names from `crate::` or `super::`, each expanded over `{a, b::c}` groups,
@@ -194,13 +229,24 @@ fn expand(text: &str, mut base: Vec<String>, out: &mut Vec<Vec<String>>) {
     loop {
         if rest.starts_with('{') {
             let mut depth = 0;
-            let inner_end = rest.char_indices().find(|&(_, c)| {
-                depth += match c { '{' => 1, '}' => -1, _ => 0 };
-                depth == 0
-            }).map_or(rest.len(), |(i, _)| i);
+            let inner_end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '{' => 1,
+                        '}' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(rest.len(), |(i, _)| i);
             for part in split_top(&rest[1..inner_end]) {
                 let part = part.trim();
-                if part == "self" { out.push(base.clone()); } else if !part.is_empty() { expand(part, base.clone(), out); }
+                if part == "self" {
+                    out.push(base.clone());
+                } else if !part.is_empty() {
+                    expand(part, base.clone(), out);
+                }
             }
             return;
         }
@@ -249,7 +295,10 @@ fn target(path: &[String], modules: &std::collections::BTreeMap<Vec<String>, Str
         let Some(child_text) = modules.get(&child_path) else { continue };
         let names = names.trim_matches(|c| c == '{' || c == '}');
         let named = names.split(',').any(|n| n.trim() == item || n.trim().ends_with(&format!("::{item}")));
-        let defined = names == "*" && ["struct", "enum", "fn", "type", "const", "trait", "static"].iter().any(|kind| child_text.contains(&format!("pub {kind} {item}")));
+        let defined = names == "*"
+            && ["struct", "enum", "fn", "type", "const", "trait", "static"]
+                .iter()
+                .any(|kind| child_text.contains(&format!("pub {kind} {item}")));
         if named || defined {
             return Some(child_path);
         }
@@ -260,7 +309,8 @@ fn target(path: &[String], modules: &std::collections::BTreeMap<Vec<String>, Str
 /// Import cycles between files of `src/` (production code; a test module may use anything).
 fn file_cycles() -> Vec<Vec<String>> {
     let files = all_files();
-    let modules: std::collections::BTreeMap<Vec<String>, String> = files.iter().map(|f| (module_of(f), std::fs::read_to_string(f).unwrap())).collect();
+    let modules: std::collections::BTreeMap<Vec<String>, String> =
+        files.iter().map(|f| (module_of(f), std::fs::read_to_string(f).unwrap())).collect();
     let mut edges: std::collections::BTreeMap<Vec<String>, std::collections::BTreeSet<Vec<String>>> = Default::default();
     for (module, text) in &modules {
         let code = production_code(text);
@@ -308,16 +358,31 @@ fn file_cycles() -> Vec<Vec<String>> {
 #[test]
 fn no_two_files_import_each_other_even_through_others() {
     let cycles = file_cycles();
-    assert!(cycles.is_empty(), "import cycles between files of src/ (each line a set of files that reach each other):\n{}", cycles.iter().map(|c| c.join(" ")).collect::<Vec<_>>().join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "import cycles between files of src/ (each line a set of files that reach each other):\n{}",
+        cycles.iter().map(|c| c.join(" ")).collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// The cycle checker itself: paths expanded over groups, `super::` resolved, re-exports followed.
 #[test]
 fn the_cycle_checker_reads_paths_as_the_compiler_does() {
     let module = vec!["allocator".to_string(), "analyze".to_string(), "pools".to_string()];
-    let found = paths("use super::in_use::{InUse, used_in};\nuse crate::model::{self, pool::PoolFamily};\nuse super::{cidrs, nodes};", &module);
+    let found =
+        paths("use super::in_use::{InUse, used_in};\nuse crate::model::{self, pool::PoolFamily};\nuse super::{cidrs, nodes};", &module);
     let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
-    assert_eq!(found, ["model", "model::pool::PoolFamily", "allocator::analyze::in_use::InUse", "allocator::analyze::in_use::used_in", "allocator::analyze::cidrs", "allocator::analyze::nodes"]);
+    assert_eq!(
+        found,
+        [
+            "model",
+            "model::pool::PoolFamily",
+            "allocator::analyze::in_use::InUse",
+            "allocator::analyze::in_use::used_in",
+            "allocator::analyze::cidrs",
+            "allocator::analyze::nodes"
+        ]
+    );
     let modules = std::collections::BTreeMap::from([
         (vec!["m".to_string()], "pub use a::{A, B};\npub use b::*;".to_string()),
         (vec!["m".to_string(), "a".to_string()], "pub struct A;".to_string()),

@@ -41,7 +41,8 @@ fn oracle() -> &'static Path {
 fn run_json(cmd: &mut Command) -> Value {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(out.status.success(), "{cmd:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{cmd:?} printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{cmd:?} printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn oracle_restore(dir: &Path) -> Value {
@@ -231,7 +232,11 @@ fn agree_on_seeds(kind: &str, usual: u64) {
         let with_ranges = results.iter().filter(|r| r["reservations"] == "emulated").count();
         assert!(with_ranges * 10 >= results.len() * 9, "only {with_ranges} of {} emulated seeds carry reserved ranges", results.len());
     }
-    assert!(order_dependent * 20 <= results.len().max(20), "{order_dependent} of {} seeds depend on the node order: the generator is too wild to judge", results.len());
+    assert!(
+        order_dependent * 20 <= results.len().max(20),
+        "{order_dependent} of {} seeds depend on the node order: the generator is too wild to judge",
+        results.len()
+    );
     if let Some((seed, dir, diffs)) = failures.first() {
         let kept = tempfile::Builder::new().prefix("cilium-oracle-").tempdir().expect("tempdir").keep();
         for file in ["pools.yaml", "nodes.yaml"] {
@@ -271,7 +276,12 @@ fn scenario(pools: &str, nodes: &str) -> tempfile::TempDir {
 }
 
 fn family<'a>(report: &'a Value, pool: &str, family: &str) -> &'a Value {
-    report["pools"].as_array().and_then(|ps| ps.iter().find(|p| p["name"] == pool)).and_then(|p| p["families"].as_array()).and_then(|fs| fs.iter().find(|f| f["family"] == family)).unwrap_or_else(|| panic!("no {pool} {family} in {report}"))
+    report["pools"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == pool))
+        .and_then(|p| p["families"].as_array())
+        .and_then(|fs| fs.iter().find(|f| f["family"] == family))
+        .unwrap_or_else(|| panic!("no {pool} {family} in {report}"))
 }
 
 /// Runs both, asserts they agree, and returns the plugin's report.
@@ -324,7 +334,9 @@ fn overlapping_cidrs_in_one_pool_reject_the_whole_pool() {
 fn pool_split_over_two_allocated_entries_keeps_only_the_last() {
     let dir = scenario(
         "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: p}\nspec:\n  ipv4: {cidrs: [10.0.0.0/24], maskSize: 26}\n",
-        &format!("{NODE_WITH}      - pool: p\n        cidrs: [10.0.0.0/26, 10.0.0.64/26]\n      - pool: p\n        cidrs: [10.0.0.192/26]\n"),
+        &format!(
+            "{NODE_WITH}      - pool: p\n        cidrs: [10.0.0.0/26, 10.0.0.64/26]\n      - pool: p\n        cidrs: [10.0.0.192/26]\n"
+        ),
     );
     let report = agreed(dir.path());
     let fam = family(&report, "p", "ipv4");

@@ -134,7 +134,13 @@ fn archive_members_are_parsed_one_at_a_time_as_they_stream() {
     // Four members of 64 MiB each (under the member cap), then the pool: every member was
     // buffered whole before any was parsed.
     let big: &[u8] = b"#\n";
-    let members = [("a.yaml", big, 64 << 20), ("b.yaml", big, 64 << 20), ("c.yaml", big, 64 << 20), ("d.yaml", big, 64 << 20), ("pool.yaml", POOL.as_bytes(), POOL.len())];
+    let members = [
+        ("a.yaml", big, 64 << 20),
+        ("b.yaml", big, 64 << 20),
+        ("c.yaml", big, 64 << 20),
+        ("d.yaml", big, 64 << 20),
+        ("pool.yaml", POOL.as_bytes(), POOL.len()),
+    ];
     let archive = tar_gz(dir.path(), "dump.tar.gz", &members);
     assert!(std::fs::metadata(&archive).unwrap().len() < 4 << 20);
     let (code, stderr, rss) = measured(&["usage", "-v", "-f", archive.to_str().unwrap()]);
@@ -216,7 +222,12 @@ fn archives_say_what_they_skipped_and_why() {
     let (code, stderr, _) = measured(&["usage", "-f", path.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     one_line(&stderr);
-    for said in ["skipped 4 file(s)", "odd.tar:fifo.yaml: a FIFO", "odd.tar:link.yaml: a symbolic link", "odd.tar:notes.yaml: empty or only comments"] {
+    for said in [
+        "skipped 4 file(s)",
+        "odd.tar:fifo.yaml: a FIFO",
+        "odd.tar:link.yaml: a symbolic link",
+        "odd.tar:notes.yaml: empty or only comments",
+    ] {
         assert!(stderr.contains(said), "{said}: {stderr}");
     }
     let mut with_pool = tar::Builder::new(std::fs::File::create(dir.path().join("pool.tar")).unwrap());

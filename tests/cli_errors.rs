@@ -48,7 +48,10 @@ fn an_unknown_context_lists_the_contexts_that_exist() {
     let (code, out, err) = run(&["usage", "--kubeconfig", &config, "--context", "nope"]);
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty());
-    assert_eq!(err.trim_end(), "error: --context \"nope\": the kubeconfig has no such context; its contexts: staging, prod-eu1 (kubectl config get-contexts)");
+    assert_eq!(
+        err.trim_end(),
+        "error: --context \"nope\": the kubeconfig has no such context; its contexts: staging, prod-eu1 (kubectl config get-contexts)"
+    );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(!err.contains("not-a-secret"));
 }
@@ -74,7 +77,10 @@ fn archives_that_cannot_be_read_say_so() {
     let (code, out, err) = run(&["usage", "-f", truncated.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty());
-    assert!(err.contains("not a readable zip archive") && err.contains("truncated or corrupt?") && err.contains("pass the directory with -f"), "{err}");
+    assert!(
+        err.contains("not a readable zip archive") && err.contains("truncated or corrupt?") && err.contains("pass the directory with -f"),
+        "{err}"
+    );
     // Named like an archive, but text: not parsed as YAML (which would say "no Cilium object").
     let html = dir.path().join("sysdump.zip");
     std::fs::write(&html, "<html>login required</html>\n").unwrap();
@@ -117,7 +123,11 @@ fn version_answers_even_when_the_server_does_not() {
 #[test]
 fn migrate_marks_each_file_of_a_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = |name: &str| format!("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [\"10.9.0.0/16\"], maskSize: 24}}}}\n");
+    let pool = |name: &str| {
+        format!(
+            "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [\"10.9.0.0/16\"], maskSize: 24}}}}\n"
+        )
+    };
     std::fs::write(dir.path().join("a.yaml"), pool("a")).unwrap();
     std::fs::write(dir.path().join("b.yaml"), format!("---\n{}", pool("b"))).unwrap();
     let (code, out, err) = output(plugin().args(["migrate", "-f", "."]).current_dir(dir.path()));

@@ -29,7 +29,12 @@ fn run(args: &[&str], file: &std::path::Path) -> (i32, String, String) {
 
 fn severities(stdout: &str) -> Vec<String> {
     let doc: Value = serde_json::from_str(stdout).unwrap();
-    doc["problems"].as_array().unwrap().iter().map(|p| format!("{}:{}", p["severity"].as_str().unwrap(), p["kind"].as_str().unwrap())).collect()
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{}:{}", p["severity"].as_str().unwrap(), p["kind"].as_str().unwrap()))
+        .collect()
 }
 
 #[test]

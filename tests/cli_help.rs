@@ -18,10 +18,18 @@ fn help(words: &[&str]) -> String {
 fn every_command_has_examples_and_its_own_flags_first() {
     for command in COMMANDS {
         let text = help(&[command, "--help"]);
-        let at = |heading: &str| text.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("{command}: no {heading:?} heading:\n{text}"));
-        let (own, connection, io, examples) = (at("Options:"), at("Cluster connection (kubectl flags):"), at("Input and output (every command):"), at("Examples:"));
-        assert!(own < connection && connection < io && io < examples, "{command}: command flags, then kubectl's, then input/output, then examples:\n{text}");
-        assert!(text[examples..].contains(&format!("kubectl ciliumpool {command}")) || *command == "completion", "{command}: the examples use the command:\n{text}");
+        let at =
+            |heading: &str| text.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("{command}: no {heading:?} heading:\n{text}"));
+        let (own, connection, io, examples) =
+            (at("Options:"), at("Cluster connection (kubectl flags):"), at("Input and output (every command):"), at("Examples:"));
+        assert!(
+            own < connection && connection < io && io < examples,
+            "{command}: command flags, then kubectl's, then input/output, then examples:\n{text}"
+        );
+        assert!(
+            text[examples..].contains(&format!("kubectl ciliumpool {command}")) || *command == "completion",
+            "{command}: the examples use the command:\n{text}"
+        );
         // The global flags are not listed among the command's own.
         assert!(!text[own..connection].contains("--kubeconfig") && !text[own..connection].contains("--output"), "{command}:\n{text}");
     }

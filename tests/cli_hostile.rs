@@ -17,8 +17,8 @@ use support::hostile::{Hostile, Invocation, Names, invocations, is_raw_control};
 /// bidirectional overrides and isolates, a space, quotes, a backslash, YAML and OpenMetrics
 /// punctuation, letters and non-ASCII text. No NUL: names are passed as arguments too.
 const ALPHABET: &[char] = &[
-    '\n', '\t', '\r', '\x1b', '\x07', '\x01', '\x7f', '\u{9b}', '\u{85}', '\u{202e}', '\u{202a}', '\u{2066}', '\u{2069}', '\u{200f}', ' ', '"', '\'', '\\', ':', '#', '-',
-    '/', '{', '}', '=', ',', '[', ']', 'a', 'b', 'x', '0', '9', '.', 'é', '名',
+    '\n', '\t', '\r', '\x1b', '\x07', '\x01', '\x7f', '\u{9b}', '\u{85}', '\u{202e}', '\u{202a}', '\u{2066}', '\u{2069}', '\u{200f}', ' ',
+    '"', '\'', '\\', ':', '#', '-', '/', '{', '}', '=', ',', '[', ']', 'a', 'b', 'x', '0', '9', '.', 'é', '名',
 ];
 
 fn hostile_text() -> impl Strategy<Value = String> {
@@ -39,17 +39,19 @@ fn distinct<const N: usize>(texts: [String; N], tag: &str) -> [String; N] {
 
 fn hostile() -> impl Strategy<Value = Hostile> {
     let t = hostile_text;
-    ((t(), t(), t()), (t(), t()), t(), (t(), t(), t()), (t(), t(), t(), t()), t()).prop_map(|(pools, nodes, missing, (ns, pod, owner), (lk, lv, ak, av), cluster)| Hostile {
-        pools: distinct([pools.0, pools.1, pools.2], "p"),
-        nodes: distinct([nodes.0, nodes.1], "n"),
-        missing_pool: format!("{missing}m"),
-        pod_namespace: ns,
-        pod_name: pod,
-        owner,
-        label: (lk, lv),
-        annotation: (ak, av),
-        cluster_name: cluster,
-    })
+    ((t(), t(), t()), (t(), t()), t(), (t(), t(), t()), (t(), t(), t(), t()), t()).prop_map(
+        |(pools, nodes, missing, (ns, pod, owner), (lk, lv, ak, av), cluster)| Hostile {
+            pools: distinct([pools.0, pools.1, pools.2], "p"),
+            nodes: distinct([nodes.0, nodes.1], "n"),
+            missing_pool: format!("{missing}m"),
+            pod_namespace: ns,
+            pod_name: pod,
+            owner,
+            label: (lk, lv),
+            annotation: (ak, av),
+            cluster_name: cluster,
+        },
+    )
 }
 
 /// At most 400 characters of `text`, for failure messages (names may be 10,000 long).
@@ -89,7 +91,14 @@ fn name_records(invocation: &Invocation, doc: &Value) -> Option<usize> {
     let len = |key: &str| doc[key].as_array().map(Vec::len);
     match invocation.subcommand() {
         "usage" | "inspect" => len("pools"),
-        "check" => Some(doc["problems"].as_array()?.iter().map(|p| ciliumpool::render::check::kubectl_name(p["object"].as_str().unwrap())).collect::<BTreeSet<_>>().len()),
+        "check" => Some(
+            doc["problems"]
+                .as_array()?
+                .iter()
+                .map(|p| ciliumpool::render::check::kubectl_name(p["object"].as_str().unwrap()))
+                .collect::<BTreeSet<_>>()
+                .len(),
+        ),
         "ip" => Some(doc["addresses"].as_array()?.iter().filter(|a| !a["pool"].is_null()).count()),
         "reserve-range" if invocation.args.iter().any(|a| a == "--list") => len("reservedRanges"),
         _ => None,
@@ -165,11 +174,18 @@ fn matrix_failures(hostile: &Hostile) -> Vec<String> {
                 }
             }
             // The YAML document is the JSON document: the same exact strings.
-            "yaml" if ran.code <= 1 && (matches!(invocation.subcommand(), "usage" | "inspect" | "check" | "ip") || invocation.args.len() > 2) => match serde_saphyr::from_str::<Value>(&ran.stdout) {
-                Ok(yaml) if yaml == doc => {}
-                Ok(yaml) => fail(format!("YAML reads back differently: {} / JSON {}", short(&yaml.to_string()), short(&doc.to_string()))),
-                Err(e) => fail(format!("YAML does not parse ({}): {}", short(&e.to_string()), short(&ran.stdout))),
-            },
+            "yaml"
+                if ran.code <= 1
+                    && (matches!(invocation.subcommand(), "usage" | "inspect" | "check" | "ip") || invocation.args.len() > 2) =>
+            {
+                match serde_saphyr::from_str::<Value>(&ran.stdout) {
+                    Ok(yaml) if yaml == doc => {}
+                    Ok(yaml) => {
+                        fail(format!("YAML reads back differently: {} / JSON {}", short(&yaml.to_string()), short(&doc.to_string())))
+                    }
+                    Err(e) => fail(format!("YAML does not parse ({}): {}", short(&e.to_string()), short(&ran.stdout))),
+                }
+            }
             "json" if matches!(invocation.subcommand(), "usage" | "inspect") => {
                 let mut found = BTreeSet::new();
                 strings(&doc, &mut found);
@@ -254,7 +270,11 @@ fn a_name_cannot_forge_a_record_of_o_name() {
     ] {
         let ran = run_on(&h, args);
         assert_eq!(ran.stdout.lines().count(), records, "{args:?}: {:?}", ran.stdout);
-        assert!(!ran.stdout.lines().any(|l| l == "ciliumpodippool.cilium.io/default" || l == "ciliumnode.cilium.io/forged"), "{args:?}: {:?}", ran.stdout);
+        assert!(
+            !ran.stdout.lines().any(|l| l == "ciliumpodippool.cilium.io/default" || l == "ciliumnode.cilium.io/forged"),
+            "{args:?}: {:?}",
+            ran.stdout
+        );
     }
     // check -o name is the documented script interface (`| xargs kubectl ...`).
     let ran = run_on(&h, &["check", "-o", "name"]);
@@ -323,7 +343,8 @@ fn json_and_yaml_write_del_c1_and_bidi_escaped_and_read_back_exact() {
         for args in [&["usage", "-o", format][..], &["inspect", "-o", format], &["check", "-o", format]] {
             let ran = run_on(&h, args);
             assert!(!ran.stdout.chars().any(is_raw_control), "{args:?}: {:?}", ran.stdout);
-            let doc: Value = if format == "json" { serde_json::from_str(&ran.stdout).unwrap() } else { serde_saphyr::from_str(&ran.stdout).unwrap() };
+            let doc: Value =
+                if format == "json" { serde_json::from_str(&ran.stdout).unwrap() } else { serde_saphyr::from_str(&ran.stdout).unwrap() };
             let mut found = BTreeSet::new();
             strings(&doc, &mut found);
             assert!(found.iter().any(|s| s.contains(name)), "{args:?}: {:?}", ran.stdout);
@@ -348,12 +369,22 @@ fn openmetrics_label_values_are_the_pool_names_or_left_out() {
     assert!(!ran.stdout.chars().any(is_raw_control), "{:?}", ran.stdout);
     // Only OpenMetrics escapes (\\, \", \n) in label values; the name with them is kept exactly.
     assert!(ran.stdout.contains("pool=\"quote\\\"back\\\\slash\\nnewline\""), "{}", ran.stdout);
-    assert!(!ran.stdout.contains("esc") && !ran.stdout.contains("bidi") && !ran.stdout.contains("\\e") && !ran.stdout.contains("\\u{"), "{}", ran.stdout);
+    assert!(
+        !ran.stdout.contains("esc") && !ran.stdout.contains("bidi") && !ran.stdout.contains("\\e") && !ran.stdout.contains("\\u{"),
+        "{}",
+        ran.stdout
+    );
     openmetrics_parser::openmetrics::parse_openmetrics(&ran.stdout).unwrap_or_else(|e| panic!("not OpenMetrics ({e:?}): {}", ran.stdout));
     // check names what the exposition left out.
     let check = run_on(&h, &["check", "-o", "json"]);
     let doc: Value = serde_json::from_str(&check.stdout).unwrap();
-    let left_out: BTreeSet<&str> = doc["problems"].as_array().unwrap().iter().filter(|p| p["kind"] == "unprintable-name").map(|p| p["object"].as_str().unwrap()).collect();
+    let left_out: BTreeSet<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "unprintable-name")
+        .map(|p| p["object"].as_str().unwrap())
+        .collect();
     assert_eq!(left_out, BTreeSet::from(["CiliumPodIPPool/esc\u{1b}[2J", "CiliumPodIPPool/bidi\u{202e}x"]));
 }
 
@@ -362,7 +393,15 @@ fn a_huge_name_does_not_make_tables_huge() {
     let mut h = plain();
     h.pools[0] = "p".repeat(5000);
     h.nodes[0] = "n".repeat(5000);
-    for args in [&["usage"][..], &["usage", "-o", "wide"], &["usage", "--by", "node"], &["usage", "--show-blocks"], &["check"], &["reserve-range", "--list"], &["ip", "10.0.0.7"]] {
+    for args in [
+        &["usage"][..],
+        &["usage", "-o", "wide"],
+        &["usage", "--by", "node"],
+        &["usage", "--show-blocks"],
+        &["check"],
+        &["reserve-range", "--list"],
+        &["ip", "10.0.0.7"],
+    ] {
         let ran = run_on(&h, args);
         let widest = ran.stdout.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         assert!(widest < 1000, "{args:?}: a line of {widest} columns");
@@ -383,7 +422,10 @@ fn migrate_prints_the_files_bytes_into_a_pipe_and_escapes_them_on_a_terminal() {
     std::fs::write(&file, text).unwrap();
     let (code, piped, _) = output(plugin().args(["migrate", "-f"]).arg(&file));
     assert_eq!(code, 0);
-    assert!(piped.ends_with("---\n# owner \u{202e}evil\napiVersion: cilium.io/v2\nkind: CiliumNode\nmetadata: {name: \"node\u{202e}evil\"}\n"), "the copied document is the file's bytes: {piped}");
+    assert!(
+        piped.ends_with("---\n# owner \u{202e}evil\napiVersion: cilium.io/v2\nkind: CiliumNode\nmetadata: {name: \"node\u{202e}evil\"}\n"),
+        "the copied document is the file's bytes: {piped}"
+    );
     let mut command = support::cli::plugin_process();
     command.args(["migrate", "-f"]).arg(&file);
     let (code, shown) = support::cli::finish(support::cli::terminal(command, std::time::Duration::from_secs(20)));

@@ -71,12 +71,19 @@ struct Dumps {
 fn dumps() -> Dumps {
     let dir = tempfile::tempdir().unwrap();
     let pools: Vec<Value> = example("pools.yaml").into_iter().map(v2alpha1_view).collect();
-    let (nodes, pods, endpoints, config) = (example("ciliumnodes.yaml"), example("pods.yaml"), example("ciliumendpoints.json"), example("cilium-config.yaml"));
+    let (nodes, pods, endpoints, config) =
+        (example("ciliumnodes.yaml"), example("pods.yaml"), example("ciliumendpoints.json"), example("cilium-config.yaml"));
     let list = |items: &[Value]| json!({"apiVersion": "v1", "kind": "List", "items": items});
 
     let plain = dir.path().join("plain");
     std::fs::create_dir(&plain).unwrap();
-    for (name, items) in [("pools.yaml", &pools), ("nodes.yaml", &nodes), ("pods.yaml", &pods), ("endpoints.yaml", &endpoints), ("config.yaml", &vec![config[0].clone()])] {
+    for (name, items) in [
+        ("pools.yaml", &pools),
+        ("nodes.yaml", &nodes),
+        ("pods.yaml", &pods),
+        ("endpoints.yaml", &endpoints),
+        ("config.yaml", &vec![config[0].clone()]),
+    ] {
         std::fs::write(plain.join(name), yaml(&list(items))).unwrap();
     }
 
@@ -222,7 +229,10 @@ fn ip_answers_each_block_state() {
     let block = format!("10.40.{}.0/24", octets[2]);
     let holder = listed.iter().find(|(_, pool, b)| pool == "blue" && *b == block).expect("the pod's block is listed").0.clone();
     let a = ip_answer(ip, 0);
-    assert_eq!((a["pool"].as_str(), a["cidr"].as_str(), a["block"].as_str(), a["state"].as_str()), (Some("blue"), Some("10.40.0.0/16"), Some(block.as_str()), Some("allocated")));
+    assert_eq!(
+        (a["pool"].as_str(), a["cidr"].as_str(), a["block"].as_str(), a["state"].as_str()),
+        (Some("blue"), Some("10.40.0.0/16"), Some(block.as_str()), Some("allocated"))
+    );
     assert_eq!(a["nodes"], json!([holder]));
     let pod_name = format!("{}/{}", pod["metadata"]["namespace"].as_str().unwrap(), pod["metadata"]["name"].as_str().unwrap());
     assert!(a["heldBy"].as_array().unwrap().iter().any(|h| h["kind"] == "pod" && h["name"] == pod_name.as_str()), "{a}");
@@ -248,12 +258,18 @@ fn ip_answers_each_block_state() {
     // Orphan: 10.99.7.0/24 under pool legacy, which does not exist (examples/README.md).
     let orphan_holder = listed.iter().find(|(_, p, b)| p == "legacy" && b == "10.99.7.0/24").unwrap().0.clone();
     let a = ip_answer("10.99.7.20", 0);
-    assert_eq!((a["pool"].as_str(), a["cidr"].as_str(), a["block"].as_str(), a["state"].as_str()), (Some("legacy"), None, Some("10.99.7.0/24"), Some("orphan")));
+    assert_eq!(
+        (a["pool"].as_str(), a["cidr"].as_str(), a["block"].as_str(), a["state"].as_str()),
+        (Some("legacy"), None, Some("10.99.7.0/24"), Some("orphan"))
+    );
     assert_eq!(a["nodes"], json!([orphan_holder]));
 
     // A node infrastructure address (CiliumInternalIP).
     let node = example("ciliumnodes.yaml").into_iter().next().unwrap();
-    let internal = node["spec"]["addresses"].as_array().unwrap().iter().find(|a| a["type"] == "CiliumInternalIP").unwrap()["ip"].as_str().unwrap().to_string();
+    let internal = node["spec"]["addresses"].as_array().unwrap().iter().find(|a| a["type"] == "CiliumInternalIP").unwrap()["ip"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let a = ip_answer(&internal, 0);
     assert_eq!(a["heldBy"], json!([{"kind": "node", "name": node["metadata"]["name"], "detail": "CiliumInternalIP"}]));
 
@@ -268,7 +284,10 @@ fn ip_table_and_bad_addresses() {
     assert_eq!(code, 1, "one address is in no pool");
     let rows: Vec<&str> = stdout.lines().collect();
     assert!(rows[0].starts_with("ADDRESS") && rows[0].contains("STATE") && rows[0].contains("HELD-BY"), "{stdout}");
-    assert!(rows[1].contains("withheld by 10.40.255.254-10.40.255.254") && rows[1].contains("yes (10.40.255.254-10.40.255.254)"), "{stdout}");
+    assert!(
+        rows[1].contains("withheld by 10.40.255.254-10.40.255.254") && rows[1].contains("yes (10.40.255.254-10.40.255.254)"),
+        "{stdout}"
+    );
     assert!(rows[2].contains("in no pool"), "{stdout}");
     assert!(stdout.contains("IPAM mode multi-pool"), "{stdout}");
     for bad in ["10.1.2", "nope", "10.0.0.0/24"] {
@@ -356,7 +375,8 @@ fn eni_node(name: &str, cidrs: &[&str], needed: u64) -> Value {
 #[test]
 fn eni_mode_blocks_are_the_modes_pool_not_orphans() {
     let dir = tempfile::tempdir().unwrap();
-    let nodes = [eni_node("ip-10-1-0-5", &["10.1.0.17/32", "10.1.0.18/32", "10.1.0.32/28"], 12), eni_node("ip-10-1-0-6", &["10.1.1.48/28"], 10)];
+    let nodes =
+        [eni_node("ip-10-1-0-5", &["10.1.0.17/32", "10.1.0.18/32", "10.1.0.32/28"], 12), eni_node("ip-10-1-0-6", &["10.1.1.48/28"], 10)];
     let pods = [
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "x"}, "spec": {"nodeName": "ip-10-1-0-5"}, "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.17"}]}}),
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b", "namespace": "x"}, "spec": {"nodeName": "ip-10-1-0-5"}, "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.33"}]}}),
@@ -369,14 +389,20 @@ fn eni_mode_blocks_are_the_modes_pool_not_orphans() {
 
     let (code, stdout, stderr) = run(&["check", "-f", &file]);
     assert_eq!(code, 0, "no orphan or unknown-pool problems in ENI mode: {stdout}{stderr}");
-    assert!(stdout.is_empty() && stderr.contains("No problems found") && stderr.contains("IPAM mode eni"), "the summary is a note on stderr: {stdout}{stderr}");
+    assert!(
+        stdout.is_empty() && stderr.contains("No problems found") && stderr.contains("IPAM mode eni"),
+        "the summary is a note on stderr: {stdout}{stderr}"
+    );
 
     let doc = json_of(&["usage", "-o", "json", "-f", &file], 0);
     assert_eq!(doc["source"]["ipamMode"], "eni");
     let pool = &doc["ipam"]["modePools"][0];
     assert_eq!(pool["name"], "default");
     // 2 + 16 + 16 usable addresses (first and last allowed), 4 blocks, 3 pods inside.
-    assert_eq!(pool["families"], json!([{"family": "ipv4", "allocatedBlocks": 4, "allocatedAddresses": 34, "usedAddresses": 3, "idleAddresses": 31, "nodes": 2}]));
+    assert_eq!(
+        pool["families"],
+        json!([{"family": "ipv4", "allocatedBlocks": 4, "allocatedAddresses": 34, "usedAddresses": 3, "idleAddresses": 31, "nodes": 2}])
+    );
     assert!(pool["capacityUnknown"].as_str().unwrap().contains("AWS"));
     let (_, table, notes) = run(&["usage", "-f", &file]);
     assert!(table.starts_with("POOL      IPAM-MODE   FAMILY"), "{table}");
@@ -413,13 +439,20 @@ fn cluster_pool_podcidrs_and_migration_prerequisites() {
     // Wrong mask size and a podCIDR outside the pool.
     let file = with(&[pool("10.0.0.0/23", 26)], json!({"ipam": "multi-pool", "enable-cluster-pool-to-multi-pool-migration": "true"}));
     let doc = json_of(&["check", "-o", "json", "-f", &file], 1);
-    let messages: Vec<&str> = doc["problems"].as_array().unwrap().iter().filter(|p| p["kind"] == "cluster-pool-migration").map(|p| p["message"].as_str().unwrap()).collect();
+    let messages: Vec<&str> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "cluster-pool-migration")
+        .map(|p| p["message"].as_str().unwrap())
+        .collect();
     assert!(messages.iter().any(|m| m.contains("10.0.1.0/24 is a /24 but pool default hands out /26 blocks")), "{messages:?}");
     assert!(messages.iter().any(|m| m.contains("10.0.2.0/24 is not inside any ipv4 CIDR of pool default")), "{messages:?}");
     // Multi-pool mode without the pool, migration off.
     let file = with(&[], json!({"ipam": "multi-pool"}));
     let doc = json_of(&["check", "-o", "json", "-f", &file], 1);
-    let kinds: Vec<(&str, &str)> = doc["problems"].as_array().unwrap().iter().map(|p| (p["severity"].as_str().unwrap(), p["kind"].as_str().unwrap())).collect();
+    let kinds: Vec<(&str, &str)> =
+        doc["problems"].as_array().unwrap().iter().map(|p| (p["severity"].as_str().unwrap(), p["kind"].as_str().unwrap())).collect();
     assert!(kinds.contains(&("error", "cluster-pool-migration")) && kinds.contains(&("warning", "cluster-pool-migration")), "{kinds:?}");
 }
 

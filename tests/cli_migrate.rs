@@ -65,10 +65,18 @@ fn converts_the_example_and_round_trips() {
 
 #[test]
 fn check_exit_codes() {
-    plugin().args(["migrate", "--check", "-f", EXAMPLE]).assert().code(1).stdout(predicates::str::contains("2 CiliumPodIPPool(s) to convert"));
+    plugin()
+        .args(["migrate", "--check", "-f", EXAMPLE])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("2 CiliumPodIPPool(s) to convert"));
     let tmp = tempfile::tempdir().unwrap();
     let v2 = tmp.path().join("v2.yaml");
-    std::fs::write(&v2, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n").unwrap();
+    std::fs::write(
+        &v2,
+        "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n",
+    )
+    .unwrap();
     plugin().args(["migrate", "--check", "-f"]).arg(&v2).assert().code(0);
     // With the CFP schema, string cidrs in a v2 manifest still need converting.
     plugin().args(["migrate", "--check", "--schema", "cfp", "-f"]).arg(&v2).assert().code(1);
@@ -123,7 +131,11 @@ fn in_place_converts_a_repository_and_keeps_other_files() {
 #[test]
 fn in_place_writes_nothing_when_a_later_document_is_invalid() {
     let tmp = tempfile::tempdir().unwrap();
-    let pool = |name: &str, cidr: &str| format!("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [{cidr}], maskSize: 24}}}}\n");
+    let pool = |name: &str, cidr: &str| {
+        format!(
+            "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [{cidr}], maskSize: 24}}}}\n"
+        )
+    };
     std::fs::write(tmp.path().join("a.yaml"), pool("a", "10.1.0.0/16")).unwrap();
     std::fs::write(tmp.path().join("b.yaml"), format!("{}---\n{}", pool("b", "10.2.0.0/16"), pool("c", "not-a-cidr"))).unwrap();
     let before = snapshot_dir(tmp.path());

@@ -73,8 +73,10 @@ fn example_figures_match_the_generator() {
     assert_eq!(blue["allocatedAddresses"], 14 * 254);
     assert_eq!(blue["freeAddresses"], 242 * 254);
     let drained = &blue["cidrs"][1];
-    assert_eq!((drained["cidr"].as_str(), drained["allocatedBlocks"].as_u64(), drained["withheldBlocks"].as_u64(), drained["freeBlocks"].as_u64()),
-        (Some("10.41.0.0/16"), Some(1), Some(255), Some(0)));
+    assert_eq!(
+        (drained["cidr"].as_str(), drained["allocatedBlocks"].as_u64(), drained["withheldBlocks"].as_u64(), drained["freeBlocks"].as_u64()),
+        (Some("10.41.0.0/16"), Some(1), Some(255), Some(0))
+    );
     // green allows the first IP: 64 − 1 usable addresses per /26 block.
     assert_eq!(family(&doc, "green", "ipv4")["allocatedAddresses"], 12 * 63);
     // The grandfathered block carries the generator's four pods.
@@ -83,7 +85,8 @@ fn example_figures_match_the_generator() {
     assert_eq!(blue_entry["blocks"], serde_json::json!(["10.41.3.0/24"]));
     assert_eq!(blue_entry["usedAddresses"], 4);
     let kinds: Vec<&str> = doc["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
-    for kind in ["orphan-block", "reservation-over-allocated", "pool-nearly-exhausted", "storage-migration-pending", "stale-operator-error"] {
+    for kind in ["orphan-block", "reservation-over-allocated", "pool-nearly-exhausted", "storage-migration-pending", "stale-operator-error"]
+    {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
 }
@@ -120,7 +123,10 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
 #[test]
 fn huge_ipv6_pools_are_exact() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(&dir, "pools.yaml", r#"
+    let file = write(
+        &dir,
+        "pools.yaml",
+        r#"
 apiVersion: cilium.io/v2
 kind: CiliumPodIPPool
 metadata: {name: cfp6}
@@ -140,7 +146,8 @@ kind: CiliumPodIPPool
 metadata: {name: wide}
 spec:
   ipv6: {cidrs: ["::/1"], maskSize: 64}
-"#);
+"#,
+    );
     let doc = usage_json(&["-f", &file]);
     let cfp = family(&doc, "cfp6", "ipv6");
     assert_eq!(cfp["capacityBlocks"], 65536);
@@ -188,7 +195,10 @@ fn malformed_files_name_the_file_and_line() {
 #[test]
 fn invalid_pools_are_problems_not_panics() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(&dir, "pool.yaml", r#"
+    let file = write(
+        &dir,
+        "pool.yaml",
+        r#"
 apiVersion: cilium.io/v2
 kind: CiliumPodIPPool
 metadata: {name: broken}
@@ -212,7 +222,8 @@ spec:
   ipv4:
     cidrs: ["10.1.0.0/16", "not-a-cidr", "10.1.0.0/8"]
     maskSize: 24
-"#);
+"#,
+    );
     let doc = usage_json(&["-f", &file]);
     assert_eq!(family(&doc, "rejected", "ipv4")["capacityBlocks"], 0, "the operator rejects a pool with an invalid or overlapping CIDR");
     let f = family(&doc, "broken", "ipv4");
@@ -239,11 +250,7 @@ fn lists_streams_stdin_and_directories_agree() {
     let from_files = usage_json(&args);
     assert_eq!(from_dir["pools"], from_files["pools"]);
     let pools = std::fs::read_to_string(format!("{ex}/pools.yaml")).unwrap();
-    let out = support::cli::plugin()
-        .args(["usage", "-o", "json", "-f", "-", "-f", &files[2]])
-        .write_stdin(pools)
-        .output()
-        .unwrap();
+    let out = support::cli::plugin().args(["usage", "-o", "json", "-f", "-", "-f", &files[2]]).write_stdin(pools).output().unwrap();
     let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(from_stdin["pools"][1]["families"][0]["allocatedBlocks"], from_dir["pools"][1]["families"][0]["allocatedBlocks"]);
 }

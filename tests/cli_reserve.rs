@@ -108,26 +108,48 @@ fn blue_gateway_and_drain_in_place_then_usage_agrees() {
     let (code, out, err) = fx.run(&["reserve-range", "blue", "--drain", "10.41.0.0/16", "--in-place", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let drain = json_of(&out);
-    assert_eq!(drain["impact"]["allocatedInRange"], json!([{"block": "10.41.3.0/24", "nodes": ["node-a"], "podsInRange": ["team-blue/db-0"]}]));
-    assert_eq!(drain["impact"]["newlyWithheld"], json!([
+    assert_eq!(
+        drain["impact"]["allocatedInRange"],
+        json!([{"block": "10.41.3.0/24", "nodes": ["node-a"], "podsInRange": ["team-blue/db-0"]}])
+    );
+    assert_eq!(
+        drain["impact"]["newlyWithheld"],
+        json!([
         {"first": "10.41.0.0/24", "last": "10.41.2.0/24", "blocks": 3},
-        {"first": "10.41.4.0/24", "last": "10.41.255.0/24", "blocks": 252}]));
-    assert_eq!(drain["impact"]["after"], json!({"capacityBlocks": 512, "allocatedBlocks": 1, "withheldBlocks": 256, "freeBlocks": 255,
-        "allocatableBlocks": 256, "reservedAddresses": 65551, "freeAddresses": 64770, "runwayNodes": 255}));
+        {"first": "10.41.4.0/24", "last": "10.41.255.0/24", "blocks": 252}])
+    );
+    assert_eq!(
+        drain["impact"]["after"],
+        json!({"capacityBlocks": 512, "allocatedBlocks": 1, "withheldBlocks": 256, "freeBlocks": 255,
+        "allocatableBlocks": 256, "reservedAddresses": 65551, "freeAddresses": 64770, "runwayNodes": 255})
+    );
 
     let fam = usage_ipv4(&fx, "blue");
-    for (preview, usage) in [("capacityBlocks", "capacityBlocks"), ("allocatedBlocks", "allocatedBlocks"), ("withheldBlocks", "withheldBlocks"),
-        ("freeBlocks", "freeBlocks"), ("reservedAddresses", "reservedAddresses"), ("freeAddresses", "freeAddresses")] {
+    for (preview, usage) in [
+        ("capacityBlocks", "capacityBlocks"),
+        ("allocatedBlocks", "allocatedBlocks"),
+        ("withheldBlocks", "withheldBlocks"),
+        ("freeBlocks", "freeBlocks"),
+        ("reservedAddresses", "reservedAddresses"),
+        ("freeAddresses", "freeAddresses"),
+    ] {
         assert_eq!(drain["impact"]["after"][preview], fam[usage], "{preview}");
     }
-    assert_eq!((fam["allocatedBlocks"].clone(), fam["withheldBlocks"].clone(), fam["freeBlocks"].clone()), (json!(1), json!(256), json!(255)));
+    assert_eq!(
+        (fam["allocatedBlocks"].clone(), fam["withheldBlocks"].clone(), fam["freeBlocks"].clone()),
+        (json!(1), json!(256), json!(255))
+    );
 
     // The pool document holds both entries, keyed by the exact cidrs strings; nothing else moved.
     let text = fx.read();
-    let docs: Vec<Value> = text.split("\n---\n").map(|d| serde_json::to_value(serde_saphyr::from_str::<Value>(d).unwrap()).unwrap()).collect();
-    assert_eq!(docs[0]["spec"]["ipv4"]["pool"], json!([
+    let docs: Vec<Value> =
+        text.split("\n---\n").map(|d| serde_json::to_value(serde_saphyr::from_str::<Value>(d).unwrap()).unwrap()).collect();
+    assert_eq!(
+        docs[0]["spec"]["ipv4"]["pool"],
+        json!([
         {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
-        {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
+        {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}])
+    );
     assert_eq!(docs[0]["spec"]["namespaceSelector"], json!({"matchLabels": {"team": "blue"}}));
     assert_eq!(docs[0]["metadata"]["annotations"], json!({"example.com/ticket": "NET-1"}));
     assert!(text.starts_with("# pools of cluster test\n"), "leading comment kept");
@@ -187,10 +209,13 @@ fn print_mode_emits_only_the_edited_pool_and_leaves_the_file() {
     let (code, out, err) = fx.run(&["reserve-range", "green", "10.60.0.0-10.60.0.31", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(fx.read(), BLUE);
-    assert_eq!(json_of(&out), json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "green"},
+    assert_eq!(
+        json_of(&out),
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "green"},
         "spec": {"ipv4": {"cidrs": ["10.60.0.0/20"], "maskSize": 26,
             "pool": [{"cidr": "10.60.0.0/20", "reservedRanges": [{"start": "10.60.0.0", "end": "10.60.0.31"}]}]}}}),
-        "without a CRD saying otherwise, a v2 pool without a pool[] list is edited in its own (string cidrs = upstream) dialect");
+        "without a CRD saying otherwise, a v2 pool without a pool[] list is edited in its own (string cidrs = upstream) dialect"
+    );
     assert!(err.contains("Blocks newly withheld: 10.60.0.0/26"), "{err}");
 }
 
@@ -206,14 +231,20 @@ fn cfp_dialect_first_range_then_second_refused() {
     let (code, _, err) = fx.run(&["reserve-range", "green", "10.60.0.0-10.60.0.31", "--in-place"]);
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = fx.run(&["reserve-range", "--list", "-o", "json"]);
-    assert_eq!(json_of(&out)["reservedRanges"], json!([{"pool": "green", "family": "ipv4", "cidr": "10.60.0.0/20", "start": "10.60.0.0", "end": "10.60.0.31",
-        "reservedAddresses": 32, "firstBlock": "10.60.0.0/26", "lastBlock": "10.60.0.0/26", "blocks": 1, "allocatedBlocks": [], "draining": false}]));
+    assert_eq!(
+        json_of(&out)["reservedRanges"],
+        json!([{"pool": "green", "family": "ipv4", "cidr": "10.60.0.0/20", "start": "10.60.0.0", "end": "10.60.0.31",
+        "reservedAddresses": 32, "firstBlock": "10.60.0.0/26", "lastBlock": "10.60.0.0/26", "blocks": 1, "allocatedBlocks": [], "draining": false}])
+    );
     // The flow list stays a flow list (and keeps its comment): only the edited value changes.
     assert!(fx.read().contains("    cidrs: [{cidr: 10.60.0.0/20, reservedRange: 10.60.0.0-10.60.0.31}]   # CFP objects"), "{}", fx.read());
     let before = fx.read();
     let (code, _, err) = fx.run(&["reserve-range", "green", "10.60.8.1", "--in-place"]);
     assert_eq!(code, 2);
-    assert!(err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"), "{err}");
+    assert!(
+        err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"),
+        "{err}"
+    );
     assert_eq!(fx.read(), before);
 }
 
@@ -232,7 +263,8 @@ fn remove_restores_the_figures_and_list_on_the_example() {
     assert_eq!((doc["impact"]["before"]["freeBlocks"].clone(), doc["impact"]["after"]["freeBlocks"].clone()), (json!(242), json!(243)));
     let (code, out, _) = run_on(dir.path(), &["reserve-range", "--list", "blue", "-o", "json"]);
     assert_eq!(code, 0);
-    let listed: Vec<(Value, Value)> = json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| (r["start"].clone(), r["end"].clone())).collect();
+    let listed: Vec<(Value, Value)> =
+        json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| (r["start"].clone(), r["end"].clone())).collect();
     assert_eq!(listed, vec![(json!("10.41.0.0"), json!("10.41.255.255"))]);
 }
 
@@ -259,5 +291,8 @@ fn guided_flow_in_a_real_terminal() {
     term.exp_string("edited in ./pools.yaml: reserved 10.41.0.0-10.41.0.15 in 10.41.0.0/16").unwrap();
     term.exp_eof().unwrap();
     let blue: Value = serde_saphyr::from_str(fx.read().split("\n---\n").next().unwrap()).unwrap();
-    assert_eq!(blue["spec"]["ipv4"]["pool"], json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}]));
+    assert_eq!(
+        blue["spec"]["ipv4"]["pool"],
+        json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}])
+    );
 }

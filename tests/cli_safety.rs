@@ -14,7 +14,9 @@ fn write(path: &Path, text: &str) {
 }
 
 fn pool(api_version: &str, name: &str, cidr: &str, team: &str) -> String {
-    format!("apiVersion: {api_version}\nkind: CiliumPodIPPool\nmetadata:\n  name: {name}\n  labels: {{team: {team}}}\nspec:\n  ipv4:\n    cidrs: [{cidr}]\n    maskSize: 24\n")
+    format!(
+        "apiVersion: {api_version}\nkind: CiliumPodIPPool\nmetadata:\n  name: {name}\n  labels: {{team: {team}}}\nspec:\n  ipv4:\n    cidrs: [{cidr}]\n    maskSize: 24\n"
+    )
 }
 
 /// Every file under `dir` with its content, to prove nothing was written.
@@ -36,14 +38,24 @@ fn a_pool_defined_twice_is_reported_and_never_edited_in_place() {
 
     let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.41.0.1", "--in-place", "--yes", "-f"]).arg(repo));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("CiliumPodIPPool blue is defined 2 times") && stderr.contains("base/pool.yaml") && stderr.contains("overlays/prod/pool.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("CiliumPodIPPool blue is defined 2 times")
+            && stderr.contains("base/pool.yaml")
+            && stderr.contains("overlays/prod/pool.yaml"),
+        "{stderr}"
+    );
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(tree(repo), before, "no file changed");
 
     // Reads go on, with a warning naming both files.
     let (code, _, stderr) = output(plugin().args(["usage", "-f"]).arg(repo));
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("warning: CiliumPodIPPool blue is defined 2 times") && stderr.contains("base/pool.yaml") && stderr.contains("overlays/prod/pool.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("warning: CiliumPodIPPool blue is defined 2 times")
+            && stderr.contains("base/pool.yaml")
+            && stderr.contains("overlays/prod/pool.yaml"),
+        "{stderr}"
+    );
 
     // Within one file: the first document must not be replaced by the second.
     let one = repo.join("one/pools.yaml");
@@ -83,8 +95,15 @@ fn control_sequences_from_the_data_never_reach_the_terminal() {
     write(&dir.path().join("pools.yaml"), &text);
     let path = dir.path().join("pools.yaml");
     let runs: Vec<Vec<&str>> = vec![
-        vec!["usage"], vec!["usage", "-o", "wide"], vec!["usage", "--by", "node"], vec!["usage", "--show-blocks"], vec!["usage", "-o", "name"],
-        vec!["check"], vec!["inspect"], vec!["reserve-range", "--list"], vec!["migrate", "--check"],
+        vec!["usage"],
+        vec!["usage", "-o", "wide"],
+        vec!["usage", "--by", "node"],
+        vec!["usage", "--show-blocks"],
+        vec!["usage", "-o", "name"],
+        vec!["check"],
+        vec!["inspect"],
+        vec!["reserve-range", "--list"],
+        vec!["migrate", "--check"],
     ];
     for args in runs {
         for colour in ["never", "always"] {
@@ -92,9 +111,20 @@ fn control_sequences_from_the_data_never_reach_the_terminal() {
             assert!(code <= 2, "{args:?}: {stderr}");
             for (stream, out) in [("stdout", &stdout), ("stderr", &stderr)] {
                 // With colour on, the only ESC bytes are the plugin's own SGR colours.
-                let stripped = out.replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[31m", "").replace("\x1b[2m", "").replace("\x1b[1m", "").replace("\x1b[39m", "").replace("\x1b[22m", "").replace("\x1b[0m", "");
+                let stripped = out
+                    .replace("\x1b[32m", "")
+                    .replace("\x1b[33m", "")
+                    .replace("\x1b[31m", "")
+                    .replace("\x1b[2m", "")
+                    .replace("\x1b[1m", "")
+                    .replace("\x1b[39m", "")
+                    .replace("\x1b[22m", "")
+                    .replace("\x1b[0m", "");
                 let stripped = if colour == "never" { out.clone() } else { stripped };
-                assert!(!stripped.contains('\x1b') && !stripped.contains('\x07'), "{args:?} --color {colour}: raw control character on {stream}: {out:?}");
+                assert!(
+                    !stripped.contains('\x1b') && !stripped.contains('\x07'),
+                    "{args:?} --color {colour}: raw control character on {stream}: {out:?}"
+                );
             }
         }
     }
@@ -144,7 +174,8 @@ fn stale_temporary_files_are_removed_by_the_next_write() {
     write(&dir.path().join(".ciliumpool-AbC123"), "apiVersion: cilium.io/v2\nkind: CiliumPo");
     let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path));
     assert_eq!(code, 0, "{stderr}");
-    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["pools.yaml".to_string()]);
 }
 
@@ -152,7 +183,11 @@ fn stale_temporary_files_are_removed_by_the_next_write() {
 #[test]
 fn multi_file_in_place_is_all_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let alpha = |name: &str| format!("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [10.0.0.0/16], maskSize: 24}}}}\n");
+    let alpha = |name: &str| {
+        format!(
+            "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [10.0.0.0/16], maskSize: 24}}}}\n"
+        )
+    };
     write(&dir.path().join("a/pool.yaml"), &alpha("a"));
     write(&dir.path().join("z/pool.yaml"), &alpha("z"));
     // The second file cannot be replaced safely (a hard link elsewhere; as root, permission
@@ -179,7 +214,8 @@ fn walks_and_reads_are_bounded() {
     let fifo = dir.path().join("pipe.yaml");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     // Finishes (a loop or a FIFO would block forever; the harness's timeout is the failure).
-    let (code, stdout, stderr) = output(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
+    let (code, stdout, stderr) =
+        output(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "ciliumpodippool/blue\n");
     assert!(!stderr.contains("defined"), "the symlinked copy is the same file, not a duplicate: {stderr}");
@@ -194,11 +230,20 @@ fn walks_and_reads_are_bounded() {
 fn inputs_kubectl_accepts_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("flow.yaml");
-    write(&flow, "{apiVersion: cilium.io/v2, kind: CiliumPodIPPool, metadata: {name: blue}, spec: {ipv4: {cidrs: [10.40.0.0/16], maskSize: 24}}}\n");
+    write(
+        &flow,
+        "{apiVersion: cilium.io/v2, kind: CiliumPodIPPool, metadata: {name: blue}, spec: {ipv4: {cidrs: [10.40.0.0/16], maskSize: 24}}}\n",
+    );
     let docs = dir.path().join("docs.json");
-    write(&docs, "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"red\"}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.50.0.0/16\"], \"maskSize\": 24}}}\n---\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"x\"}}\n");
+    write(
+        &docs,
+        "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"red\"}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.50.0.0/16\"], \"maskSize\": 24}}}\n---\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"x\"}}\n",
+    );
     let big = dir.path().join("big.json");
-    write(&big, "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"green\", \"annotations\": {\"x\": 1e400}}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.60.0.0/16\"], \"maskSize\": 24}}}\n");
+    write(
+        &big,
+        "{\"apiVersion\": \"cilium.io/v2\", \"kind\": \"CiliumPodIPPool\", \"metadata\": {\"name\": \"green\", \"annotations\": {\"x\": 1e400}}, \"spec\": {\"ipv4\": {\"cidrs\": [\"10.60.0.0/16\"], \"maskSize\": 24}}}\n",
+    );
     for (path, pool) in [(&flow, "blue"), (&docs, "red"), (&big, "green")] {
         let (code, stdout, stderr) = output(plugin().args(["usage", "-o", "name", "-f"]).arg(path));
         assert_eq!((code, stdout.as_str()), (0, format!("ciliumpodippool/{pool}\n").as_str()), "{}: {stderr}", path.display());
@@ -223,7 +268,10 @@ fn check_refuses_foreign_input_and_reports_cidrs_the_operator_rejects() {
         assert!(stderr.contains("no Cilium object in the input"), "{stderr}");
     }
     let pools = dir.path().join("pools.yaml");
-    write(&pools, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec:\n  ipv4:\n    cidrs: [\" 10.1.0.0/16\", 10.2.0.0/16]\n    maskSize: 24\n---\napiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: red}\nspec:\n  ipv4:\n    cidrs: [010.0.0.0/16]\n    maskSize: 24\n");
+    write(
+        &pools,
+        "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: blue}\nspec:\n  ipv4:\n    cidrs: [\" 10.1.0.0/16\", 10.2.0.0/16]\n    maskSize: 24\n---\napiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: red}\nspec:\n  ipv4:\n    cidrs: [010.0.0.0/16]\n    maskSize: 24\n",
+    );
     let (code, stdout, stderr) = output(plugin().args(["check", "-f"]).arg(&pools));
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("\" 10.1.0.0/16\"") || stdout.contains("' 10.1.0.0/16'") || stdout.contains(" 10.1.0.0/16"), "{stdout}");
@@ -239,7 +287,10 @@ fn check_refuses_foreign_input_and_reports_cidrs_the_operator_rejects() {
 fn gitops_checks_validate_every_pool() {
     let dir = tempfile::tempdir().unwrap();
     let cfp = dir.path().join("cfp.yaml");
-    write(&cfp, "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: cfp}\nspec:\n  ipv4:\n    cidrs:\n    - cidr: 10.20.0.0/16\n      reservedRange: 10.20.0.1-10.20.0.9\n    maskSize: 24\n");
+    write(
+        &cfp,
+        "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: cfp}\nspec:\n  ipv4:\n    cidrs:\n    - cidr: 10.20.0.0/16\n      reservedRange: 10.20.0.1-10.20.0.9\n    maskSize: 24\n",
+    );
     let (code, stdout, stderr) = output(plugin().args(["migrate", "--check", "-f"]).arg(&cfp));
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("cfp-v2") && !stdout.contains("All CiliumPodIPPool manifests"), "{stdout}");
@@ -247,7 +298,10 @@ fn gitops_checks_validate_every_pool() {
     assert_eq!(code, 0);
 
     let repo = dir.path().join("repo");
-    write(&repo.join("a.yaml"), "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n");
+    write(
+        &repo.join("a.yaml"),
+        "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec: {ipv4: {cidrs: [10.0.0.0/16], maskSize: 24}}\n",
+    );
     write(&repo.join("b.yaml"), "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {name: nospec}\n");
     let before = tree(&repo);
     let (code, _, stderr) = output(plugin().args(["migrate", "--in-place", "-f"]).arg(&repo));
@@ -259,7 +313,12 @@ fn gitops_checks_validate_every_pool() {
 /// A kubeconfig for a server nobody listens on, with `user` as its credentials.
 fn kubeconfig(dir: &Path, server: &str, user: &str) -> std::path::PathBuf {
     let path = dir.join("kubeconfig");
-    write(&path, &format!("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\nusers:\n- name: u\n  user:\n{user}"));
+    write(
+        &path,
+        &format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\nusers:\n- name: u\n  user:\n{user}"
+        ),
+    );
     path
 }
 
@@ -285,17 +344,22 @@ fn no_credential_in_error_messages() {
     let plugin_path = dir.path().join("get-token");
     write(&plugin_path, "#!/bin/sh\necho \"stdout-SECRET-out $1 $PLUGIN_KEY\"\necho \"stderr-SECRET-err\" >&2\nexit 1\n");
     std::fs::set_permissions(&plugin_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let exec = format!("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [arg-SECRET-arg]\n      env: [{{name: PLUGIN_KEY, value: env-SECRET-env}}]\n      interactiveMode: Never\n", plugin_path.display());
+    let exec = format!(
+        "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      args: [arg-SECRET-arg]\n      env: [{{name: PLUGIN_KEY, value: env-SECRET-env}}]\n      interactiveMode: Never\n",
+        plugin_path.display()
+    );
     let config = kubeconfig(dir.path(), "https://127.0.0.1:1", &exec);
     for verbosity in [&[][..], &["-v"][..]] {
-        let (code, stdout, stderr) = output(plugin().args(["usage", "--request-timeout", "5s"]).args(verbosity).arg("--kubeconfig").arg(&config));
+        let (code, stdout, stderr) =
+            output(plugin().args(["usage", "--request-timeout", "5s"]).args(verbosity).arg("--kubeconfig").arg(&config));
         assert_eq!(code, 3, "{stderr}");
         assert!(stderr.contains("exec credential plugin"), "{stderr}");
         assert_no_secret(&(stdout + &stderr), &["SECRET"]);
     }
 
     // Userinfo and access_token in the server URL; a token.
-    let config = kubeconfig(dir.path(), "https://admin:pw-SECRET-url@127.0.0.1:1/?access_token=qs-SECRET-qs", "    token: tok-SECRET-tok\n");
+    let config =
+        kubeconfig(dir.path(), "https://admin:pw-SECRET-url@127.0.0.1:1/?access_token=qs-SECRET-qs", "    token: tok-SECRET-tok\n");
     let (code, stdout, stderr) = output(plugin().args(["usage", "--request-timeout", "5s", "--kubeconfig"]).arg(&config));
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("https://127.0.0.1:1"), "{stderr}");

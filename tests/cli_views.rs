@@ -50,7 +50,10 @@ fn thresholds_name_what_breached_mark_the_rows_and_filter_names() {
         let breach_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("threshold breached: ")).collect();
         assert_eq!(breach_lines.len(), expected.len(), "{flag} {value}: {stderr}");
         for (pool, family) in &expected {
-            assert!(breach_lines.iter().any(|l| l.contains(&format!("pool {pool} {family}:")) && l.contains(&format!("{flag} {value}"))), "{pool} {family} not named:\n{stderr}");
+            assert!(
+                breach_lines.iter().any(|l| l.contains(&format!("pool {pool} {family}:")) && l.contains(&format!("{flag} {value}"))),
+                "{pool} {family} not named:\n{stderr}"
+            );
             let row = stdout.lines().find(|l| l.split_whitespace().take(2).eq([pool.as_str(), family.as_str()])).unwrap();
             assert_ne!(row.split_whitespace().last(), Some("-"), "the breaching row is marked: {row}");
         }
@@ -145,7 +148,8 @@ fn by_node_rows_are_per_family_and_show_blocks_lists_orphans_of_missing_pools() 
             assert!(sum as usize <= pool["blocks"].as_array().unwrap().len());
         }
     }
-    let default_v6 = rows.lines().filter(|l| l.split_whitespace().nth(1) == Some("default") && l.split_whitespace().nth(2) == Some("ipv6")).count();
+    let default_v6 =
+        rows.lines().filter(|l| l.split_whitespace().nth(1) == Some("default") && l.split_whitespace().nth(2) == Some("ipv6")).count();
     assert_eq!(default_v6, 36, "the dual-stack default pool has an IPv6 row on each of the 36 nodes");
     // The example's orphan: 10.99.7.0/24 under pool "legacy", which does not exist.
     let (_, blocks, _) = run(&["usage", "--show-blocks", "--no-headers", "-f", &ex]);
@@ -163,7 +167,10 @@ fn inspect_json_is_the_pool_in_depth() {
     let fam = &pool["families"][0];
     // 10.41.0.0-10.41.255.255 covers the whole /16: all 256 /24 blocks withheld.
     let drain = fam["reservations"].as_array().unwrap().iter().find(|r| r["start"] == "10.41.0.0").unwrap();
-    assert_eq!((drain["withheldBlocks"].as_u64(), drain["firstWithheldBlock"].as_str(), drain["lastWithheldBlock"].as_str()), (Some(256), Some("10.41.0.0/24"), Some("10.41.255.0/24")));
+    assert_eq!(
+        (drain["withheldBlocks"].as_u64(), drain["firstWithheldBlock"].as_str(), drain["lastWithheldBlock"].as_str()),
+        (Some(256), Some("10.41.0.0/24"), Some("10.41.255.0/24"))
+    );
     assert_eq!(drain["reservedAddresses"], 65536);
     // The gateway 10.40.255.254: one address, its block 10.40.255.0/24 withheld.
     let gateway = fam["reservations"].as_array().unwrap().iter().find(|r| r["start"] == "10.40.255.254").unwrap();
@@ -191,7 +198,11 @@ fn check_names_each_object_once_and_counts_what_severity_hides() {
     assert_eq!(unique.len(), names.len(), "each object once: {names:?}");
     for name in &names {
         let (kind, _) = name.split_once('/').unwrap();
-        assert!(["ciliumnode.cilium.io", "ciliumpodippool.cilium.io", "customresourcedefinition.apiextensions.k8s.io", "pod", "configmap"].contains(&kind), "{name}");
+        assert!(
+            ["ciliumnode.cilium.io", "ciliumpodippool.cilium.io", "customresourcedefinition.apiextensions.k8s.io", "pod", "configmap"]
+                .contains(&kind),
+            "{name}"
+        );
     }
     assert!(names.contains(&"ciliumpodippool.cilium.io/blue"), "{names:?}");
     for (severity, shown) in [("error", ["error"].as_slice()), ("warning", &["error", "warning"])] {
@@ -206,7 +217,12 @@ fn check_names_each_object_once_and_counts_what_severity_hides() {
 #[test]
 fn notes_per_view() {
     let ex = example();
-    for (name, args) in [("notes_pools", &[][..]), ("notes_pools_wide", &["-o", "wide"][..]), ("notes_nodes", &["--by", "node"][..]), ("notes_blocks", &["--show-blocks"][..])] {
+    for (name, args) in [
+        ("notes_pools", &[][..]),
+        ("notes_pools_wide", &["-o", "wide"][..]),
+        ("notes_nodes", &["--by", "node"][..]),
+        ("notes_blocks", &["--show-blocks"][..]),
+    ] {
         let (_, _, notes) = run(&[&["usage", "-f", ex.as_str()], args].concat());
         insta::assert_snapshot!(name, notes.replace(&ex, "examples/snapshot"));
     }

@@ -33,7 +33,11 @@ fn run(proxy: &FaultProxy, args: &[&str]) -> (i32, String, String, Duration) {
         .unwrap_or_else(|e| panic!("{args:?} did not end within {HANG_GUARD:?} (killed): {e}"));
     let elapsed = started.elapsed();
     // assert_cmd kills the child at the guard: no exit code then.
-    assert!(output.status.code().is_some(), "{args:?} did not end within {HANG_GUARD:?} (killed): {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.code().is_some(),
+        "{args:?} did not end within {HANG_GUARD:?} (killed): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned());
     assert!(!stdout.contains(PROXY_TOKEN) && !stderr.contains(PROXY_TOKEN), "the token leaked: {stdout}{stderr}");
     eprintln!("{args:?}: exit {:?} after {:.1} s", output.status.code(), elapsed.as_secs_f64());

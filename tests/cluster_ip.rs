@@ -24,7 +24,8 @@ fn pools() -> Vec<Value> {
 fn multi_pool_cluster() -> TestCluster {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
     let mut objects = pools();
-    let mut node_a = cilium_node("node-a", &[("blue", &["10.40.0.0/24", "10.40.1.0/24"]), ("batch", &["10.50.0.0/26", "fd00:50::/120"])], 2);
+    let mut node_a =
+        cilium_node("node-a", &[("blue", &["10.40.0.0/24", "10.40.1.0/24"]), ("batch", &["10.50.0.0/26", "fd00:50::/120"])], 2);
     // The agent's router address comes out of the node's first blue block.
     node_a["spec"]["addresses"] = json!([{"type": "InternalIP", "ip": "192.168.0.10"}, {"type": "CiliumInternalIP", "ip": "10.40.0.1"}]);
     objects.push(node_a);
@@ -40,7 +41,8 @@ fn multi_pool_cluster() -> TestCluster {
 /// Runs `ip ADDRESSES -o json`, checks the exit code and returns the answers in order.
 fn answers(cluster: &TestCluster, addresses: &[&str], code: i32) -> Vec<Value> {
     let out = cluster.plugin().arg("ip").args(addresses).args(["-o", "json"]).assert().code(code).get_output().clone();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("ip -o json: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let doc: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("ip -o json: {e}: {}", String::from_utf8_lossy(&out.stdout)));
     let list = doc["addresses"].as_array().unwrap_or_else(|| panic!("no addresses: {doc}")).clone();
     assert_eq!(list.len(), addresses.len(), "{doc}");
     for (answer, address) in list.iter().zip(addresses) {
@@ -55,7 +57,12 @@ fn place(answer: &Value) -> (Option<&str>, Option<&str>, Option<&str>, Option<&s
 }
 
 fn holders(answer: &Value) -> Vec<(String, String)> {
-    answer["heldBy"].as_array().into_iter().flatten().map(|h| (h["kind"].as_str().unwrap_or_default().to_string(), h["name"].as_str().unwrap_or_default().to_string())).collect()
+    answer["heldBy"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| (h["kind"].as_str().unwrap_or_default().to_string(), h["name"].as_str().unwrap_or_default().to_string()))
+        .collect()
 }
 
 #[test]
@@ -84,7 +91,11 @@ fn ip_answers_every_block_state_on_a_live_multi_pool_cluster() {
     assert!(holders(&a[1]).is_empty(), "nothing holds 10.40.1.77: {}", a[1]);
     assert_eq!(a[1]["reservedBy"], Value::Null);
 
-    assert_eq!(place(&a[2]), (Some("blue"), Some("10.40.0.0/16"), Some("10.40.2.0/24"), Some("allocated")), "a reserved range does not take a held block away");
+    assert_eq!(
+        place(&a[2]),
+        (Some("blue"), Some("10.40.0.0/16"), Some("10.40.2.0/24"), Some("allocated")),
+        "a reserved range does not take a held block away"
+    );
     assert_eq!(a[2]["nodes"], json!(["node-b"]));
     assert_eq!(a[2]["reservedBy"], json!({"start": "10.40.2.10", "end": "10.40.2.20"}));
 
@@ -113,13 +124,28 @@ fn ip_answers_every_block_state_on_a_live_multi_pool_cluster() {
     for outside in &a[..2] {
         assert_eq!(place(outside), (None, None, None, None), "{outside}");
     }
-    assert_eq!(place(&a[2]), (Some("batch"), Some("10.50.0.0/20"), Some("10.50.0.0/26"), Some("allocated")), "the address in a pool is still answered");
+    assert_eq!(
+        place(&a[2]),
+        (Some("batch"), Some("10.50.0.0/20"), Some("10.50.0.0/26"), Some("allocated")),
+        "the address in a pool is still answered"
+    );
     assert_eq!(holders(&a[2]), [("pod".to_string(), "jobs/job-0".to_string())]);
 
     // The table says the same, one row per address.
     let out = cluster.plugin().args(["ip", "10.40.255.254", "192.168.7.7"]).assert().code(1).get_output().clone();
     let table = String::from_utf8_lossy(&out.stdout);
-    let row = |address: &str| table.lines().find(|l| l.starts_with(address)).unwrap_or_else(|| panic!("no row for {address}: {table}")).split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(row("10.40.255.254").starts_with("10.40.255.254 blue 10.40.0.0/16 10.40.255.0/24 withheld by 10.40.255.254-10.40.255.254 yes"), "{table}");
+    let row = |address: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(address))
+            .unwrap_or_else(|| panic!("no row for {address}: {table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(
+        row("10.40.255.254").starts_with("10.40.255.254 blue 10.40.0.0/16 10.40.255.0/24 withheld by 10.40.255.254-10.40.255.254 yes"),
+        "{table}"
+    );
     assert!(row("192.168.7.7").starts_with("192.168.7.7 - - - in no pool"), "{table}");
 }

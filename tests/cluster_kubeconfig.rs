@@ -28,7 +28,13 @@ fn cluster_and_user_flags_override_the_context() {
     std::fs::write(&path, config.to_string()).unwrap();
 
     let run = |flags: &[&str]| {
-        let out = assert_cmd::cargo::cargo_bin_cmd!("kubectl-ciliumpool").arg("--kubeconfig").arg(&path).args(["usage", "-o", "name"]).args(flags).output().unwrap();
+        let out = assert_cmd::cargo::cargo_bin_cmd!("kubectl-ciliumpool")
+            .arg("--kubeconfig")
+            .arg(&path)
+            .args(["usage", "-o", "name"])
+            .args(flags)
+            .output()
+            .unwrap();
         (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
     };
     let (code, _, err) = run(&[]);

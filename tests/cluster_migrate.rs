@@ -242,12 +242,27 @@ fn concurrent_label_writer_keeps_every_change_and_every_pool_is_migrated() {
     // land between the plugin's read and its replace of that pool — either way nothing is lost.
     cluster.kubectl_as_other_writer(&["get", "ciliumpodippools.v2.cilium.io", "pool-17"]); // its RBAC in place before the hold
     let mut barrier = cluster.hold_writes_of("pool-17", Afterwards::Proceed);
-    let mut child = support::KillOnDrop(cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", "b.yaml"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    let mut child = support::KillOnDrop(
+        cluster
+            .plugin_process()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", "b.yaml"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     barrier.wait_for_write(std::time::Duration::from_secs(300));
     cluster.kubectl_as_other_writer(&["label", "ciliumpodippools.v2.cilium.io", "pool-17", "writer=first"]);
     barrier.release();
     for i in (0..POOLS).rev() {
-        cluster.kubectl_as_other_writer(&["label", "--overwrite", "ciliumpodippools.v2.cilium.io", &format!("pool-{i:02}"), &format!("writer=w{i}")]);
+        cluster.kubectl_as_other_writer(&[
+            "label",
+            "--overwrite",
+            "ciliumpodippools.v2.cilium.io",
+            &format!("pool-{i:02}"),
+            &format!("writer=w{i}"),
+        ]);
     }
     let mut shown = String::new();
     std::io::Read::read_to_string(&mut child.0.stdout.take().unwrap(), &mut shown).unwrap();
@@ -274,7 +289,10 @@ fn read_only_user_is_refused_before_any_write() {
     let (code, out, err) = plugin(&cluster, dir.path(), &["--as", "alice", "migrate", "--yes"]);
     assert_eq!(code, 3, "{out}{err}");
     let first = err.lines().next().unwrap_or_default();
-    assert!(first.contains("missing permission") && first.contains("alice") && first.contains("update ciliumpodippools.cilium.io"), "{err}");
+    assert!(
+        first.contains("missing permission") && first.contains("alice") && first.contains("update ciliumpodippools.cilium.io"),
+        "{err}"
+    );
     assert_eq!(resource_versions(&cluster), before, "nothing written");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "not even a backup");
     // The plan is still readable, with the blocked pools and the reason.
@@ -317,7 +335,14 @@ fn interrupted_run_is_completed_by_rerunning() {
     // are written, pool-10 and the rest are not (a barrier, not a count of output lines).
     let mut barrier = cluster.hold_writes_of("pool-10", Afterwards::Fail);
     let child = support::KillOnDrop(
-        cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", "b.yaml"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap(),
+        cluster
+            .plugin_process()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", "b.yaml"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
     );
     barrier.wait_for_write(std::time::Duration::from_secs(300));
     drop(child);
@@ -384,7 +409,12 @@ fn invalid_pool_is_blocked_named_and_left_alone() {
     let before = resource_versions(&cluster);
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains(r#"ciliumpodippool.cilium.io/odd not migrated: invalid object: spec.ipv6.cidrs[0] "10.99.0.0/16" is not an ipv6 CIDR"#), "{err}");
+    assert!(
+        err.contains(
+            r#"ciliumpodippool.cilium.io/odd not migrated: invalid object: spec.ipv6.cidrs[0] "10.99.0.0/16" is not an ipv6 CIDR"#
+        ),
+        "{err}"
+    );
     let after = resource_versions(&cluster);
     assert_eq!(after["odd"], before["odd"], "the invalid pool is not written");
     assert_ne!(after["pool-00"], before["pool-00"], "the valid pool is migrated");
@@ -438,8 +468,17 @@ fn operator_storage_migration_midway_then_trimmed_needs_no_write() {
     }
     std::thread::sleep(std::time::Duration::from_millis(1100));
     cluster.kubectl(&[
-        "patch", "crd", "ciliumpodippools.cilium.io", "--subresource", "status", "--type", "merge", "--field-manager", "cilium-operator-generic",
-        "-p", r#"{"status":{"storedVersions":["v2"]}}"#,
+        "patch",
+        "crd",
+        "ciliumpodippools.cilium.io",
+        "--subresource",
+        "status",
+        "--type",
+        "merge",
+        "--field-manager",
+        "cilium-operator-generic",
+        "-p",
+        r#"{"status":{"storedVersions":["v2"]}}"#,
     ]);
     let trimmed_rv = resource_versions(&cluster);
 
@@ -469,12 +508,19 @@ fn operator_storage_migration_midway_then_trimmed_needs_no_write() {
     // The downgrade caveat, checked: Cilium 1.20's v2alpha1-only CRD is refused while storedVersions lists v2.
     let refused = cluster.kubectl_command().args(["apply", "-f"]).arg(support::cilium_crd("ciliumpodippools.yaml")).output().unwrap();
     assert!(!refused.status.success(), "the apiserver accepted a CRD without the stored version v2");
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("missing from spec.versions"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("missing from spec.versions"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 
     // A client writing v2alpha1 after the trim: the verdict turns to no and names it.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     cluster.kubectl(&["label", "ciliumpodippools.v2alpha1.cilium.io", "pool-03", "cost-center=42"]);
     let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("safe to remove v2alpha1: no — because kubectl-label (Update) still write(s) cilium.io/v2alpha1 after migration"), "{out}");
+    assert!(
+        out.contains("safe to remove v2alpha1: no — because kubectl-label (Update) still write(s) cilium.io/v2alpha1 after migration"),
+        "{out}"
+    );
 }

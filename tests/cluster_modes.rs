@@ -10,7 +10,8 @@ use support::{Dialect, TestCluster, pod, read_manifests};
 fn eni_cluster() -> TestCluster {
     let cluster = TestCluster::start(Dialect::V2alpha1);
     // examples/eni: the ConfigMap and the CiliumNodes as the ENI-mode agent writes them.
-    let objects: Vec<Value> = read_manifests("examples/eni/cluster.yaml").into_iter().filter(|o| o["kind"] == "ConfigMap" || o["kind"] == "CiliumNode").collect();
+    let objects: Vec<Value> =
+        read_manifests("examples/eni/cluster.yaml").into_iter().filter(|o| o["kind"] == "ConfigMap" || o["kind"] == "CiliumNode").collect();
     assert_eq!(objects.len(), 3);
     cluster.create_objects(objects);
     cluster.create_objects(vec![
@@ -30,7 +31,10 @@ fn output(cluster: &TestCluster, args: &[&str], code: i32) -> (String, String) {
 fn eni_mode_check_is_clean_and_usage_shows_the_blocks() {
     let cluster = eni_cluster();
     let (stdout, stderr) = output(&cluster, &["check"], 0);
-    assert!(stdout.is_empty() && stderr.contains("No problems found") && stderr.contains("IPAM mode eni"), "the summary is a note on stderr: {stdout}{stderr}");
+    assert!(
+        stdout.is_empty() && stderr.contains("No problems found") && stderr.contains("IPAM mode eni"),
+        "the summary is a note on stderr: {stdout}{stderr}"
+    );
     let (stdout, _) = output(&cluster, &["check", "-o", "json"], 0);
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["source"]["ipamMode"], "eni");
@@ -46,7 +50,10 @@ fn eni_mode_check_is_clean_and_usage_shows_the_blocks() {
 
     let (stdout, _) = output(&cluster, &["ip", "10.1.0.33", "-o", "json"], 0);
     let answer: Value = serde_json::from_str::<Value>(&stdout).unwrap()["addresses"][0].clone();
-    assert_eq!((answer["pool"].as_str(), answer["block"].as_str(), answer["state"].as_str()), (Some("default"), Some("10.1.0.32/28"), Some("mode-allocated")));
+    assert_eq!(
+        (answer["pool"].as_str(), answer["block"].as_str(), answer["state"].as_str()),
+        (Some("default"), Some("10.1.0.32/28"), Some("mode-allocated"))
+    );
     assert_eq!(answer["heldBy"][0]["name"], "shop/web-1");
     let (_, stderr) = output(&cluster, &["ip", "10.9.9.9"], 1);
     assert!(stderr.is_empty(), "{stderr}");
@@ -55,13 +62,16 @@ fn eni_mode_check_is_clean_and_usage_shows_the_blocks() {
 #[test]
 fn without_configmap_read_permission_the_mode_is_unknown() {
     let cluster = eni_cluster();
-    cluster.grant_read("dave", &[
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-        ("cilium.io", "ciliumpodippools"),
-        ("cilium.io", "ciliumnodes"),
-        ("cilium.io", "ciliumendpoints"),
-        ("", "pods"),
-    ]);
+    cluster.grant_read(
+        "dave",
+        &[
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("cilium.io", "ciliumpodippools"),
+            ("cilium.io", "ciliumnodes"),
+            ("cilium.io", "ciliumendpoints"),
+            ("", "pods"),
+        ],
+    );
     // The mode cannot be known: the blocks are orphans of a pool that does not exist (exit 1),
     // and the reader is told why.
     let (stdout, stderr) = output(&cluster, &["check", "-o", "json", "--as", "dave"], 1);

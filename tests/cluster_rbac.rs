@@ -94,7 +94,13 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         (0, "warning: ConfigMap kube-system/cilium-config: forbidden (403) — IPAM mode unknown"),
     ];
     assert_eq!(expected.len(), reader.len(), "every documented rule is tested");
-    let probes = [("list", "ciliumpodippools.cilium.io"), ("list", "pods"), ("list", "ciliumendpoints.cilium.io"), ("get", "customresourcedefinitions/ciliumpodippools.cilium.io"), ("get", "configmaps/cilium-config -n kube-system")];
+    let probes = [
+        ("list", "ciliumpodippools.cilium.io"),
+        ("list", "pods"),
+        ("list", "ciliumendpoints.cilium.io"),
+        ("get", "customresourcedefinitions/ciliumpodippools.cilium.io"),
+        ("get", "configmaps/cilium-config -n kube-system"),
+    ];
     for (k, (code, line)) in expected.iter().enumerate() {
         let user = format!("reader-{k}");
         let without: Vec<Value> = reader.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, r)| r.clone()).collect();
@@ -163,7 +169,13 @@ fn reserver_and_migrator_roles_are_sufficient_and_each_rule_is_needed() {
 
     // The full role: plan, status, apply, finalize.
     grant(&cluster, "mig", &migrator, ("User", "mig"));
-    await_can_i(&cluster, "mig", "update", "customresourcedefinitions.apiextensions.k8s.io/ciliumpodippools.cilium.io --subresource=status", true);
+    await_can_i(
+        &cluster,
+        "mig",
+        "update",
+        "customresourcedefinitions.apiextensions.k8s.io/ciliumpodippools.cilium.io --subresource=status",
+        true,
+    );
     for args in [&["migrate", "--dry-run"][..], &["migrate", "--status"], &["migrate", "--yes"]] {
         let out = cluster.plugin().current_dir(dir.path()).args(args).args(["--as", "mig"]).output().unwrap();
         assert!(out.status.code().is_some_and(|c| c <= 1), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -193,7 +205,11 @@ fn impersonated_users_and_groups() {
     assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
     // The same user through the group is allowed.
     for _ in 0..600 {
-        let out = cluster.kubectl_command().args(["auth", "can-i", "list", "ciliumendpoints.cilium.io", "--as", "nobody", "--as-group", "pool-readers"]).output().unwrap();
+        let out = cluster
+            .kubectl_command()
+            .args(["auth", "can-i", "list", "ciliumendpoints.cilium.io", "--as", "nobody", "--as-group", "pool-readers"])
+            .output()
+            .unwrap();
         if String::from_utf8_lossy(&out.stdout).trim() == "yes" {
             break;
         }
@@ -203,7 +219,11 @@ fn impersonated_users_and_groups() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ciliumpodippool/blue\nciliumpodippool/red\n");
     // A reserve-range as that group is refused (the group only reads) and names the user.
-    let out = cluster.plugin().args(["reserve-range", "blue", "10.40.0.1", "--yes", "--as", "nobody", "--as-group", "pool-readers"]).output().unwrap();
+    let out = cluster
+        .plugin()
+        .args(["reserve-range", "blue", "10.40.0.1", "--yes", "--as", "nobody", "--as-group", "pool-readers"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("user nobody cannot update ciliumpodippools.cilium.io/blue"), "{err}");

@@ -13,7 +13,11 @@ use support::{Dialect, LineReader, PLUGIN, TestCluster, cilium_endpoint, cilium_
 /// Parses a command's stdout as JSON, showing stderr when that fails.
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}); stderr:\n{}\nstdout:\n{}", String::from_utf8_lossy(&output.stderr), String::from_utf8_lossy(&output.stdout))
+        panic!(
+            "stdout is not JSON ({e}); stderr:\n{}\nstdout:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            String::from_utf8_lossy(&output.stdout)
+        )
     })
 }
 
@@ -125,7 +129,13 @@ fn kubectl_dispatches_to_the_plugin() {
     let mut paths = vec![plugin_dir.to_path_buf(), cluster.bin.clone()];
     paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     let path = std::env::join_paths(paths).expect("PATH");
-    let output = cluster.kubectl_command().env("PATH", path).env("NO_COLOR", "1").args(["ciliumpool", "usage", "--no-headers"]).output().expect("run kubectl");
+    let output = cluster
+        .kubectl_command()
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .args(["ciliumpool", "usage", "--no-headers"])
+        .output()
+        .expect("run kubectl");
     assert!(output.status.success(), "kubectl ciliumpool failed: {}", stderr_of(&output));
     let table = String::from_utf8_lossy(&output.stdout);
     let row: Vec<&str> = table.lines().next().expect("a row").split_whitespace().collect();
@@ -269,14 +279,21 @@ fn watch_piped(cluster: &TestCluster) -> (std::process::Child, LineReader) {
 #[test]
 fn watch_rerenders_when_a_node_gets_a_block() {
     let cluster = TestCluster::start(Dialect::V2alpha1);
-    cluster.create_objects(vec![v2alpha1_pool("default", "10.10.0.0/16", 24), cilium_node("node-a", &[("default", &["10.10.0.0/24", "10.10.1.0/24"])], 16)]);
+    cluster.create_objects(vec![
+        v2alpha1_pool("default", "10.10.0.0/16", 24),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24", "10.10.1.0/24"])], 16),
+    ]);
     let (mut child, lines) = watch_piped(&cluster);
     let blocks_column = |line: &str| line.split_whitespace().nth(3).map(str::to_string);
     let first = lines.read_until(Duration::from_secs(30), "first render", |l| l.starts_with("default"));
     assert_eq!(blocks_column(first.last().unwrap()).as_deref(), Some("2/256"), "{first:?}");
 
     cluster.kubectl(&[
-        "patch", "ciliumnode", "node-a", "--type=merge", "-p",
+        "patch",
+        "ciliumnode",
+        "node-a",
+        "--type=merge",
+        "-p",
         r#"{"spec":{"ipam":{"pools":{"allocated":[{"pool":"default","cidrs":["10.10.0.0/24","10.10.1.0/24","10.10.2.0/24"]}]}}}}"#,
     ]);
     let next = lines.read_until(Duration::from_secs(30), "a re-render with 3 blocks", |l| l.starts_with("default"));
@@ -313,7 +330,8 @@ fn watch_follows_pods_that_come_change_and_go() {
         pod("shop", "p3", "node-a", &["10.10.0.7"]),
     ]);
     let (mut child, lines) = watch_piped(&cluster);
-    let used = |line: &str| line.starts_with("default").then(|| line.split_whitespace().nth(7).and_then(|u| u.parse::<u64>().ok())).flatten();
+    let used =
+        |line: &str| line.starts_with("default").then(|| line.split_whitespace().nth(7).and_then(|u| u.parse::<u64>().ok())).flatten();
     let first = lines.read_until(Duration::from_secs(30), "first render", |l| used(l).is_some());
     let start = used(first.last().unwrap()).unwrap();
     assert!(start >= 3, "three running pods in the block: {first:?}");
@@ -379,7 +397,10 @@ fn cfp_cluster_is_read_through_v2() {
     assert!(pools.iter().all(|p| p["apiVersion"] == "cilium.io/v2" && p["dialect"] == "cfp-v2"), "{pools:#?}");
     assert_eq!(family(&usage, "old", "ipv4")["allocatedBlocks"], 1);
     let green = family(&usage, "green", "ipv4");
-    assert_eq!((green["allocatedBlocks"].as_u64(), green["withheldBlocks"].as_u64(), green["freeBlocks"].as_u64()), (Some(1), Some(1), Some(62)));
+    assert_eq!(
+        (green["allocatedBlocks"].as_u64(), green["withheldBlocks"].as_u64(), green["freeBlocks"].as_u64()),
+        (Some(1), Some(1), Some(62))
+    );
 
     let version = cluster.plugin().arg("version").assert().success().get_output().stdout.clone();
     let version = String::from_utf8_lossy(&version);

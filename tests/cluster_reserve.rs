@@ -9,7 +9,6 @@ use std::time::Duration;
 use support::cli::{self, INVALID_RANGES, json_of, press};
 use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
 
-
 /// An upstream cluster with pool blue, a node holding 10.41.3.0/24 and a pod inside it.
 fn blue_cluster() -> TestCluster {
     let cluster = TestCluster::start(Dialect::UpstreamV2);
@@ -70,15 +69,21 @@ fn upstream_blue_gateway_and_drain_then_usage_agrees() {
     assert!(out.contains("ciliumpodippool.cilium.io/blue edited: draining 10.41.0.0/16 (reserved end to end)"), "{out}");
 
     let pool = get_pool(&cluster, "blue");
-    assert_eq!(pool["spec"]["ipv4"]["pool"], json!([
+    assert_eq!(
+        pool["spec"]["ipv4"]["pool"],
+        json!([
         {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
-        {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
+        {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}])
+    );
     assert_eq!(pool["spec"]["ipv4"]["cidrs"], json!(["10.40.0.0/16", "10.41.0.0/16"]));
     assert_eq!(pool["spec"]["namespaceSelector"], json!({"matchLabels": {"team": "blue"}}));
     assert_eq!(pool["metadata"]["annotations"]["example.com/ticket"], json!("NET-1"));
 
     let usage = ipv4_usage(&cluster, "blue");
-    assert_eq!((usage["allocatedBlocks"].clone(), usage["withheldBlocks"].clone(), usage["freeBlocks"].clone()), (json!(1), json!(256), json!(255)));
+    assert_eq!(
+        (usage["allocatedBlocks"].clone(), usage["withheldBlocks"].clone(), usage["freeBlocks"].clone()),
+        (json!(1), json!(256), json!(255))
+    );
 
     // The preview of the drain, asked again as a dry run of the undo, reports the same "before".
     let (code, out, err) = plugin(&cluster, &["reserve-range", "blue", "--remove", "10.41.0.0/16", "--dry-run", "-o", "json"]);
@@ -90,7 +95,12 @@ fn upstream_blue_gateway_and_drain_then_usage_agrees() {
     assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside:\n    team-blue/db-0\n"), "{out}");
     let (code, out, _) = plugin(&cluster, &["reserve-range", "--list", "blue", "-o", "json"]);
     assert_eq!(code, 0);
-    let listed: Vec<String> = json_of(&out)["reservedRanges"].as_array().unwrap().iter().map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap())).collect();
+    let listed: Vec<String> = json_of(&out)["reservedRanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap()))
+        .collect();
     assert_eq!(listed, ["10.40.255.240-10.40.255.254", "10.41.0.0-10.41.255.255"]);
 }
 
@@ -163,7 +173,12 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     term.exp_string("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16").unwrap();
     term.exp_eof().unwrap();
     assert_ne!(resource_version(&cluster, "blue"), version);
-    assert!(get_pool(&cluster, "blue")["spec"]["ipv4"]["pool"][0]["reservedRanges"].as_array().unwrap().contains(&json!({"start": "10.40.2.0", "end": "10.40.2.15"})));
+    assert!(
+        get_pool(&cluster, "blue")["spec"]["ipv4"]["pool"][0]["reservedRanges"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"start": "10.40.2.0", "end": "10.40.2.15"}))
+    );
     // Answering no writes nothing.
     let version = resource_version(&cluster, "blue");
     let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.3.0"]);
@@ -178,7 +193,8 @@ fn upstream_refusals_dry_runs_and_conflicts() {
 fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     let mut cluster = TestCluster::start(Dialect::V2alpha1);
     cluster.apply_yaml("apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: green}\nspec: {ipv4: {cidrs: [10.60.0.0/20, 10.61.0.0/20], maskSize: 26}}\n");
-    let version = || cluster.kubectl(&["get", "ciliumpodippools.v2alpha1.cilium.io", "green", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    let version =
+        || cluster.kubectl(&["get", "ciliumpodippools.v2alpha1.cilium.io", "green", "-o", "jsonpath={.metadata.resourceVersion}"]);
     let before = version();
     let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.0.0-10.60.0.31", "--yes"]);
     assert_eq!(code, 2, "{err}");
@@ -192,19 +208,28 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(json_of(&out)["impact"]["newlyWithheld"], json!([{"first": "10.60.0.0/26", "last": "10.60.0.0/26", "blocks": 1}]));
     let pool = get_pool(&cluster, "green");
-    assert_eq!(pool["spec"]["ipv4"]["cidrs"], json!([{"cidr": "10.60.0.0/20", "reservedRange": "10.60.0.0-10.60.0.31"}, {"cidr": "10.61.0.0/20"}]));
+    assert_eq!(
+        pool["spec"]["ipv4"]["cidrs"],
+        json!([{"cidr": "10.60.0.0/20", "reservedRange": "10.60.0.0-10.60.0.31"}, {"cidr": "10.61.0.0/20"}])
+    );
     let usage = ipv4_usage(&cluster, "green");
     assert_preview_matches_usage(&json_of(&out)["impact"]["after"], &usage);
 
     let written = get_pool(&cluster, "green")["metadata"]["resourceVersion"].clone();
     let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.60.8.1", "--yes"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"), "{err}");
+    assert!(
+        err.contains("the CFP dialect holds one reservedRange per CIDR and 10.60.0.0/20 already reserves 10.60.0.0-10.60.0.31"),
+        "{err}"
+    );
     assert_eq!(get_pool(&cluster, "green")["metadata"]["resourceVersion"], written);
     // Another CIDR of the same pool takes its own range.
     let (code, _, err) = plugin(&cluster, &["reserve-range", "green", "10.61.0.1", "--yes"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(get_pool(&cluster, "green")["spec"]["ipv4"]["cidrs"][1], json!({"cidr": "10.61.0.0/20", "reservedRange": "10.61.0.1-10.61.0.1"}));
+    assert_eq!(
+        get_pool(&cluster, "green")["spec"]["ipv4"]["cidrs"][1],
+        json!({"cidr": "10.61.0.0/20", "reservedRange": "10.61.0.1-10.61.0.1"})
+    );
 }
 
 /// The write loop itself against the real API server, with the concurrent writer in the edit:
@@ -214,7 +239,8 @@ fn v2alpha1_only_is_refused_then_cfp_after_the_upgrade() {
 fn replace_retrying_rereads_after_a_conflict_and_gives_up_on_a_writer_that_never_stops() {
     let cluster = blue_cluster();
     let target = Target::pools(&cluster.client(), false);
-    let annotate = |value: String| cluster.kubectl(&["annotate", "ciliumpodippools.v2.cilium.io", "blue", &format!("writer={value}"), "--overwrite"]);
+    let annotate =
+        |value: String| cluster.kubectl(&["annotate", "ciliumpodippools.v2.cilium.io", "blue", &format!("writer={value}"), "--overwrite"]);
     let ours = |mut pool: Value, label: &str| {
         pool["metadata"]["labels"] = json!({"ours": label});
         Ok(Some(pool))
@@ -231,7 +257,10 @@ fn replace_retrying_rereads_after_a_conflict_and_gives_up_on_a_writer_that_never
     }));
     assert!(matches!(once, Ok(Replaced::Written { attempts: 2, .. })), "{once:?}");
     let pool = get_pool(&cluster, "blue");
-    assert_eq!((pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()), (json!("once"), json!("once")));
+    assert_eq!(
+        (pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()),
+        (json!("once"), json!("once"))
+    );
 
     // Always: every attempt conflicts; after the last one nothing of ours is stored.
     let mut reads = 0;
@@ -243,5 +272,8 @@ fn replace_retrying_rereads_after_a_conflict_and_gives_up_on_a_writer_that_never
     assert!(matches!(storm, Err(RetryError::Conflicts(4))), "{storm:?}");
     assert_eq!(reads, 4);
     let pool = get_pool(&cluster, "blue");
-    assert_eq!((pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()), (json!("storm-4"), json!("once")));
+    assert_eq!(
+        (pool["metadata"]["annotations"]["writer"].clone(), pool["metadata"]["labels"]["ours"].clone()),
+        (json!("storm-4"), json!("once"))
+    );
 }

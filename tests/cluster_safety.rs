@@ -127,7 +127,14 @@ fn migrate_killed_at_random_points_never_changes_a_spec_and_a_rerun_converges() 
         } else {
             let mut barrier = cluster.hold_writes_of(names[k], Afterwards::Fail);
             let _child = support::KillOnDrop(
-                cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", &backup]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap(),
+                cluster
+                    .plugin_process()
+                    .current_dir(dir.path())
+                    .args(["migrate", "--yes", "--backup", &backup])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
             );
             barrier.wait_for_write(Duration::from_secs(600));
             drop(_child); // SIGKILL while the write of pool k is inside the API server
@@ -135,14 +142,28 @@ fn migrate_killed_at_random_points_never_changes_a_spec_and_a_rerun_converges() 
         }
         kill_points.push(k);
         let done = migrated(&cluster, &original, &format!("trial {trial}, after SIGKILL in pool {k}"));
-        assert_eq!(done, names[..k].iter().map(|n| n.to_string()).collect::<Vec<_>>(), "trial {trial}: exactly the pools before the kill point are migrated");
+        assert_eq!(
+            done,
+            names[..k].iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+            "trial {trial}: exactly the pools before the kill point are migrated"
+        );
 
-        let out = cluster.plugin().current_dir(dir.path()).args(["migrate", "--yes", "--backup", &format!("rerun-{trial}.yaml")]).output().unwrap();
+        let out = cluster
+            .plugin()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", &format!("rerun-{trial}.yaml")])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "rerun: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("Summary: {} written", count - k)), "the rerun writes only the rest");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&format!("Summary: {} written", count - k)),
+            "the rerun writes only the rest"
+        );
         assert_eq!(migrated(&cluster, &original, "after the rerun").len(), count, "trial {trial}: the rerun migrates the rest");
     }
-    eprintln!("[measure] migrate: {trials} SIGKILL trials over {count} pools each, killed in pool {kill_points:?} (0 = at the prompt); every spec unchanged, exactly the pools before the kill point migrated, every rerun converged");
+    eprintln!(
+        "[measure] migrate: {trials} SIGKILL trials over {count} pools each, killed in pool {kill_points:?} (0 = at the prompt); every spec unchanged, exactly the pools before the kill point migrated, every rerun converged"
+    );
 }
 
 #[test]
@@ -171,12 +192,18 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     assert_eq!(code, 2, "{shown}");
     assert!(!dir.path().join("target.yaml").exists(), "nothing written through the link");
     assert_eq!(versions(), before, "nothing migrated after a refused backup");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file left: {:?}", std::fs::read_dir(dir.path()).unwrap().collect::<Vec<_>>());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "no temporary file left: {:?}",
+        std::fs::read_dir(dir.path()).unwrap().collect::<Vec<_>>()
+    );
 
     // Outage: the API server stops (SIGSTOP) while the plugin asks; every pool fails after
     // --request-timeout with one line each, exit 3. Each pool is read again right before its
     // replace, so the request that gets no answer is a read: nothing can be written later.
-    let shown = confirm_while_the_api_server_is_stopped(&cluster, dir.path(), &["migrate", "--request-timeout", "2s", "--backup", "outage.yaml"]);
+    let shown =
+        confirm_while_the_api_server_is_stopped(&cluster, dir.path(), &["migrate", "--request-timeout", "2s", "--backup", "outage.yaml"]);
     for name in original.keys() {
         assert!(shown.contains(&format!("ciliumpodippool.cilium.io/{name} failed: ")), "{name}: {shown}");
     }
@@ -189,7 +216,16 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     // conflicts (409); the pool is re-read, converted again and written; every edit survives.
     cluster.kubectl_as_other_writer(&["get", "ciliumpodippools.v2.cilium.io", "race-p001"]); // its RBAC in place before the hold
     let mut barrier = cluster.hold_writes_of("race-p001", Afterwards::Proceed);
-    let mut child = support::KillOnDrop(cluster.plugin_process().current_dir(dir.path()).args(["migrate", "--yes", "--backup", "writer.yaml"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap());
+    let mut child = support::KillOnDrop(
+        cluster
+            .plugin_process()
+            .current_dir(dir.path())
+            .args(["migrate", "--yes", "--backup", "writer.yaml"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     barrier.wait_for_write(Duration::from_secs(300));
     for name in original.keys().rev() {
         cluster.kubectl_as_other_writer(&["label", "ciliumpodippools.v2.cilium.io", name, "writer=w"]);
@@ -204,7 +240,11 @@ fn migrate_backup_race_outage_and_concurrent_writer() {
     for (name, old) in &original {
         let pool = &after[name];
         assert_eq!(pool["spec"], old["spec"], "{name}");
-        assert_eq!((pool["metadata"]["labels"]["writer"].clone(), pool["metadata"]["labels"]["batch"].clone()), (json!("w"), json!("race")), "{name}: both label edits kept");
+        assert_eq!(
+            (pool["metadata"]["labels"]["writer"].clone(), pool["metadata"]["labels"]["batch"].clone()),
+            (json!("w"), json!("race")),
+            "{name}: both label edits kept"
+        );
         assert_eq!(pool["metadata"]["annotations"]["example.com/writer"], json!(name), "{name}: the writer's annotation kept");
         assert_eq!(pool["metadata"]["annotations"][MIGRATED_ANNOTATION], "true", "{name}");
     }
@@ -218,7 +258,6 @@ fn mode(path: &Path) -> u32 {
 
 // --- reserve-range ----------------------------------------------------------------------------
 
-
 fn get_blue(cluster: &TestCluster) -> Value {
     serde_json::from_str(&cluster.kubectl(&["get", "ciliumpodippools.v2.cilium.io", "blue", "-o", "json"])).unwrap()
 }
@@ -227,7 +266,12 @@ fn get_blue(cluster: &TestCluster) -> Value {
 fn reserved(pool: &Value) -> Vec<String> {
     let Some(cidrs) = pool["spec"]["ipv4"]["pool"].as_array() else { return Vec::new() };
     let first = cidrs.iter().find(|c| c["cidr"] == "10.40.0.0/16").expect("10.40.0.0/16");
-    first["reservedRanges"].as_array().into_iter().flatten().map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap())).collect()
+    first["reservedRanges"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| format!("{}-{}", r["start"].as_str().unwrap(), r["end"].as_str().unwrap()))
+        .collect()
 }
 
 /// What reserve-range may change of blue: the ranges; everything else stays.
@@ -260,7 +304,15 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
         let in_write = if trial < 2 { trial == 1 } else { rng.below(2) == 1 };
         if in_write {
             let mut barrier = cluster.hold_writes_of("blue", Afterwards::Fail);
-            let child = support::KillOnDrop(cluster.plugin_process().args(["reserve-range", "blue", &range, "--yes"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+            let child = support::KillOnDrop(
+                cluster
+                    .plugin_process()
+                    .args(["reserve-range", "blue", &range, "--yes"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
             barrier.wait_for_write(Duration::from_secs(300));
             drop(child);
             barrier.release();
@@ -271,7 +323,11 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
         }
         points.push(if in_write { "write" } else { "prompt" });
         let after = get_blue(&cluster);
-        assert_eq!(after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"], "trial {trial} ({}): nothing written", points[trial]);
+        assert_eq!(
+            after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+            "trial {trial} ({}): nothing written",
+            points[trial]
+        );
 
         let out = reserve_yes(&cluster, &range);
         assert_eq!((out["written"].clone(), out["conflicts"].clone()), (json!(true), json!(0)), "{out}");
@@ -280,7 +336,9 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
         assert_eq!(reserved(&pool), intended, "trial {trial}: exactly the intended ranges");
         assert_rest_of_blue_unchanged(&pool);
     }
-    eprintln!("[measure] reserve-range: {trials} SIGKILL trials, killed at {points:?}; nothing written by a killed run, every rerun wrote exactly the intended range");
+    eprintln!(
+        "[measure] reserve-range: {trials} SIGKILL trials, killed at {points:?}; nothing written by a killed run, every rerun wrote exactly the intended range"
+    );
 }
 
 #[test]
@@ -296,10 +354,20 @@ fn reserve_range_outage_and_concurrent_writers() {
     // server, running again, can still apply the request it had received. Either way the pool is
     // as it was or holds exactly the intended change, and the rerun converges.
     let before = get_blue(&cluster);
-    let shown = confirm_while_the_api_server_is_stopped(&cluster, dir.path(), &["reserve-range", "blue", "10.40.1.0/28", "--request-timeout", "2s"]);
+    let shown = confirm_while_the_api_server_is_stopped(
+        &cluster,
+        dir.path(),
+        &["reserve-range", "blue", "10.40.1.0/28", "--request-timeout", "2s"],
+    );
     let error: Vec<&str> = shown.lines().filter(|l| l.contains("error: ")).collect();
-    assert!(error.len() == 1 && error[0].contains("cannot reach the API server") && error[0].contains("no answer within --request-timeout 2s"), "{shown}");
-    assert!(error[0].ends_with("the write may still be applied: check with `kubectl ciliumpool reserve-range --list blue` before retrying"), "{shown}");
+    assert!(
+        error.len() == 1 && error[0].contains("cannot reach the API server") && error[0].contains("no answer within --request-timeout 2s"),
+        "{shown}"
+    );
+    assert!(
+        error[0].ends_with("the write may still be applied: check with `kubectl ciliumpool reserve-range --list blue` before retrying"),
+        "{shown}"
+    );
     let landed = get_blue(&cluster)["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"];
     let (code, _, err) = cli::output(cluster.plugin().args(["reserve-range", "blue", "10.40.1.0/28", "--yes"]));
     if landed {
@@ -308,7 +376,10 @@ fn reserve_range_outage_and_concurrent_writers() {
     } else {
         assert_eq!(code, 0, "the rerun writes the range: {err}");
     }
-    eprintln!("[measure] reserve-range outage: the unanswered write was {} by the API server once it ran again", if landed { "applied" } else { "not applied" });
+    eprintln!(
+        "[measure] reserve-range outage: the unanswered write was {} by the API server once it ran again",
+        if landed { "applied" } else { "not applied" }
+    );
     let pool = get_blue(&cluster);
     assert_eq!(reserved(&pool), ["10.40.255.240-10.40.255.254", "10.40.1.0-10.40.1.15"]);
     assert_rest_of_blue_unchanged(&pool);
@@ -326,7 +397,10 @@ fn reserve_range_outage_and_concurrent_writers() {
     assert!(shown.contains("changed since it was read") && shown.contains("\"conflicts\": 1"), "a 409 was seen and retried: {shown}");
     let pool = get_blue(&cluster);
     assert_eq!(reserved(&pool), ["10.40.255.240-10.40.255.254", "10.40.1.0-10.40.1.15", "10.40.3.0-10.40.3.15", "10.40.2.0-10.40.2.15"]);
-    assert_eq!((pool["metadata"]["labels"]["raced"].clone(), pool["metadata"]["annotations"]["example.com/raced"].clone()), (json!("yes"), json!("yes")));
+    assert_eq!(
+        (pool["metadata"]["labels"]["raced"].clone(), pool["metadata"]["annotations"]["example.com/raced"].clone()),
+        (json!("yes"), json!("yes"))
+    );
     assert_rest_of_blue_unchanged(&pool);
 
     // The other writer reserves an overlapping range meanwhile: re-validation refuses ours

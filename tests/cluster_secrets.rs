@@ -86,7 +86,11 @@ fn no_secret_in_any_output() {
     });
     let dir = tempfile::tempdir().unwrap();
     let url_secret = cluster.server.replacen("https://", "https://admin:url-SECRET-pw@", 1) + "/?access_token=qs-SECRET-token";
-    let servers = [("the real apiserver", cluster.server.clone()), ("userinfo and access_token in the URL", url_secret), ("nobody listening", "https://127.0.0.1:1".to_string())];
+    let servers = [
+        ("the real apiserver", cluster.server.clone()),
+        ("userinfo and access_token in the URL", url_secret),
+        ("nobody listening", "https://127.0.0.1:1".to_string()),
+    ];
     let mut runs = 0;
     for (kind, user, secrets) in credentials(dir.path()) {
         for (where_, server) in &servers {
@@ -118,16 +122,32 @@ fn no_secret_in_any_output() {
     // Broken configs: a YAML error next to the token, a token file that cannot be read.
     for (name, text) in [
         ("yaml error", "apiVersion: v1\nusers:\n- name: u\n  user:\n    token: tok-SECRET-broken\n    password: [oops\n".to_string()),
-        ("bad header", format!("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: {{server: '{}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\nusers: [{{name: u, user: {{token: \"tok-SECRET-broken\\nX\"}}}}]\n", cluster.server)),
+        (
+            "bad header",
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: {{server: '{}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\nusers: [{{name: u, user: {{token: \"tok-SECRET-broken\\nX\"}}}}]\n",
+                cluster.server
+            ),
+        ),
     ] {
         let config = dir.path().join("broken");
         std::fs::write(&config, text).unwrap();
         for command in COMMANDS {
-            let out = cluster.plugin_process().args(*command).arg("--kubeconfig").arg(&config).stdin(std::process::Stdio::null()).output().unwrap();
+            let out = cluster
+                .plugin_process()
+                .args(*command)
+                .arg("--kubeconfig")
+                .arg(&config)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
             runs += 1;
             let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             assert!(!text.contains("SECRET"), "{name} / {command:?}: {text}");
         }
     }
-    eprintln!("[measure] secrets: {runs} runs (6 credential kinds x 3 servers x {} commands x 2 verbosities, + broken configs): no secret in any output", COMMANDS.len());
+    eprintln!(
+        "[measure] secrets: {runs} runs (6 credential kinds x 3 servers x {} commands x 2 verbosities, + broken configs): no secret in any output",
+        COMMANDS.len()
+    );
 }

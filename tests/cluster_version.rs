@@ -80,9 +80,19 @@ fn version_reads_server_crd_and_cilium_versions_from_the_apiserver() {
 
     let human = cluster.plugin().arg("version").assert().success().get_output().stdout.clone();
     let human = String::from_utf8_lossy(&human);
-    assert!(human.contains(&format!("Server version: {} ({})", kubectl_version["serverVersion"]["gitVersion"].as_str().unwrap(), cluster.server)), "{human}");
+    assert!(
+        human.contains(&format!(
+            "Server version: {} ({})",
+            kubectl_version["serverVersion"]["gitVersion"].as_str().unwrap(),
+            cluster.server
+        )),
+        "{human}"
+    );
     assert!(human.contains("CiliumPodIPPool: served v2 (storage), v2alpha1; storedVersions v2alpha1, v2; dialect upstream-v2"), "{human}");
-    assert!(human.contains(&format!("Cilium version: v1.20.2 (image {operator_image} of deployment/cilium-operator in kube-system)")), "{human}");
+    assert!(
+        human.contains(&format!("Cilium version: v1.20.2 (image {operator_image} of deployment/cilium-operator in kube-system)")),
+        "{human}"
+    );
 
     // A user who may read the CRD but no workloads: the rest is still answered, Cilium is a note.
     cluster.grant_read("crd-reader", &[("apiextensions.k8s.io", "customresourcedefinitions")]);
@@ -93,7 +103,12 @@ fn version_reads_server_crd_and_cilium_versions_from_the_apiserver() {
     let notes = limited["notes"].as_array().expect("notes");
     assert_eq!(notes.len(), 1, "{notes:?}");
     let note = notes[0].as_str().unwrap();
-    for part in ["Cilium version: unknown", "deployment kube-system/cilium-operator: forbidden (403", "daemonset kube-system/cilium: forbidden (403", "--cilium-namespace"] {
+    for part in [
+        "Cilium version: unknown",
+        "deployment kube-system/cilium-operator: forbidden (403",
+        "daemonset kube-system/cilium: forbidden (403",
+        "--cilium-namespace",
+    ] {
         assert!(note.contains(part), "{part:?} missing from {note}");
     }
 
@@ -102,7 +117,10 @@ fn version_reads_server_crd_and_cilium_versions_from_the_apiserver() {
     cluster.apply_yaml(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cilium-system"}}).to_string());
     cluster.apply_yaml(&workload("DaemonSet", "cilium-system", "cilium", "cilium-agent", agent_image));
     let elsewhere = version_json(&cluster, &["--cilium-namespace", "cilium-system"]);
-    assert_eq!(elsewhere["cilium"], json!({"version": "v1.20.1", "image": agent_image, "source": "daemonset/cilium", "namespace": "cilium-system"}));
+    assert_eq!(
+        elsewhere["cilium"],
+        json!({"version": "v1.20.1", "image": agent_image, "source": "daemonset/cilium", "namespace": "cilium-system"})
+    );
     assert_eq!(elsewhere["notes"], json!([]));
 }
 

@@ -53,8 +53,14 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
     };
     wait_for(&mut term, "do not fit this terminal");
     // Another block for node-000: 70 -> 71 allocated, and its row shows 2 blocks.
-    cluster.kubectl(&["patch", "ciliumnode", "node-000", "--type=merge", "-p",
-        r#"{"spec":{"ipam":{"pools":{"allocated":[{"pool":"default","cidrs":["10.10.0.0/24","10.10.200.0/24"]}]}}}}"#]);
+    cluster.kubectl(&[
+        "patch",
+        "ciliumnode",
+        "node-000",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"ipam":{"pools":{"allocated":[{"pool":"default","cidrs":["10.10.0.0/24","10.10.200.0/24"]}]}}}}"#,
+    ]);
     wait_for(&mut term, "allocated 70->71");
     wait_for(&mut term, "do not fit this terminal");
 
@@ -73,7 +79,11 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
         let cells: Vec<&str> = line.split_whitespace().collect();
         let blocks = if i == 0 { "2" } else { "1" };
         let usable = if i == 0 { "508" } else { "254" };
-        assert_eq!(cells, [format!("node-{i:03}").as_str(), "default", "ipv4", blocks, usable, "0", "16", usable, "-"], "row {i}: {lines:#?}");
+        assert_eq!(
+            cells,
+            [format!("node-{i:03}").as_str(), "default", "ipv4", blocks, usable, "0", "16", usable, "-"],
+            "row {i}: {lines:#?}"
+        );
     }
     // 1 header + 70 rows, 17 of them shown: 54 left out, said on the last line used.
     assert!(lines[18].starts_with("... 54 more line(s) do not fit this terminal"), "{lines:#?}");

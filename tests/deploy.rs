@@ -15,7 +15,9 @@ mod support;
 fn promtool() -> PathBuf {
     match std::env::var_os("PROMETHEUS_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("promtool"),
-        _ => panic!("PROMETHEUS_DIR is not set: run `PROMETHEUS_DIR=$(tools/prometheus/build.sh) cargo test --test deploy`, or tools/test.sh"),
+        _ => panic!(
+            "PROMETHEUS_DIR is not set: run `PROMETHEUS_DIR=$(tools/prometheus/build.sh) cargo test --test deploy`, or tools/test.sh"
+        ),
     }
 }
 
@@ -51,7 +53,9 @@ fn the_alert_rules_load_and_every_alert_fires_and_stays_quiet_in_its_unit_test()
 
 #[test]
 fn the_prometheus_rule_holds_exactly_the_rule_files_groups() {
-    let read = |path: &str| -> serde_json::Value { serde_saphyr::from_str(&std::fs::read_to_string(support::repo_root().join(path)).unwrap()).unwrap() };
+    let read = |path: &str| -> serde_json::Value {
+        serde_saphyr::from_str(&std::fs::read_to_string(support::repo_root().join(path)).unwrap()).unwrap()
+    };
     let file = read("deploy/prometheus/rules.yml");
     let object = read("deploy/prometheus-operator/prometheusrule.yaml");
     assert_eq!(object["kind"], "PrometheusRule");
@@ -81,7 +85,8 @@ fn both_encodings_pass_promtool_check_metrics_and_nothing_is_injected() {
         if encoding == Encoding::OpenMetrics {
             text.push_str(metrics::EOF);
             // promtool reads the 0.0.4 format only; the strict OpenMetrics parser checks this one.
-            openmetrics_parser::openmetrics::parse_openmetrics(&text).unwrap_or_else(|e| panic!("strict OpenMetrics parser: {e:?}\n{text}"));
+            openmetrics_parser::openmetrics::parse_openmetrics(&text)
+                .unwrap_or_else(|e| panic!("strict OpenMetrics parser: {e:?}\n{text}"));
         } else {
             let (ok, out) = run(&["check", "metrics"], Some(&text));
             assert!(ok, "promtool check metrics:\n{out}\n{text}");

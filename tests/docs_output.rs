@@ -21,7 +21,11 @@ fn root() -> PathBuf {
 
 /// The pages whose examples are checked.
 fn pages() -> Vec<PathBuf> {
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
     pages.sort();
     pages.push(root().join("examples/README.md"));
     pages
@@ -58,7 +62,9 @@ fn examples(markdown: &str) -> Vec<Vec<Example>> {
             in_other = false;
         } else if line.starts_with("$ ") {
             in_other = true;
-        } else if info == "sh" && let Some(command) = line.strip_prefix("kubectl ciliumpool ").filter(|c| c.contains(" -f examples/")) {
+        } else if info == "sh"
+            && let Some(command) = line.strip_prefix("kubectl ciliumpool ").filter(|c| c.contains(" -f examples/"))
+        {
             examples.push(Example { line: i + 1, command: command.to_string(), output: None, exit: None });
         } else if !in_other && let Some(Example { output: Some(lines), .. }) = examples.last_mut() {
             lines.push(line.to_string());

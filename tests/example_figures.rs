@@ -178,7 +178,11 @@ fn expected_figures(objects: &[Value]) -> BTreeMap<(String, &'static str), Expec
                 let reserved = ranges.iter().any(|&(a, b)| a <= end && start <= b);
                 if !held.contains(&start) && !reserved {
                     free_blocks += 1;
-                    let network = if fam == "ipv4" { std::net::Ipv4Addr::from(start as u32).to_string() } else { std::net::Ipv6Addr::from(start).to_string() };
+                    let network = if fam == "ipv4" {
+                        std::net::Ipv4Addr::from(start as u32).to_string()
+                    } else {
+                        std::net::Ipv6Addr::from(start).to_string()
+                    };
                     next_block.get_or_insert(format!("{network}/{}", family.mask));
                 }
                 if held.contains(&start) {
@@ -265,7 +269,8 @@ fn by_node_rows_are_each_nodes_blocks_use_and_request() {
         assert_eq!(requested_only.count(), 0, "{name}: every pool the example's nodes request is also allocated");
         // Only the fields worked out here (rows carry more, e.g. per-family detail).
         let keys = ["pool", "blocks", "usedAddresses", "neededAddresses"];
-        let got: Vec<Value> = rows[name]["pools"].as_array().unwrap().iter().map(|r| keys.iter().map(|k| (k.to_string(), r[*k].clone())).collect()).collect();
+        let got: Vec<Value> =
+            rows[name]["pools"].as_array().unwrap().iter().map(|r| keys.iter().map(|k| (k.to_string(), r[*k].clone())).collect()).collect();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -350,7 +350,8 @@ impl Generator {
         };
         let mask = self.rng.between(cidr.len.into(), longest.into()) as u32;
         let spelling = format!("{}/{}", addr_text(theirs.fam, cidr.net), cidr.len);
-        let family = PoolFamily { fam: theirs.fam, mask, cidrs: vec![Cidr { spelling, ranges: Vec::new(), ..cidr }], stray_entries: Vec::new() };
+        let family =
+            PoolFamily { fam: theirs.fam, mask, cidrs: vec![Cidr { spelling, ranges: Vec::new(), ..cidr }], stray_entries: Vec::new() };
         Pool {
             name: "overlap".to_string(),
             dialect: Dialect::Upstream,
@@ -637,11 +638,7 @@ impl Generator {
     fn add_infrastructure_ips(&mut self, world: &mut World) {
         let cidrs = world_cidrs(&world.pools);
         for node in &mut world.nodes {
-            let own: Vec<Held> = node
-                .allocations
-                .iter()
-                .flat_map(|(_, blocks)| blocks.iter().filter_map(|b| parse_cidr(b)))
-                .collect();
+            let own: Vec<Held> = node.allocations.iter().flat_map(|(_, blocks)| blocks.iter().filter_map(|b| parse_cidr(b))).collect();
             if self.rng.percent(70) {
                 node.addresses.push(("InternalIP", format!("192.168.1.{}", self.rng.below(250))));
             }
@@ -776,11 +773,8 @@ fn objects(world: &World) -> Vec<Value> {
                 entry
             })
             .collect();
-        let requested: Vec<Value> = node
-            .requested
-            .iter()
-            .map(|(pool, v4, v6)| json!({"pool": pool, "needed": {"ipv4-addrs": v4, "ipv6-addrs": v6}}))
-            .collect();
+        let requested: Vec<Value> =
+            node.requested.iter().map(|(pool, v4, v6)| json!({"pool": pool, "needed": {"ipv4-addrs": v4, "ipv6-addrs": v6}})).collect();
         let addresses: Vec<Value> = node.addresses.iter().map(|(kind, ip)| json!({"type": kind, "ip": ip})).collect();
         let mut spec = json!({"addresses": addresses, "ipam": {"pools": {"allocated": allocated, "requested": requested}}});
         for (field, pair) in [("health", &node.health), ("ingress", &node.ingress)] {
@@ -850,7 +844,8 @@ fn pool_object(pool: &Pool) -> Value {
                     .filter(|c| !c.ranges.is_empty())
                     .map(|c| json!({"cidr": c.spelling, "reservedRanges": range_list(&c.ranges)}))
                     .collect();
-                entries.extend(family.stray_entries.iter().map(|(cidr, ranges)| json!({"cidr": cidr, "reservedRanges": range_list(ranges)})));
+                entries
+                    .extend(family.stray_entries.iter().map(|(cidr, ranges)| json!({"cidr": cidr, "reservedRanges": range_list(ranges)})));
                 if !entries.is_empty() {
                     fam["pool"] = Value::Array(entries);
                 }
@@ -1001,10 +996,12 @@ impl FamilyView {
 
     /// Every block of `cidr` that `start..=end` touches, one by one.
     fn touched(&self, cidr: usize, start: u128, end: u128) -> BTreeSet<u128> {
-        (0..self.block_count(cidr)).filter(|&i| {
-            let (first, last) = self.block(cidr, i);
-            first <= end && start <= last
-        }).collect()
+        (0..self.block_count(cidr))
+            .filter(|&i| {
+                let (first, last) = self.block(cidr, i);
+                first <= end && start <= last
+            })
+            .collect()
     }
 
     /// The CIDR a listed block belongs to: the first in spec order it overlaps, if usable.
@@ -1075,7 +1072,8 @@ fn family_view(world: &World, pool: &Pool, family: &PoolFamily, ranges_of: &BTre
         let mut owned: Vec<((u128, u32), BTreeSet<BlockAt>)> = Vec::new();
         for block in entries.iter().flat_map(|e| entry_blocks(e, fam)) {
             let Some(cidr) = view.owner(block) else { continue };
-            let touched: BTreeSet<BlockAt> = view.touched(cidr, block.0, last_of(fam, block.0, block.1)).into_iter().map(|i| (cidr, i)).collect();
+            let touched: BTreeSet<BlockAt> =
+                view.touched(cidr, block.0, last_of(fam, block.0, block.1)).into_iter().map(|i| (cidr, i)).collect();
             if owned.iter().any(|(b, _)| *b == block) || touched.is_subset(&mine) {
                 continue;
             }
@@ -1172,7 +1170,8 @@ fn oracle(world: &World) -> Expected {
                     if touched * view.block_size > 2 * (end - start + 1) {
                         expected.problem("reservation-withholds-more", pool_object(&pool.name), "info");
                     }
-                    let over_held = view.held.iter().any(|(&(net, len), &(owner, _))| owner == i && net <= end && start <= last_of(fam, net, len));
+                    let over_held =
+                        view.held.iter().any(|(&(net, len), &(owner, _))| owner == i && net <= end && start <= last_of(fam, net, len));
                     if over_held {
                         expected.problem("reservation-over-allocated", pool_object(&pool.name), "warning");
                     }
@@ -1308,9 +1307,12 @@ fn cluster_problems(world: &World, live_cidrs: &[(String, Fam, u128, u32)], expe
     for pod in world.pods.iter().filter(|p| pod_holds_ips(p)) {
         let object = format!("Pod/{}/{}", pod.namespace, pod.name);
         for (fam, ip) in pod.ips.iter().filter_map(|ip| parse_addr(ip)) {
-            let most_specific = listed.iter().filter(|((f, net, len), _)| *f == fam && contains(*f, *net, *len, ip)).max_by_key(|((_, _, len), _)| *len);
+            let most_specific =
+                listed.iter().filter(|((f, net, len), _)| *f == fam && contains(*f, *net, *len, ip)).max_by_key(|((_, _, len), _)| *len);
             match most_specific {
-                Some((_, holders)) if !holders.contains(pod.node.as_str()) => expected.problem("pod-ip-foreign-block", object.clone(), "error"),
+                Some((_, holders)) if !holders.contains(pod.node.as_str()) => {
+                    expected.problem("pod-ip-foreign-block", object.clone(), "error")
+                }
                 Some(_) => {}
                 None => {
                     if live_cidrs.iter().any(|&(_, f, net, len)| f == fam && contains(f, net, len, ip)) {
@@ -1338,7 +1340,9 @@ fn node_rows(world: &World, in_use: &BTreeSet<(Fam, u128)>) -> BTreeMap<String, 
             .map(|name| {
                 let blocks: Vec<String> = node.allocations.iter().filter(|(p, _)| p == name).flat_map(|(_, b)| b.iter().cloned()).collect();
                 let parsed: Vec<(Fam, u128, u32)> = blocks.iter().filter_map(|b| parse_cidr(b)).collect();
-                let used = in_use.iter().filter(|&&(fam, ip)| parsed.iter().any(|&(f, net, len)| f == fam && contains(f, net, len, ip))).count() as u128;
+                let used =
+                    in_use.iter().filter(|&&(fam, ip)| parsed.iter().any(|&(f, net, len)| f == fam && contains(f, net, len, ip))).count()
+                        as u128;
                 let needed = node.requested.iter().find(|(p, _, _)| p == name).map_or((0, 0), |&(_, v4, v6)| (v4, v6));
                 NodePoolRow { pool: name.to_string(), blocks, used, needed }
             })
@@ -1381,7 +1385,15 @@ fn write_snapshot(rng: &mut Rng, mut objects: Vec<Value>, dir: &Path, shapes: &m
         }
         let base = sub.join(format!("group-{g}"));
         let shape = rng.below(5);
-        shapes.insert(["layout: kind List in YAML", "layout: multi-document YAML", "layout: kind List in JSON", "layout: typed *List", "layout: one object per file"][shape as usize]);
+        shapes.insert(
+            [
+                "layout: kind List in YAML",
+                "layout: multi-document YAML",
+                "layout: kind List in JSON",
+                "layout: typed *List",
+                "layout: one object per file",
+            ][shape as usize],
+        );
         match shape {
             0 => {
                 let list = json!({"apiVersion": "v1", "kind": "List", "items": group});
@@ -1503,16 +1515,24 @@ fn compare(expected: &Expected, actual: &Value, runway: &BTreeMap<(String, Strin
         .as_array()
         .into_iter()
         .flatten()
-        .map(|p| (p["kind"].as_str().unwrap_or("?").to_string(), p["object"].as_str().unwrap_or("?").to_string(), p["severity"].as_str().unwrap_or("?").to_string()))
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap_or("?").to_string(),
+                p["object"].as_str().unwrap_or("?").to_string(),
+                p["severity"].as_str().unwrap_or("?").to_string(),
+            )
+        })
         .collect();
-    let want_problems: BTreeSet<(String, String, String)> = expected.problems.iter().map(|(k, o, s)| (k.clone(), o.clone(), s.to_string())).collect();
+    let want_problems: BTreeSet<(String, String, String)> =
+        expected.problems.iter().map(|(k, o, s)| (k.clone(), o.clone(), s.to_string())).collect();
     for missing in want_problems.difference(&actual_problems) {
         differences.push(format!("problem missing: {missing:?}"));
     }
     for extra in actual_problems.difference(&want_problems) {
         differences.push(format!("problem not expected: {extra:?}"));
     }
-    let actual_nodes: BTreeMap<&str, &Value> = actual["nodes"].as_array().into_iter().flatten().map(|n| (n["name"].as_str().unwrap_or("?"), n)).collect();
+    let actual_nodes: BTreeMap<&str, &Value> =
+        actual["nodes"].as_array().into_iter().flatten().map(|n| (n["name"].as_str().unwrap_or("?"), n)).collect();
     if actual_nodes.keys().copied().collect::<BTreeSet<_>>() != expected.nodes.keys().map(String::as_str).collect() {
         differences.push(format!("nodes: expected {:?}, got {:?}", expected.nodes.keys(), actual_nodes.keys()));
     }
@@ -1546,13 +1566,22 @@ fn library_runway(dir: &Path) -> BTreeMap<(String, String), Option<u128>> {
     report
         .pools
         .iter()
-        .flat_map(|p| p.families.iter().map(move |f| ((p.name.clone(), f.family.name().to_string()), f.runway_nodes.and_then(|r| r.to_u128()))))
+        .flat_map(|p| {
+            p.families.iter().map(move |f| ((p.name.clone(), f.family.name().to_string()), f.runway_nodes.and_then(|r| r.to_u128())))
+        })
         .collect()
 }
 
 /// Runs one seeded case; on a difference, keeps the snapshot directory and describes it.
 fn run_case(case: u64, features: &mut BTreeSet<&'static str>) -> Result<(), String> {
-    let mut generator = Generator { rng: Rng(0x0C11_1DB0_0700 ^ case), v6_like_v4: case % 2 == 1, used_slots: BTreeSet::new(), held: BTreeMap::new(), used_ips: Vec::new(), big_regions: 0 };
+    let mut generator = Generator {
+        rng: Rng(0x0C11_1DB0_0700 ^ case),
+        v6_like_v4: case % 2 == 1,
+        used_slots: BTreeSet::new(),
+        held: BTreeMap::new(),
+        used_ips: Vec::new(),
+        big_regions: 0,
+    };
     let world = generator.world();
     let expected = oracle(&world);
     let mut layout_rng = Rng(case.wrapping_mul(31).wrapping_add(7));
@@ -1602,9 +1631,14 @@ fn world_features(world: &World, expected: &Expected) -> BTreeSet<&'static str> 
     let listed: Vec<(&str, &str, Held)> = world
         .nodes
         .iter()
-        .flat_map(|n| n.allocations.iter().flat_map(move |(pool, blocks)| blocks.iter().filter_map(move |b| Some((n.name.as_str(), pool.as_str(), parse_cidr(b)?)))))
+        .flat_map(|n| {
+            n.allocations
+                .iter()
+                .flat_map(move |(pool, blocks)| blocks.iter().filter_map(move |b| Some((n.name.as_str(), pool.as_str(), parse_cidr(b)?))))
+        })
         .collect();
-    let in_listed = |ip: &str| parse_addr(ip).is_some_and(|(fam, a)| listed.iter().any(|&(_, _, (f, net, len))| f == fam && contains(f, net, len, a)));
+    let in_listed =
+        |ip: &str| parse_addr(ip).is_some_and(|(fam, a)| listed.iter().any(|&(_, _, (f, net, len))| f == fam && contains(f, net, len, a)));
     for pool in &world.pools {
         seen.insert(match pool.dialect {
             Dialect::V2alpha1 => "pool: v2alpha1",
@@ -1739,7 +1773,9 @@ fn world_features(world: &World, expected: &Expected) -> BTreeSet<&'static str> 
         }
     }
     for (kind, _, _) in &expected.problems {
-        seen.insert(PROBLEM_KINDS.iter().find(|(k, _)| k == kind).map_or("problem: a kind the oracle does not list", |(_, feature)| feature));
+        seen.insert(
+            PROBLEM_KINDS.iter().find(|(k, _)| k == kind).map_or("problem: a kind the oracle does not list", |(_, feature)| feature),
+        );
     }
     for figures in expected.figures.values() {
         if figures.family.values().chain(figures.cidrs.values().flat_map(|c| c.values())).any(|&v| v > u128::from(u64::MAX)) {
@@ -1775,11 +1811,17 @@ fn world_features(world: &World, expected: &Expected) -> BTreeSet<&'static str> 
         if node.addresses.iter().any(|(kind, ip)| *kind == "InternalIP" && in_listed(ip)) {
             seen.insert("node: InternalIP inside a block");
         }
-        let foreign = node.addresses.iter().filter(|(kind, _)| *kind == "CiliumInternalIP").map(|(_, ip)| ip).chain(node.health.iter().flatten()).any(|ip| {
-            parse_addr(ip).is_some_and(|(fam, a)| {
-                listed.iter().any(|&(n, _, (f, net, len))| n != node.name && f == fam && contains(f, net, len, a))
-            })
-        });
+        let foreign = node
+            .addresses
+            .iter()
+            .filter(|(kind, _)| *kind == "CiliumInternalIP")
+            .map(|(_, ip)| ip)
+            .chain(node.health.iter().flatten())
+            .any(|ip| {
+                parse_addr(ip).is_some_and(|(fam, a)| {
+                    listed.iter().any(|&(n, _, (f, net, len))| n != node.name && f == fam && contains(f, net, len, a))
+                })
+            });
         if foreign {
             seen.insert("node: infrastructure IP in another node's block");
         }

@@ -113,8 +113,11 @@ impl Installed {
         for file in ["kubectl-ciliumpool", "kubectl_complete-ciliumpool", "LICENSE"] {
             assert!(store.join(file).is_file(), "krew did not install {file} into {}", store.display());
         }
-        std::os::unix::fs::symlink(store.join("kubectl_complete-ciliumpool"), installed.krew_root().join("bin/kubectl_complete-ciliumpool"))
-            .expect("link the completion helper");
+        std::os::unix::fs::symlink(
+            store.join("kubectl_complete-ciliumpool"),
+            installed.krew_root().join("bin/kubectl_complete-ciliumpool"),
+        )
+        .expect("link the completion helper");
         installed
     }
 
@@ -167,7 +170,8 @@ fn krew_arch() -> &'static str {
 fn packaged_archive_installs_with_krew_and_runs_and_completes_through_kubectl() {
     let installed = Installed::new();
 
-    let version = succeeded("kubectl ciliumpool version", installed.kubectl().args(["ciliumpool", "version"]).output().expect("run kubectl"));
+    let version =
+        succeeded("kubectl ciliumpool version", installed.kubectl().args(["ciliumpool", "version"]).output().expect("run kubectl"));
     assert!(version.contains(&format!("Plugin version: {}", env!("CARGO_PKG_VERSION"))), "{version}");
 
     let usage = succeeded(
@@ -296,12 +300,27 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     let started = Instant::now();
     let list = package("--list");
     let files: Vec<&str> = list.lines().collect();
-    for needed in ["Cargo.toml", "Cargo.lock", "build.rs", "LICENSE", "README.md", "src/main.rs", "src/lib.rs", "kubectl_complete-ciliumpool"] {
+    for needed in
+        ["Cargo.toml", "Cargo.lock", "build.rs", "LICENSE", "README.md", "src/main.rs", "src/lib.rs", "kubectl_complete-ciliumpool"]
+    {
         assert!(files.contains(&needed), "the package lacks {needed}: {files:?}");
     }
     let extra: Vec<&&str> = files
         .iter()
-        .filter(|f| !f.starts_with("src/") && !["Cargo.toml", "Cargo.toml.orig", "Cargo.lock", "build.rs", "LICENSE", "README.md", "kubectl_complete-ciliumpool", ".cargo_vcs_info.json"].contains(f))
+        .filter(|f| {
+            !f.starts_with("src/")
+                && ![
+                    "Cargo.toml",
+                    "Cargo.toml.orig",
+                    "Cargo.lock",
+                    "build.rs",
+                    "LICENSE",
+                    "README.md",
+                    "kubectl_complete-ciliumpool",
+                    ".cargo_vcs_info.json",
+                ]
+                .contains(f)
+        })
         .collect();
     assert!(extra.is_empty(), "the package ships files it does not need: {extra:?}");
     assert!(files.iter().filter(|f| f.starts_with("src/")).all(|f| f.ends_with(".rs")), "{files:?}");
@@ -314,7 +333,10 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
 
     // Unpacked into a fixed place, so the build's fingerprints stay valid from one run to the next.
     let staging = tempfile::tempdir().expect("temp dir");
-    succeeded("tar -xzf the .crate", Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(staging.path()).output().expect("run tar"));
+    succeeded(
+        "tar -xzf the .crate",
+        Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(staging.path()).output().expect("run tar"),
+    );
     let unpacked = target_dir.join("unpacked");
     sync_by_content(staging.path(), &unpacked);
     let root = tempfile::tempdir().expect("temp dir");
@@ -333,7 +355,14 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
     eprintln!("[packaging] cargo install of the packaged crate: {:.1} s", started.elapsed().as_secs_f64());
 
     let installed = root.path().join("bin/kubectl-ciliumpool");
-    let version = succeeded("installed version -o json", Command::new(&installed).args(["version", "-o", "json", "-f", "examples/snapshot"]).current_dir(repo_root()).output().expect("run the installed plugin"));
+    let version = succeeded(
+        "installed version -o json",
+        Command::new(&installed)
+            .args(["version", "-o", "json", "-f", "examples/snapshot"])
+            .current_dir(repo_root())
+            .output()
+            .expect("run the installed plugin"),
+    );
     let version: serde_json::Value = serde_json::from_str(&version).expect("version JSON");
     assert_eq!(version["plugin"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(version["plugin"]["gitCommit"], "unknown", "the packaged crate has no .git");
@@ -344,9 +373,11 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
         let output = Command::new(binary).args(args).current_dir(repo_root()).output().expect("run the plugin");
         (output.status.code(), stdout_of(&output))
     };
-    for args in [&["usage", "-f", "examples/snapshot", "-o", "json"][..], &["check", "-f", "examples/snapshot", "-o", "json"], &["--help"]] {
+    for args in [&["usage", "-f", "examples/snapshot", "-o", "json"][..], &["check", "-f", "examples/snapshot", "-o", "json"], &["--help"]]
+    {
         assert_eq!(run(&installed, args), run(Path::new(PLUGIN), args), "the installed plugin and the one under test differ on {args:?}");
     }
-    let ours: serde_json::Value = serde_json::from_str(&run(Path::new(PLUGIN), &["version", "-o", "json", "-f", "examples/snapshot"]).1).expect("version JSON");
+    let ours: serde_json::Value =
+        serde_json::from_str(&run(Path::new(PLUGIN), &["version", "-o", "json", "-f", "examples/snapshot"]).1).expect("version JSON");
     assert_eq!(version.as_object().map(|o| o.keys().collect::<Vec<_>>()), ours.as_object().map(|o| o.keys().collect::<Vec<_>>()));
 }

@@ -55,7 +55,13 @@ fn problems(objects: &[Value]) -> (BTreeSet<(String, String, String)>, i32) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["object"].as_str().unwrap().to_string(), p["severity"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["object"].as_str().unwrap().to_string(),
+                p["severity"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     (set, code)
 }
@@ -114,7 +120,11 @@ fn pod_ip_foreign_block() {
     let pending = with(base(), pod("p2", "n1", "10.1.0.70", "Pending", false));
     assert_eq!(problems(&pending).0, one("pod-ip-foreign-block", "Pod/default/p2", "error"));
     // Not when the pod is host-network or has finished, nor in its own node's block.
-    for quiet in [pod("p2", "n1", "10.1.0.70", "Running", true), pod("p2", "n1", "10.1.0.70", "Succeeded", false), pod("p2", "n2", "10.1.0.70", "Running", false)] {
+    for quiet in [
+        pod("p2", "n1", "10.1.0.70", "Running", true),
+        pod("p2", "n1", "10.1.0.70", "Succeeded", false),
+        pod("p2", "n2", "10.1.0.70", "Running", false),
+    ] {
         assert_eq!(problems(&with(base(), quiet.clone())), (BTreeSet::new(), 0), "{quiet}");
     }
     // A block listed by both nodes belongs to both: no foreign block.

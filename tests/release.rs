@@ -106,7 +106,8 @@ fn manifest_platforms(manifest: &Value) -> Vec<Platform> {
 
 /// `tools/package.sh --list-targets`: target triple -> archive file name.
 fn package_sh_targets() -> BTreeMap<String, String> {
-    let output = Command::new(repo_root().join("tools/package.sh")).arg("--list-targets").stdin(Stdio::null()).output().expect("run package.sh");
+    let output =
+        Command::new(repo_root().join("tools/package.sh")).arg("--list-targets").stdin(Stdio::null()).output().expect("run package.sh");
     assert!(output.status.success(), "package.sh --list-targets failed: {}", text(&output.stderr));
     text(&output.stdout)
         .lines()
@@ -127,10 +128,8 @@ fn workflow_targets(workflow: &Value) -> Vec<(String, String, String, String)> {
         .iter()
         .map(|entry| {
             let (target, os, arch) = (str_at(entry, "/target"), str_at(entry, "/os"), str_at(entry, "/arch"));
-            let archive = template
-                .replace("${{ github.ref_name }}", VERSION)
-                .replace("${{ matrix.os }}", os)
-                .replace("${{ matrix.arch }}", arch);
+            let archive =
+                template.replace("${{ github.ref_name }}", VERSION).replace("${{ matrix.os }}", os).replace("${{ matrix.arch }}", arch);
             assert!(!archive.contains("${{"), "ARCHIVE uses an expression this test does not know: {template}");
             (target.to_string(), os.to_string(), arch.to_string(), archive)
         })
@@ -172,21 +171,35 @@ fn release_workflow_krew_template_and_package_sh_name_the_manifests_archives() {
     let targets = workflow_targets(&workflow);
     assert_eq!(targets.len(), platforms.len(), "the release matrix builds {targets:?}");
     for (target, os, arch, archive) in &targets {
-        let platform = platforms.iter().find(|p| &p.archive == archive).unwrap_or_else(|| panic!("release.yml builds {archive}, krew-manifest.yaml has no such uri"));
+        let platform = platforms
+            .iter()
+            .find(|p| &p.archive == archive)
+            .unwrap_or_else(|| panic!("release.yml builds {archive}, krew-manifest.yaml has no such uri"));
         assert_eq!((&platform.os, &platform.arch), (os, arch), "{target}");
         assert_eq!(package_sh.get(target), Some(archive), "tools/package.sh --target {target} names another archive");
     }
     assert_eq!(package_sh.len(), targets.len(), "package.sh knows targets the release does not build: {package_sh:?}");
     // Triggered by version tags; the uploaded files are the archive package.sh wrote and its sum.
     assert_eq!(workflow.pointer("/on/push/tags").or_else(|| workflow.pointer("/true/push/tags")), Some(&json!(["v*"])));
-    let upload = workflow["jobs"]["build"]["steps"].as_array().expect("steps").iter().find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@"))).expect("an upload-artifact step");
-    assert_eq!(str_at(upload, "/with/path").lines().map(str::trim).collect::<Vec<_>>(), ["dist/${{ env.ARCHIVE }}", "dist/${{ env.ARCHIVE }}.sha256"]);
+    let upload = workflow["jobs"]["build"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@")))
+        .expect("an upload-artifact step");
+    assert_eq!(
+        str_at(upload, "/with/path").lines().map(str::trim).collect::<Vec<_>>(),
+        ["dist/${{ env.ARCHIVE }}", "dist/${{ env.ARCHIVE }}.sha256"]
+    );
 
     let template = std::fs::read_to_string(repo_root().join(".krew.yaml")).expect("read .krew.yaml");
     let rendered = parse_yaml(&render_krew_template(&template), ".krew.yaml rendered");
     assert_eq!(rendered, manifest, ".krew.yaml rendered for {VERSION} differs from krew-manifest.yaml");
     let steps = workflow["jobs"]["release"]["steps"].as_array().expect("release steps");
-    assert!(steps.iter().any(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("rajatjindal/krew-release-bot@"))), "no krew-release-bot step");
+    assert!(
+        steps.iter().any(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("rajatjindal/krew-release-bot@"))),
+        "no krew-release-bot step"
+    );
 }
 
 /// Only the host target can really be built here; the others fail at once with one line that
@@ -213,6 +226,11 @@ fn package_sh_refuses_a_target_it_cannot_build_in_one_line() {
 
 #[test]
 fn krew_template_rendering_is_checked_line_by_line() {
-    let rendered = render_krew_template("spec:\n  version: {{ .TagName }}\n  - x\n    {{addURIAndSha \"https://h/{{ .TagName }}/a.tar.gz\" .TagName }}\n");
-    assert_eq!(rendered, format!("spec:\n  version: {VERSION}\n  - x\n    uri: https://h/{VERSION}/a.tar.gz\n    sha256: \"{}\"\n", "0".repeat(64)));
+    let rendered = render_krew_template(
+        "spec:\n  version: {{ .TagName }}\n  - x\n    {{addURIAndSha \"https://h/{{ .TagName }}/a.tar.gz\" .TagName }}\n",
+    );
+    assert_eq!(
+        rendered,
+        format!("spec:\n  version: {VERSION}\n  - x\n    uri: https://h/{VERSION}/a.tar.gz\n    sha256: \"{}\"\n", "0".repeat(64))
+    );
 }

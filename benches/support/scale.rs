@@ -116,8 +116,11 @@ fn pool_object(p: u32, cfp: bool) -> Value {
         (true, _) => ("cilium.io/v2alpha1", json!({"cidrs": [v4_cidr], "maskSize": 24})),
         (false, 1) | (false, 2) if p % 3 == 1 || !cfp => {
             let gateway = v4(pool_v4_base(p) + 1);
-            ("cilium.io/v2", json!({"cidrs": [v4_cidr.clone()], "maskSize": 26,
-                "pool": [{"cidr": v4_cidr, "reservedRanges": [{"start": gateway, "end": gateway}]}]}))
+            (
+                "cilium.io/v2",
+                json!({"cidrs": [v4_cidr.clone()], "maskSize": 26,
+                "pool": [{"cidr": v4_cidr, "reservedRanges": [{"start": gateway, "end": gateway}]}]}),
+            )
         }
         (false, 2) => {
             let last_block = pool_v4_base(p) + (1 << 18) - 64;
@@ -189,7 +192,8 @@ fn node_object(scale: &Scale, n: u32, rng: &mut Rng) -> Value {
             "beta.kubernetes.io/os": "linux", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
             "node.kubernetes.io/instance-type": "m6i.4xlarge", "topology.kubernetes.io/region": "eu-west-1",
             "topology.kubernetes.io/zone": format!("eu-west-1{}", ["a", "b", "c"][(n % 3) as usize])});
-        object["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Node", "name": name, "uid": format!("{}-0000-4000-8000-{}", rng.hex(8), rng.hex(12))}]);
+        object["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "Node", "name": name, "uid": format!("{}-0000-4000-8000-{}", rng.hex(8), rng.hex(12))}]);
         object["spec"]["encryption"] = json!({});
         object["spec"]["eni"] = json!({});
         object["spec"]["instance-id"] = json!(format!("i-{}", rng.hex(17)));
@@ -283,13 +287,27 @@ fn pod_object(scale: &Scale, n: u32, j: u32, rng: &mut Rng) -> Value {
             {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}]);
     spec["tolerations"] = json!([{"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
         {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300}]);
-    for (key, value) in [("dnsPolicy", json!("ClusterFirst")), ("restartPolicy", json!("Always")), ("schedulerName", json!("default-scheduler")),
-        ("serviceAccountName", json!("default")), ("terminationGracePeriodSeconds", json!(30)), ("priority", json!(0)), ("enableServiceLinks", json!(true))] {
+    for (key, value) in [
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("restartPolicy", json!("Always")),
+        ("schedulerName", json!("default-scheduler")),
+        ("serviceAccountName", json!("default")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("priority", json!(0)),
+        ("enableServiceLinks", json!(true)),
+    ] {
         spec[key] = value;
     }
-    let condition = |kind: &str| json!({"type": kind, "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-01-05T10:00:09Z"});
+    let condition =
+        |kind: &str| json!({"type": kind, "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-01-05T10:00:09Z"});
     let status = &mut object["status"];
-    status["conditions"] = json!([condition("PodReadyToStartContainers"), condition("Initialized"), condition("Ready"), condition("ContainersReady"), condition("PodScheduled")]);
+    status["conditions"] = json!([
+        condition("PodReadyToStartContainers"),
+        condition("Initialized"),
+        condition("Ready"),
+        condition("ContainersReady"),
+        condition("PodScheduled")
+    ]);
     status["hostIP"] = json!(node_ip(n));
     status["hostIPs"] = json!([{"ip": node_ip(n)}]);
     status["qosClass"] = json!("Burstable");
@@ -312,7 +330,8 @@ fn endpoint_object(pod: &Value, n: u32, rng: &mut Rng, realistic: bool) -> Value
         "metadata": {"name": name, "namespace": namespace},
         "status": {"networking": {"addressing": [addressing], "node": node_ip(n)}, "state": "ready", "id": rng.below(4000)}});
     if realistic {
-        object["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"], "blockOwnerDeletion": true}]);
+        object["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"], "blockOwnerDeletion": true}]);
         object["metadata"]["uid"] = json!(format!("{}-0000-4000-8000-{}", rng.hex(8), rng.hex(12)));
         object["status"]["identity"] = json!({"id": 10_000 + rng.below(50_000), "labels": [format!("k8s:app.kubernetes.io/name={}", pod["metadata"]["labels"]["app.kubernetes.io/name"].as_str().unwrap_or("")),
             format!("k8s:io.kubernetes.pod.namespace={}", namespace.as_str().unwrap_or("")), "k8s:io.cilium.k8s.policy.cluster=prod".to_string()]});

@@ -6,12 +6,12 @@
 #![no_main]
 
 use ciliumpool::allocator::analyze;
+use ciliumpool::escape;
 use ciliumpool::model::Snapshot;
 use ciliumpool::render::check::Check;
 use ciliumpool::render::inspect::Inspect;
 use ciliumpool::render::reserve::{Reservations, listed_ranges};
 use ciliumpool::render::usage::{Table, Thresholds, Usage};
-use ciliumpool::escape;
 use ciliumpool::render::{Format, Style, output};
 use libfuzzer_sys::fuzz_target;
 
@@ -55,10 +55,24 @@ fuzz_target!(|data: &[u8]| {
                     check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds }, format, &style), format);
                 }
             }
-            check(output(&Check { origin: &snapshot.origin, problems: report.problems.iter().collect(), hidden: 1, ipam: &report.ipam }, format, &style), format);
+            check(
+                output(
+                    &Check { origin: &snapshot.origin, problems: report.problems.iter().collect(), hidden: 1, ipam: &report.ipam },
+                    format,
+                    &style,
+                ),
+                format,
+            );
             check(output(&Inspect { snapshot: &snapshot, report: &report, names: &names }, format, &style), format);
             let pools: Vec<_> = report.pools.iter().collect();
-            check(output(&Reservations { origin: &snapshot.origin, ranges: listed_ranges(&pools), invalid: report.problems.iter().collect() }, format, &style), format);
+            check(
+                output(
+                    &Reservations { origin: &snapshot.origin, ranges: listed_ranges(&pools), invalid: report.problems.iter().collect() },
+                    format,
+                    &style,
+                ),
+                format,
+            );
         }
     }
 });

@@ -129,13 +129,15 @@ impl<'a> ListedBlocks<'a> {
     pub fn from_nodes(nodes: &'a [Node]) -> ListedBlocks<'a> {
         assert!(u32::try_from(nodes.len()).is_ok(), "fewer than 2^32 nodes");
         let mut pairs: Vec<(Prefix, Listing)> = Vec::with_capacity(nodes.iter().flat_map(|n| &n.allocated).map(|a| a.blocks.len()).sum());
-        pairs.extend(nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index as u32, &node.name, alloc)))
-            .flat_map(|(node_index, node, alloc)| {
-                alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
-            }));
+        pairs.extend(
+            nodes
+                .iter()
+                .enumerate()
+                .flat_map(|(node_index, node)| node.allocated.iter().map(move |alloc| (node_index as u32, &node.name, alloc)))
+                .flat_map(|(node_index, node, alloc)| {
+                    alloc.blocks.iter().filter_map(|b| b.prefix).map(move |block| (block, Listing { node, pool: &alloc.pool, node_index }))
+                }),
+        );
         pairs.sort_unstable();
         pairs.dedup();
         let mut listed = ListedBlocks {
@@ -183,8 +185,11 @@ impl<'a> ListedBlocks<'a> {
                 }
             })
         };
-        let leaves_v4 = ByNode::build(nodes.len(), |sink| leaves(Family::Ipv4, &mut |node, block| sink(node, (narrow(block.first()), narrow(block.last())))));
-        let leaves_v6 = ByNode::build(nodes.len(), |sink| leaves(Family::Ipv6, &mut |node, block| sink(node, (block.first(), block.last()))));
+        let leaves_v4 = ByNode::build(nodes.len(), |sink| {
+            leaves(Family::Ipv4, &mut |node, block| sink(node, (narrow(block.first()), narrow(block.last()))))
+        });
+        let leaves_v6 =
+            ByNode::build(nodes.len(), |sink| leaves(Family::Ipv6, &mut |node, block| sink(node, (block.first(), block.last()))));
         (listed.by_node, listed.leaves_v4, listed.leaves_v6) = (by_node, leaves_v4, leaves_v6);
         listed
     }
@@ -391,13 +396,17 @@ mod tests {
     #[test]
     fn listed_blocks_count_the_addresses_inside_them() {
         let node = |name: &str, cidrs: &[&str]| {
-            Node::decode(&serde_json::json!({"metadata": {"name": name}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": cidrs}]}}}}))
+            Node::decode(
+                &serde_json::json!({"metadata": {"name": name}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": cidrs}]}}}}),
+            )
         };
         // Nested (/24 around a /26), adjacent, empty and IPv6 blocks; addresses between and outside them.
         let nodes = [node("a", &["10.0.0.0/24", "10.0.1.0/26", "fd00::/120"]), node("b", &["10.0.0.64/26", "10.0.2.0/26"])];
         let listed = ListedBlocks::from_nodes(&nodes);
         let v4 = |text: &str| Addr::parse(text).unwrap().value;
-        let ipv4 = AddressSet::new(["9.0.0.1", "10.0.0.1", "10.0.0.64", "10.0.0.127", "10.0.0.128", "10.0.1.5", "10.0.1.64", "11.0.0.0"].map(|a| v4(a) as u32));
+        let ipv4 = AddressSet::new(
+            ["9.0.0.1", "10.0.0.1", "10.0.0.64", "10.0.0.127", "10.0.0.128", "10.0.1.5", "10.0.1.64", "11.0.0.0"].map(|a| v4(a) as u32),
+        );
         let ipv6 = AddressSet::new(["fd00::1", "fd00::ff", "fd00::100"].map(v4));
         let prefix = |text: &str| Prefix::parse(text).unwrap();
         assert_eq!(listed.used_in_order().used(&prefix("10.0.0.0/24")), None, "not counted yet");
@@ -411,7 +420,10 @@ mod tests {
         // Asked for out of order (the cursor starts again), and through the nodes listing them.
         let mut reversed = listed.used_in_order();
         assert_eq!(blocks.iter().rev().map(|b| reversed.used(b)).collect::<Vec<_>>(), expected.into_iter().rev().collect::<Vec<_>>());
-        assert_eq!((listed.used_by_node(0, &blocks[0]), listed.used_by_node(1, &blocks[1]), listed.used_by_node(1, &blocks[0])), (Some(4), Some(2), None));
+        assert_eq!(
+            (listed.used_by_node(0, &blocks[0]), listed.used_by_node(1, &blocks[1]), listed.used_by_node(1, &blocks[0])),
+            (Some(4), Some(2), None)
+        );
         // Each node's blocks that contain no other listed block: a's /24 contains b's /26.
         let addr = |text: &str| Addr::parse(text).unwrap();
         assert!(!listed.listed_by_node(0, addr("10.0.0.1")), "in a's /24, which is no leaf");
@@ -436,7 +448,11 @@ mod tests {
         let sorted: Vec<u128> = (0..100).map(|v| v * 3).collect();
         for from in [0, 1, 7, 50, 99, 100] {
             for limit in [0, 1, 3, 4, 150, 297, 298, 1000] {
-                assert_eq!(gallop(&sorted, from, |&v| v < limit), sorted.partition_point(|&v| v < limit).max(from), "from {from}, below {limit}");
+                assert_eq!(
+                    gallop(&sorted, from, |&v| v < limit),
+                    sorted.partition_point(|&v| v < limit).max(from),
+                    "from {from}, below {limit}"
+                );
             }
         }
     }

@@ -47,10 +47,7 @@ impl Count {
     /// Lossy conversion for ratios and medians; never used for a reported count.
     pub fn to_f64(self) -> f64 {
         let limbs = self.0.as_limbs();
-        limbs
-            .iter()
-            .rev()
-            .fold(0.0, |acc, &limb| acc * 18_446_744_073_709_551_616.0 + limb as f64)
+        limbs.iter().rev().fold(0.0, |acc, &limb| acc * 18_446_744_073_709_551_616.0 + limb as f64)
     }
 
     /// `self / rhs` rounded down; `None` when `rhs` is zero.

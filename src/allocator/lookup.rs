@@ -94,9 +94,10 @@ pub fn lookup(snapshot: &Snapshot, report: &Report, addr: Addr) -> IpAnswer {
     };
     // Pools whose CIDRs contain the address (the report has them sorted by name).
     let mut matches = report.pools.iter().flat_map(|pool| {
-        pool.families.iter().filter(move |f| f.family == addr.family).flat_map(move |fam| {
-            fam.cidrs.iter().filter(move |c| c.prefix.contains(addr)).map(move |c| (pool, fam.mask_size, c))
-        })
+        pool.families
+            .iter()
+            .filter(move |f| f.family == addr.family)
+            .flat_map(move |fam| fam.cidrs.iter().filter(move |c| c.prefix.contains(addr)).map(move |c| (pool, fam.mask_size, c)))
     });
     if let Some((pool, mask, cidr)) = matches.next() {
         answer.also_in_pools = matches.map(|(p, _, _)| p.name.clone()).filter(|n| n != &pool.name).collect();
@@ -122,7 +123,11 @@ pub fn lookup(snapshot: &Snapshot, report: &Report, addr: Addr) -> IpAnswer {
 }
 
 fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow: (bool, bool)) {
-    answer.reserved_by = cidr.reservations.iter().find(|r| r.start.value <= addr.value && addr.value <= r.end.value).map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() });
+    answer.reserved_by = cidr
+        .reservations
+        .iter()
+        .find(|r| r.start.value <= addr.value && addr.value <= r.end.value)
+        .map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() });
     if let Some(held) = cidr.allocated.iter().find(|b| b.prefix.contains(addr)) {
         answer.block = Some(held.prefix.to_string());
         answer.state = Some(BlockState::Allocated);
@@ -167,7 +172,11 @@ fn node_allows(snapshot: &Snapshot, block: &crate::model::Prefix, nodes: &[Strin
 fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
     let mut out = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips() && p.ips.contains(&addr)) {
-        out.push(Holder { kind: "pod", name: format!("{}/{}", pod.namespace, pod.name), detail: pod.node_name.as_deref().map(str::to_string) });
+        out.push(Holder {
+            kind: "pod",
+            name: format!("{}/{}", pod.namespace, pod.name),
+            detail: pod.node_name.as_deref().map(str::to_string),
+        });
     }
     for ep in snapshot.endpoints.iter().flatten().filter(|e| e.ips.contains(&addr)) {
         out.push(Holder { kind: "endpoint", name: format!("{}/{}", ep.namespace, ep.name), detail: None });
@@ -228,20 +237,32 @@ mod tests {
     fn allocated_block_its_holders_and_unusable_ends() {
         let snap = snapshot("multi-pool");
         let a = ask(&snap, "10.40.3.7");
-        assert_eq!((a.pool.as_deref(), a.cidr.as_deref(), a.block.as_deref(), a.state), (Some("blue"), Some("10.40.0.0/16"), Some("10.40.3.0/24"), Some(BlockState::Allocated)));
+        assert_eq!(
+            (a.pool.as_deref(), a.cidr.as_deref(), a.block.as_deref(), a.state),
+            (Some("blue"), Some("10.40.0.0/16"), Some("10.40.3.0/24"), Some(BlockState::Allocated))
+        );
         assert!(!a.in_no_pool());
         assert_eq!((a.nodes, a.also_in_pools, a.unusable, a.reserved_by), (vec!["n1".to_string()], vec!["red".to_string()], false, None));
-        assert_eq!(a.held_by, vec![
-            Holder { kind: "pod", name: "team/db".into(), detail: Some("n1".into()) },
-            Holder { kind: "endpoint", name: "team/db".into(), detail: None },
-        ]);
+        assert_eq!(
+            a.held_by,
+            vec![
+                Holder { kind: "pod", name: "team/db".into(), detail: Some("n1".into()) },
+                Holder { kind: "endpoint", name: "team/db".into(), detail: None },
+            ]
+        );
         // A finished pod holds nothing; only CiliumInternalIP, health and ingress are node addresses.
         assert!(ask(&snap, "10.40.3.8").held_by.is_empty());
         assert!(ask(&snap, "10.40.3.2").held_by.is_empty());
-        assert_eq!(ask(&snap, "10.40.3.1").held_by, vec![Holder { kind: "node", name: "n1".into(), detail: Some("CiliumInternalIP".into()) }]);
+        assert_eq!(
+            ask(&snap, "10.40.3.1").held_by,
+            vec![Holder { kind: "node", name: "n1".into(), detail: Some("CiliumInternalIP".into()) }]
+        );
         // The pool allows neither end: .0 and .255 of each block are unusable, .1 and .254 are not.
         let unusable = |ip: &str| ask(&snap, ip).unusable;
-        assert_eq!([unusable("10.40.3.0"), unusable("10.40.3.1"), unusable("10.40.3.254"), unusable("10.40.3.255")], [true, false, false, true]);
+        assert_eq!(
+            [unusable("10.40.3.0"), unusable("10.40.3.1"), unusable("10.40.3.254"), unusable("10.40.3.255")],
+            [true, false, false, true]
+        );
         assert_eq!([unusable("10.40.6.0"), unusable("10.40.6.9"), unusable("10.40.6.255")], [true, false, true]);
         // Outside red's 10.40.0.0/20: only blue.
         assert!(ask(&snap, "10.40.16.1").also_in_pools.is_empty());
@@ -251,11 +272,20 @@ mod tests {
     fn free_and_withheld_blocks_name_their_reservations() {
         let snap = snapshot("multi-pool");
         let free = ask(&snap, "10.40.6.9");
-        assert_eq!((free.block.as_deref(), free.state, free.withheld_by.len(), free.reserved_by.is_none()), (Some("10.40.6.0/24"), Some(BlockState::Free), 0, true));
+        assert_eq!(
+            (free.block.as_deref(), free.state, free.withheld_by.len(), free.reserved_by.is_none()),
+            (Some("10.40.6.0/24"), Some(BlockState::Free), 0, true)
+        );
         assert!(free.nodes.is_empty());
         let first = range("10.40.5.10", "10.40.5.20");
         let second = range("10.40.7.200", "10.40.8.5");
-        for (ip, reserved_by) in [("10.40.5.9", None), ("10.40.5.10", Some(&first)), ("10.40.5.15", Some(&first)), ("10.40.5.20", Some(&first)), ("10.40.5.21", None)] {
+        for (ip, reserved_by) in [
+            ("10.40.5.9", None),
+            ("10.40.5.10", Some(&first)),
+            ("10.40.5.15", Some(&first)),
+            ("10.40.5.20", Some(&first)),
+            ("10.40.5.21", None),
+        ] {
             let a = ask(&snap, ip);
             assert_eq!((a.block.as_deref(), a.state), (Some("10.40.5.0/24"), Some(BlockState::Withheld)), "{ip}");
             assert_eq!(a.withheld_by, vec![first.clone()], "{ip}");
@@ -264,7 +294,11 @@ mod tests {
         // A range over two blocks withholds both, and only it is named there.
         for (ip, block) in [("10.40.7.1", "10.40.7.0/24"), ("10.40.8.200", "10.40.8.0/24")] {
             let a = ask(&snap, ip);
-            assert_eq!((a.block.as_deref(), a.state, a.withheld_by), (Some(block), Some(BlockState::Withheld), vec![second.clone()]), "{ip}");
+            assert_eq!(
+                (a.block.as_deref(), a.state, a.withheld_by),
+                (Some(block), Some(BlockState::Withheld), vec![second.clone()]),
+                "{ip}"
+            );
             assert_eq!(a.reserved_by, None, "{ip}");
         }
         assert_eq!(ask(&snap, "10.40.8.5").reserved_by, Some(second));
@@ -275,7 +309,10 @@ mod tests {
         let snap = snapshot("multi-pool");
         let orphan = ask(&snap, "10.99.0.5");
         assert!(!orphan.in_no_pool());
-        assert_eq!((orphan.pool.as_deref(), orphan.cidr.as_deref(), orphan.block.as_deref(), orphan.state), (Some("gone"), None, Some("10.99.0.0/24"), Some(BlockState::Orphan)));
+        assert_eq!(
+            (orphan.pool.as_deref(), orphan.cidr.as_deref(), orphan.block.as_deref(), orphan.state),
+            (Some("gone"), None, Some("10.99.0.0/24"), Some(BlockState::Orphan))
+        );
         assert_eq!(orphan.nodes, vec!["n2".to_string()]);
         // n2 copied allowFirstIP (true) and not allowLastIP.
         let unusable = |ip: &str| ask(&snap, ip).unusable;
@@ -290,7 +327,10 @@ mod tests {
         // In ENI mode the node's own pool is the mode's, not an orphan.
         let eni = ask(&snapshot("eni"), "10.99.0.5");
         assert_eq!((eni.pool.as_deref(), eni.state), (Some("gone"), Some(BlockState::ModeAllocated)));
-        let names: Vec<&str> = [BlockState::Allocated, BlockState::Free, BlockState::Withheld, BlockState::Orphan, BlockState::ModeAllocated].map(BlockState::name).to_vec();
+        let names: Vec<&str> =
+            [BlockState::Allocated, BlockState::Free, BlockState::Withheld, BlockState::Orphan, BlockState::ModeAllocated]
+                .map(BlockState::name)
+                .to_vec();
         assert_eq!(names, ["allocated", "free", "withheld", "orphan", "mode-allocated"]);
     }
 }

@@ -3,9 +3,9 @@
 //! cluster-pool podCIDRs, with the prerequisites of a migration to multi-pool.
 
 use super::blocks;
+use super::checks::Problems;
 use super::count::Count;
 use super::interval::IntervalSet;
-use super::checks::Problems;
 use super::problem::{ProblemKind, Severity, node_object, pool_object};
 use super::report::{IpamReport, ModeFamilyReport, ModePoolReport, NodePodCidrs, PoolReport};
 use crate::model::{Family, IpamMode, Prefix, Snapshot};
@@ -25,7 +25,12 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
     let mode = snapshot.ipam.as_ref().map(|c| c.mode.clone());
     let mut mode_pools = Vec::new();
     if let Some(mode) = mode.as_ref().filter(|m| **m != IpamMode::MultiPool) {
-        let names: BTreeSet<&str> = snapshot.nodes.iter().flat_map(|n| n.allocated.iter().map(|a| a.pool.as_ref())).filter(|p| snapshot.pool(p).is_none()).collect();
+        let names: BTreeSet<&str> = snapshot
+            .nodes
+            .iter()
+            .flat_map(|n| n.allocated.iter().map(|a| a.pool.as_ref()))
+            .filter(|p| snapshot.pool(p).is_none())
+            .collect();
         for name in names {
             let mut families = Vec::new();
             for family in Family::ALL {
@@ -65,7 +70,9 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
         .filter(|n| !n.pod_cidrs.is_empty())
         .map(|n| {
             let used = Family::ALL.iter().map(|&f| {
-                let ranges = IntervalSet::from_ranges(n.pod_cidrs.iter().filter_map(|b| b.prefix).filter(|p| p.family == f).map(|p| (p.first(), p.last())));
+                let ranges = IntervalSet::from_ranges(
+                    n.pod_cidrs.iter().filter_map(|b| b.prefix).filter(|p| p.family == f).map(|p| (p.first(), p.last())),
+                );
                 count_used(f, &ranges)
             });
             NodePodCidrs {
@@ -75,16 +82,9 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
             }
         })
         .collect();
-    let nothing_to_show = matches!(mode, Some(IpamMode::Other(_)))
-        && snapshot.pools.is_empty()
-        && mode_pools.is_empty()
-        && pod_cidrs.is_empty();
-    IpamReport {
-        mode: mode.map_or_else(|| "unknown".to_string(), |m| m.name().to_string()),
-        mode_pools,
-        pod_cidrs,
-        nothing_to_show,
-    }
+    let nothing_to_show =
+        matches!(mode, Some(IpamMode::Other(_))) && snapshot.pools.is_empty() && mode_pools.is_empty() && pod_cidrs.is_empty();
+    IpamReport { mode: mode.map_or_else(|| "unknown".to_string(), |m| m.name().to_string()), mode_pools, pod_cidrs, nothing_to_show }
 }
 
 /// Cluster-pool → multi-pool (Cilium ≥ 1.20): the operator moves each node's podCIDRs into
@@ -107,33 +107,58 @@ pub fn migration_problems(snapshot: &Snapshot, pools: &[PoolReport], problems: &
         problems.push(severity, ProblemKind::ClusterPoolMigration, object, message, action, Some(default));
     };
     if migrating && !config.cluster_pool_migration {
-        push(Severity::Warning, format!("ConfigMap/{}", config.source),
-            format!("{} node(s) still have spec.ipam.podCIDRs in multi-pool mode, and enable-cluster-pool-to-multi-pool-migration is not \"true\": the operator will not move them to pool {default}", nodes.len()),
-            "set enable-cluster-pool-to-multi-pool-migration: \"true\" in cilium-config and restart the operator");
+        push(
+            Severity::Warning,
+            format!("ConfigMap/{}", config.source),
+            format!(
+                "{} node(s) still have spec.ipam.podCIDRs in multi-pool mode, and enable-cluster-pool-to-multi-pool-migration is not \"true\": the operator will not move them to pool {default}",
+                nodes.len()
+            ),
+            "set enable-cluster-pool-to-multi-pool-migration: \"true\" in cilium-config and restart the operator",
+        );
     }
     let Some(pool) = pool else {
-        push(Severity::Error, pool_object(default),
+        push(
+            Severity::Error,
+            pool_object(default),
             format!("pool {default} (ipam-default-ip-pool) does not exist: the podCIDRs of {} node(s) cannot move to it", nodes.len()),
-            "create the pool with CIDRs covering every node's podCIDRs and maskSize equal to their prefix length");
+            "create the pool with CIDRs covering every node's podCIDRs and maskSize equal to their prefix length",
+        );
         return;
     };
     for node in nodes {
         for cidr in &node.pod_cidrs {
             let Some(prefix) = cidr.prefix else {
-                push(Severity::Error, node_object(&node.name), format!("spec.ipam.podCIDRs entry {:?} is not a CIDR", cidr.original), "fix the node's podCIDRs");
+                push(
+                    Severity::Error,
+                    node_object(&node.name),
+                    format!("spec.ipam.podCIDRs entry {:?} is not a CIDR", cidr.original),
+                    "fix the node's podCIDRs",
+                );
                 continue;
             };
             let fam = pool.families.iter().find(|f| f.family == prefix.family);
             let covered = fam.is_some_and(|f| f.cidrs.iter().any(|c| c.prefix.contains_prefix(&prefix)));
             let mask = fam.and_then(|f| f.mask_size);
             if !covered {
-                push(Severity::Error, node_object(&node.name),
+                push(
+                    Severity::Error,
+                    node_object(&node.name),
                     format!("podCIDR {} is not inside any {} CIDR of pool {default}", cidr.original, prefix.family),
-                    &format!("add a CIDR covering {} to pool {default}", cidr.original));
+                    &format!("add a CIDR covering {} to pool {default}", cidr.original),
+                );
             } else if mask != Some(prefix.len) {
-                push(Severity::Error, node_object(&node.name),
-                    format!("podCIDR {} is a /{} but pool {default} hands out /{} blocks", cidr.original, prefix.len, mask.map_or("?".to_string(), |m| m.to_string())),
-                    &format!("the pool's {} maskSize must equal the podCIDRs' prefix length ({})", prefix.family, prefix.len));
+                push(
+                    Severity::Error,
+                    node_object(&node.name),
+                    format!(
+                        "podCIDR {} is a /{} but pool {default} hands out /{} blocks",
+                        cidr.original,
+                        prefix.len,
+                        mask.map_or("?".to_string(), |m| m.to_string())
+                    ),
+                    &format!("the pool's {} maskSize must equal the podCIDRs' prefix length ({})", prefix.family, prefix.len),
+                );
             }
         }
     }
@@ -176,7 +201,10 @@ mod tests {
             pool("blue", json!({"ipv4": {"cidrs": ["10.2.0.0/16"], "maskSize": 24}})),
             eni_node("n1", "default", &["10.1.0.10/32", "10.1.0.32/28", "fd00::/80"]),
             eni_node("n2", "default", &["10.1.0.32/28", "10.1.0.11/32"]),
-            node("n3", json!({"ipam": {"pools": {"allocated": [{"pool": "x", "cidrs": ["10.3.0.0/30"]}, {"pool": "blue", "cidrs": ["10.2.0.0/24"]}]}}})),
+            node(
+                "n3",
+                json!({"ipam": {"pools": {"allocated": [{"pool": "x", "cidrs": ["10.3.0.0/30"]}, {"pool": "blue", "cidrs": ["10.2.0.0/24"]}]}}}),
+            ),
             pod("in-28", "Running", &["10.1.0.33", "fd00::5"]),
             pod("in-32", "Running", &["10.1.0.10"]),
             pod("done", "Succeeded", &["10.1.0.34"]),
@@ -189,7 +217,11 @@ mod tests {
 
     fn figures(report: &ModePoolReport) -> Vec<Figures> {
         let n = |c: Count| c.to_u128().unwrap();
-        report.families.iter().map(|f| (f.family, n(f.allocated_blocks), n(f.allocated_addresses), f.used_addresses.map(n), f.idle_addresses.map(n), f.nodes)).collect()
+        report
+            .families
+            .iter()
+            .map(|f| (f.family, n(f.allocated_blocks), n(f.allocated_addresses), f.used_addresses.map(n), f.idle_addresses.map(n), f.nodes))
+            .collect()
     }
 
     #[test]
@@ -202,10 +234,10 @@ mod tests {
         // default, IPv4: three distinct blocks (the /28 twice listed counts once): 1 + 16 + 1
         // addresses, both ends usable; 10.1.0.33 and 10.1.0.10 run there (not the finished pod).
         // IPv6: one /80 of 2^48 addresses, fd00::5 in use.
-        assert_eq!(figures(&ipam.mode_pools[0]), [
-            (Family::Ipv4, 3, 18, Some(2), Some(16), 2),
-            (Family::Ipv6, 1, 1 << 48, Some(1), Some((1 << 48) - 1), 1),
-        ]);
+        assert_eq!(
+            figures(&ipam.mode_pools[0]),
+            [(Family::Ipv4, 3, 18, Some(2), Some(16), 2), (Family::Ipv6, 1, 1 << 48, Some(1), Some((1 << 48) - 1), 1),]
+        );
         // x: no allow flags, so a /30 has 2 usable addresses; nothing runs there.
         assert_eq!(figures(&ipam.mode_pools[1]), [(Family::Ipv4, 1, 2, Some(0), Some(2), 1)]);
         assert!(ipam.mode_pools[0].capacity_unknown.contains("AWS"), "{}", ipam.mode_pools[0].capacity_unknown);
@@ -240,8 +272,11 @@ mod tests {
             pod("b", "Running", &["10.5.0.4", "10.7.0.1"]),
         ]);
         let ipam = analyze(&snap).ipam;
-        let rows: Vec<(&str, Vec<&str>, Option<u128>)> =
-            ipam.pod_cidrs.iter().map(|r| (r.node.as_str(), r.pod_cidrs.iter().map(String::as_str).collect(), r.used_addresses.map(|c| c.to_u128().unwrap()))).collect();
+        let rows: Vec<(&str, Vec<&str>, Option<u128>)> = ipam
+            .pod_cidrs
+            .iter()
+            .map(|r| (r.node.as_str(), r.pod_cidrs.iter().map(String::as_str).collect(), r.used_addresses.map(|c| c.to_u128().unwrap())))
+            .collect();
         assert_eq!(rows, [("n1", vec!["10.5.0.0/24", "fd05::/120"], Some(3)), ("n3", vec!["10.5.1.0/24"], Some(0))], "n2 has no podCIDRs");
         assert!(!ipam.nothing_to_show);
     }
@@ -270,7 +305,10 @@ mod tests {
     /// after it) covers 10.6.0.0/16.
     fn pools() -> Vec<Value> {
         vec![
-            pool("default", json!({"ipv4": {"cidrs": ["10.5.0.0/16"], "maskSize": 24}, "ipv6": {"cidrs": ["fd05::/112"], "maskSize": 120}})),
+            pool(
+                "default",
+                json!({"ipv4": {"cidrs": ["10.5.0.0/16"], "maskSize": 24}, "ipv6": {"cidrs": ["fd05::/112"], "maskSize": 120}}),
+            ),
             pool("other", json!({"ipv4": {"cidrs": ["10.6.0.0/16"], "maskSize": 24}})),
         ]
     }
@@ -302,12 +340,16 @@ mod tests {
             node("none", json!({"ipam": {}})),
         ];
         let report = analyze(&Snapshot::from_objects(objects.clone()));
-        let messages: Vec<&str> = report.problems.iter().filter(|p| p.kind == ProblemKind::ClusterPoolMigration).map(|p| p.message.as_str()).collect();
+        let messages: Vec<&str> =
+            report.problems.iter().filter(|p| p.kind == ProblemKind::ClusterPoolMigration).map(|p| p.message.as_str()).collect();
         assert!(messages.iter().all(|m| m.contains("1 node(s)")), "{messages:?}");
         assert_eq!(migration(objects), [(Severity::Error, "CiliumPodIPPool/main".to_string()), (Severity::Warning, cm.clone())]);
         // Flag set and every podCIDR covered: nothing to say.
         let mut ready = pools();
-        ready.extend([config(json!({"ipam": "multi-pool", "enable-cluster-pool-to-multi-pool-migration": "true"})), pod_cidr_node("n1", &["10.5.0.0/24", "fd05::/120"])]);
+        ready.extend([
+            config(json!({"ipam": "multi-pool", "enable-cluster-pool-to-multi-pool-migration": "true"})),
+            pod_cidr_node("n1", &["10.5.0.0/24", "fd05::/120"]),
+        ]);
         assert_eq!(migration(ready), []);
         // Every podCIDR covered but the flag not set: only the warning.
         let mut half = pools();
@@ -322,7 +364,10 @@ mod tests {
         // ENI nodes with podCIDRs, no pool: the mode never migrates.
         assert_eq!(migration(vec![config(json!({"ipam": "eni"})), pod_cidr_node("n1", &["10.5.0.0/24"])]), []);
         // Multi-pool with no node left holding podCIDRs: the migration is over (or never was).
-        assert_eq!(migration(vec![config(json!({"ipam": "multi-pool", "ipam-default-ip-pool": "main"})), node("none", json!({"ipam": {}}))]), []);
+        assert_eq!(
+            migration(vec![config(json!({"ipam": "multi-pool", "ipam-default-ip-pool": "main"})), node("none", json!({"ipam": {}}))]),
+            []
+        );
         // No ConfigMap: the mode is unknown.
         assert_eq!(migration(vec![pod_cidr_node("n1", &["10.5.0.0/24"])]), []);
     }

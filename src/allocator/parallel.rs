@@ -25,7 +25,13 @@ mod tests {
     #[test]
     fn both_halves_run_and_return_in_order() {
         let mut seen = Vec::new();
-        let (a, b) = side_by_side(|| { seen.push("here"); 1 }, || std::thread::current().name().map(str::to_string));
+        let (a, b) = side_by_side(
+            || {
+                seen.push("here");
+                1
+            },
+            || std::thread::current().name().map(str::to_string),
+        );
         assert_eq!((a, b.as_deref(), seen), (1, Some("analysis"), vec!["here"]));
     }
 

@@ -301,7 +301,14 @@ mod tests {
     #[test]
     fn a_reservation_touches_its_first_to_last_block() {
         let addr = |text| Addr::parse(text).unwrap();
-        let r = Reservation { start: addr("10.0.0.130"), end: addr("10.0.1.10"), reserved_addresses: Count::from(137u64), first_block: 2, last_block: 4, allocated_overlapping: Vec::new() };
+        let r = Reservation {
+            start: addr("10.0.0.130"),
+            end: addr("10.0.1.10"),
+            reserved_addresses: Count::from(137u64),
+            first_block: 2,
+            last_block: 4,
+            allocated_overlapping: Vec::new(),
+        };
         assert_eq!(r.touched_blocks(), Count::from(3u64));
     }
 }

@@ -113,28 +113,45 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
     let candidates: Vec<&PoolCidr> = match cidr_flag {
         Some(flag) => {
             let wanted = Prefix::parse(flag.trim());
-            let chosen = fam.cidrs.iter().find(|c| c.original == flag).or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
+            let chosen = fam
+                .cidrs
+                .iter()
+                .find(|c| c.original == flag)
+                .or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
             vec![chosen.ok_or_else(|| format!("--cidr {flag} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?]
         }
         None => fam.cidrs.iter().collect(),
     };
     let cidr = match action {
-        Action::Drain => candidates
-            .iter()
-            .find(|c| c.prefix.is_some_and(|p| AddrRange::of_prefix(&p) == range))
-            .ok_or_else(|| match change {
+        Action::Drain => {
+            candidates.iter().find(|c| c.prefix.is_some_and(|p| AddrRange::of_prefix(&p) == range)).ok_or_else(|| match change {
                 Change::Drain(text) => format!("--drain {text} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())),
                 _ => unreachable!("drain action comes from Change::Drain"),
-            })?,
+            })?
+        }
         _ => {
             let containing: Vec<&&PoolCidr> = candidates.iter().filter(|c| c.prefix.is_some_and(|p| range.inside(&p))).collect();
             match containing.as_slice() {
                 [one] => *one,
-                [] if candidates.iter().filter(|c| c.prefix.is_some_and(|p| p.contains(range.start) || p.contains(range.end))).count() > 1 => {
+                [] if candidates.iter().filter(|c| c.prefix.is_some_and(|p| p.contains(range.start) || p.contains(range.end))).count()
+                    > 1 =>
+                {
                     return Err(format!("{range} spans more than one CIDR of pool {}; reserve one range per CIDR", pool.name));
                 }
-                [] => return Err(format!("{range} is not inside {} of pool {} ({})", if cidr_flag.is_some() { "the chosen CIDR" } else { "any CIDR" }, pool.name, cidr_list(candidates.iter().copied()))),
-                _ => return Err(format!("{range} lies in more than one CIDR of pool {} (overlapping CIDRs); choose one with --cidr", pool.name)),
+                [] => {
+                    return Err(format!(
+                        "{range} is not inside {} of pool {} ({})",
+                        if cidr_flag.is_some() { "the chosen CIDR" } else { "any CIDR" },
+                        pool.name,
+                        cidr_list(candidates.iter().copied())
+                    ));
+                }
+                _ => {
+                    return Err(format!(
+                        "{range} lies in more than one CIDR of pool {} (overlapping CIDRs); choose one with --cidr",
+                        pool.name
+                    ));
+                }
             }
         }
     };
@@ -155,9 +172,14 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
             if let Some((dup, _)) = existing.iter().find(|(_, p)| *p == Some(range)) {
                 return Err(format!("{range} is already reserved in {} of pool {} (as {dup})", cidr.original, pool.name));
             }
-            let overlapping: Vec<String> = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.overlaps(&range))).map(|(r, _)| r.to_string()).collect();
+            let overlapping: Vec<String> =
+                existing.iter().filter(|(_, p)| p.is_some_and(|p| p.overlaps(&range))).map(|(r, _)| r.to_string()).collect();
             if !overlapping.is_empty() {
-                return Err(format!("{range} overlaps the reserved range(s) {} of pool {}; ranges are not merged — remove or adjust the existing one first", overlapping.join(", "), pool.name));
+                return Err(format!(
+                    "{range} overlaps the reserved range(s) {} of pool {}; ranges are not merged — remove or adjust the existing one first",
+                    overlapping.join(", "),
+                    pool.name
+                ));
             }
             plan.adjacent = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.adjacent(&range))).map(|(r, _)| (*r).clone()).collect();
             plan.edit.add = Some(ReservedRange::of(range));
@@ -178,9 +200,12 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
 fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> Result<Plan, String> {
     let wanted = cidr_flag.map(|flag| (flag, Prefix::parse(flag.trim())));
     let chosen = |c: &PoolCidr| wanted.is_none_or(|(flag, prefix)| c.original == flag || (c.prefix.is_some() && c.prefix == prefix));
-    let cidrs: Vec<(Family, &PoolCidr)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c))).filter(|(_, c)| chosen(c)).collect();
-    let matches: Vec<(Family, &PoolCidr, &ReservedRange)> =
-        cidrs.iter().flat_map(|&(family, c)| c.reserved.iter().filter(|r| same_reservation(r, given)).map(move |r| (family, c, r))).collect();
+    let cidrs: Vec<(Family, &PoolCidr)> =
+        pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c))).filter(|(_, c)| chosen(c)).collect();
+    let matches: Vec<(Family, &PoolCidr, &ReservedRange)> = cidrs
+        .iter()
+        .flat_map(|&(family, c)| c.reserved.iter().filter(|r| same_reservation(r, given)).map(move |r| (family, c, r)))
+        .collect();
     match matches.as_slice() {
         [(family, cidr, entry)] => Ok(Plan {
             action: Action::Remove,
@@ -202,7 +227,11 @@ fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> 
             if overlapping.is_empty() {
                 Err(format!("pool {} has no reserved range {given}", pool.name))
             } else {
-                Err(format!("{given} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)", pool.name, overlapping.join(", ")))
+                Err(format!(
+                    "{given} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)",
+                    pool.name,
+                    overlapping.join(", ")
+                ))
             }
         }
         _ => Err(format!("{given} is reserved in more than one CIDR of pool {}; choose one with --cidr", pool.name)),
@@ -291,7 +320,6 @@ pub struct Impact {
     pub whole_family_reserved: bool,
 }
 
-
 /// A change ready to be written: the edited object, the snapshot after it and the impact.
 #[derive(Clone, Debug)]
 pub struct Prepared {
@@ -304,7 +332,14 @@ pub struct Prepared {
 /// Validates and applies `change` to the pool named `pool_name` in `snapshot` (whose raw object
 /// is the one that will be written), and measures the impact. `force` allows reserving the
 /// whole pool.
-pub fn prepare(snapshot: &Snapshot, pool_name: &str, dialect: Dialect, change: &Change, cidr_flag: Option<&str>, force: bool) -> Result<Prepared, String> {
+pub fn prepare(
+    snapshot: &Snapshot,
+    pool_name: &str,
+    dialect: Dialect,
+    change: &Change,
+    cidr_flag: Option<&str>,
+    force: bool,
+) -> Result<Prepared, String> {
     let pool = snapshot.pool(pool_name).ok_or_else(|| format!("pool {pool_name:?} not found"))?;
     let plan = plan(pool, dialect, change, cidr_flag)?;
     let mut edited = pool.raw.clone();
@@ -328,7 +363,8 @@ pub fn prepare(snapshot: &Snapshot, pool_name: &str, dialect: Dialect, change: &
 /// Compares the reports before and after `plan`.
 pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, plan: &Plan) -> Impact {
     let family = plan.family;
-    let fam_of = |report: &Report| report.pool(pool).and_then(|p| p.family(family)).cloned().expect("the planned pool and family are in the report");
+    let fam_of =
+        |report: &Report| report.pool(pool).and_then(|p| p.family(family)).cloned().expect("the planned pool and family are in the report");
     let (fam_before, fam_after) = (fam_of(before), fam_of(after));
     let cidr_of = |fam: &FamilyReport| fam.cidrs.iter().find(|c| c.cidr == plan.cidr).cloned();
     let (cidr_before, cidr_after) = (cidr_of(&fam_before), cidr_of(&fam_after));
@@ -439,21 +475,31 @@ mod tests {
     fn acceptance_blue_reserve_and_drain() {
         let snap = blue_snapshot();
         let first = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.255.240-10.40.255.254")), None, false).unwrap();
-        assert_eq!(first.impact.newly_withheld, vec![BlockSpan { first: "10.40.255.0/24".into(), last: "10.40.255.0/24".into(), blocks: Count::from(1u64) }]);
+        assert_eq!(
+            first.impact.newly_withheld,
+            vec![BlockSpan { first: "10.40.255.0/24".into(), last: "10.40.255.0/24".into(), blocks: Count::from(1u64) }]
+        );
         assert_eq!((first.impact.range_addresses, first.impact.touched_addresses), (Count::from(15u64), Count::from(256u64)));
         let second = prepare(&first.after, "blue", Dialect::UpstreamV2, &Change::Drain("10.41.0.0/16".into()), None, false).unwrap();
         let after = &second.impact.after;
-        assert_eq!((after.allocated_blocks, after.withheld_blocks, after.free_blocks), (Count::from(1u64), Count::from(256u64), Count::from(255u64)));
+        assert_eq!(
+            (after.allocated_blocks, after.withheld_blocks, after.free_blocks),
+            (Count::from(1u64), Count::from(256u64), Count::from(255u64))
+        );
         assert_eq!(second.impact.newly_withheld.len(), 2, "around the allocated block: {:?}", second.impact.newly_withheld);
         assert_eq!(second.impact.allocated_in_range[0].nodes, vec!["n1".to_string()]);
         assert_eq!(second.impact.allocated_in_range[0].pods_in_range, vec!["team-blue/db".to_string()]);
         assert_eq!(second.edited.pointer("/spec/namespaceSelector/matchLabels/team").unwrap(), "blue");
         assert_eq!(second.edited.pointer("/metadata/annotations/note").unwrap(), "keep");
-        assert_eq!(second.edited.pointer("/spec/ipv4/pool").unwrap(), &json!([
+        assert_eq!(
+            second.edited.pointer("/spec/ipv4/pool").unwrap(),
+            &json!([
             {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
-            {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]));
+            {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}])
+        );
         // Removing it again restores the figures.
-        let undo = prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.41.0.0/16")), None, false).unwrap();
+        let undo =
+            prepare(&second.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.41.0.0/16")), None, false).unwrap();
         assert_eq!(undo.impact.after, first.impact.after);
     }
 
@@ -461,17 +507,24 @@ mod tests {
     fn invalid_changes_are_refused_with_one_line() {
         let snap = blue_snapshot();
         let first = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.255.240-10.40.255.254")), None, false).unwrap();
-        let err = |change: Change, cidr: Option<&str>| prepare(&first.after, "blue", Dialect::UpstreamV2, &change, cidr, false).unwrap_err();
+        let err =
+            |change: Change, cidr: Option<&str>| prepare(&first.after, "blue", Dialect::UpstreamV2, &change, cidr, false).unwrap_err();
         assert!(err(Change::Reserve(r("10.50.0.1")), None).contains("not inside any CIDR"));
         assert!(err(Change::Reserve(r("10.40.255.0-10.41.0.5")), None).contains("spans more than one CIDR"));
         // Starting in 10.40.0.0/16 and ending past both CIDRs touches one CIDR: not inside, no span.
         let outside = err(Change::Reserve(r("10.40.255.0-10.50.0.0")), None);
         assert!(outside.ends_with("is not inside any CIDR of pool blue (CIDRs: 10.40.0.0/16, 10.41.0.0/16)"), "{outside}");
         assert!(err(Change::Reserve(r("10.40.255.240-10.40.255.254")), None).contains("already reserved"));
-        assert!(err(Change::Reserve(r("10.40.255.250-10.40.255.255")), None).contains("overlaps the reserved range(s) 10.40.255.240-10.40.255.254"));
+        assert!(
+            err(Change::Reserve(r("10.40.255.250-10.40.255.255")), None)
+                .contains("overlaps the reserved range(s) 10.40.255.240-10.40.255.254")
+        );
         assert!(err(Change::Reserve(r("fd00::1")), None).contains("no ipv6 CIDRs"));
         assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.41.0.0/16")).contains("not inside the chosen CIDR"));
-        assert!(err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16")).contains("--cidr 10.9.0.0/16 is not a CIDR of pool blue (CIDRs: 10.40.0.0/16, 10.41.0.0/16)"));
+        assert!(
+            err(Change::Reserve(r("10.40.0.1")), Some("10.9.0.0/16"))
+                .contains("--cidr 10.9.0.0/16 is not a CIDR of pool blue (CIDRs: 10.40.0.0/16, 10.41.0.0/16)")
+        );
         assert!(err(Change::Drain("10.41.0.0/17".into()), None).contains("is not a CIDR of pool blue"));
         assert!(err(Change::Remove(written_range("10.40.255.241")), None).contains("overlaps 10.40.255.240-10.40.255.254"));
         assert!(err(Change::Remove(written_range("10.40.0.1")), None).contains("has no reserved range"));
@@ -496,10 +549,14 @@ mod tests {
 
     #[test]
     fn cfp_first_range_then_second_refused_and_v2alpha1_refused() {
-        let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "green"},
+        let snap =
+            Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "green"},
             "spec": {"ipv4": {"cidrs": ["10.60.0.0/20"], "maskSize": 26}}})]);
         let first = prepare(&snap, "green", Dialect::CfpV2, &Change::Reserve(r("10.60.0.0-10.60.0.31")), None, false).unwrap();
-        assert_eq!(first.edited.pointer("/spec/ipv4/cidrs").unwrap(), &json!([{"cidr": "10.60.0.0/20", "reservedRange": "10.60.0.0-10.60.0.31"}]));
+        assert_eq!(
+            first.edited.pointer("/spec/ipv4/cidrs").unwrap(),
+            &json!([{"cidr": "10.60.0.0/20", "reservedRange": "10.60.0.0-10.60.0.31"}])
+        );
         let second = prepare(&first.after, "green", Dialect::CfpV2, &Change::Reserve(r("10.60.8.0")), None, false).unwrap_err();
         assert!(second.contains("one reservedRange per CIDR"), "{second}");
         let alpha = prepare(&snap, "green", Dialect::V2alpha1, &Change::Reserve(r("10.60.0.1")), None, false).unwrap_err();
@@ -508,15 +565,24 @@ mod tests {
 
     #[test]
     fn invalid_reservations_can_be_removed_as_written() {
-        let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+        let snap = Snapshot::from_objects(vec![
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
             "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24, "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [
-                {"start": "10.40.0.9", "end": "10.40.0.1"}, {"start": "10.50.0.1", "end": "10.50.0.1"}, {"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}})]);
-        let backwards = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.9-10.40.0.1")), None, false).unwrap();
+                {"start": "10.40.0.9", "end": "10.40.0.1"}, {"start": "10.50.0.1", "end": "10.50.0.1"}, {"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}}),
+        ]);
+        let backwards =
+            prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.9-10.40.0.1")), None, false).unwrap();
         assert_eq!((backwards.plan.range, backwards.impact.touched_blocks), (None, Count::ZERO));
         assert_eq!(backwards.impact.before, backwards.impact.after, "invalid ranges count for nothing");
-        let outside = prepare(&backwards.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.50.0.1")), None, false).unwrap();
-        assert_eq!(outside.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(), &json!([{"start": "10.40.0.1", "end": "10.40.0.1"}]));
-        let valid = prepare(&outside.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.1..10.40.0.1")), None, false).unwrap();
+        let outside =
+            prepare(&backwards.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.50.0.1")), None, false).unwrap();
+        assert_eq!(
+            outside.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(),
+            &json!([{"start": "10.40.0.1", "end": "10.40.0.1"}])
+        );
+        let valid =
+            prepare(&outside.after, "blue", Dialect::UpstreamV2, &Change::Remove(written_range("10.40.0.1..10.40.0.1")), None, false)
+                .unwrap();
         assert_eq!(valid.impact.released.len(), 1);
         assert!(valid.edited.pointer("/spec/ipv4/pool").is_none());
     }
@@ -525,29 +591,40 @@ mod tests {
     fn removal_matches_the_written_text_and_only_the_chosen_cidr() {
         // Two entries of 10.40.0.0/16 are no address range at all (start "bogus"); they differ in
         // their end only. 10.40.1.0-10.40.1.9 is reserved in the first CIDR, not in the second.
-        let snap = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
+        let snap = Snapshot::from_objects(vec![
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
             "spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16"], "maskSize": 24, "pool": [
                 {"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.5"}, {"start": "bogus", "end": "10.40.0.6"}]},
-                {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.1.0", "end": "10.41.1.9"}]}]}}})]);
-        let remove = |text: &str, cidr: Option<&str>| prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range(text)), cidr, false);
+                {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.1.0", "end": "10.41.1.9"}]}]}}}),
+        ]);
+        let remove =
+            |text: &str, cidr: Option<&str>| prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Remove(written_range(text)), cidr, false);
         // An entry that is not an address range is matched by its text, both ends of it.
         let bogus = remove("bogus-10.40.0.5", None).unwrap();
         assert_eq!((bogus.plan.entry.start.as_str(), bogus.plan.entry.end.as_str(), bogus.plan.range), ("bogus", "10.40.0.5", None));
-        assert_eq!(bogus.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(), &json!([{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.6"}]));
+        assert_eq!(
+            bogus.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(),
+            &json!([{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.6"}])
+        );
         assert!(remove("bogus-10.40.0.7", None).unwrap_err().contains("has no reserved range"));
         // --cidr limits the search to that CIDR, however the CIDR is spelled.
         assert!(remove("10.40.1.0-10.40.1.9", Some("10.41.0.0/16")).unwrap_err().contains("has no reserved range"));
         let chosen = remove("10.40.1.0-10.40.1.9", Some("10.40.0.1/16")).unwrap();
         assert_eq!(chosen.plan.cidr, "10.40.0.0/16");
-        assert_eq!(chosen.impact.released, vec![BlockSpan { first: "10.40.1.0/24".into(), last: "10.40.1.0/24".into(), blocks: Count::from(1u64) }]);
+        assert_eq!(
+            chosen.impact.released,
+            vec![BlockSpan { first: "10.40.1.0/24".into(), last: "10.40.1.0/24".into(), blocks: Count::from(1u64) }]
+        );
     }
 
     #[test]
     fn pods_in_range_are_running_pods_with_an_address_in_the_range() {
         // n1's block 10.41.3.0/24 holds db (running, .7) and the old address (.2) of a finished pod.
         let mut objects = blue_objects();
-        objects.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "old", "namespace": "team-blue"}, "spec": {"nodeName": "n1"},
-            "status": {"phase": "Succeeded", "podIPs": [{"ip": "10.41.3.2"}]}}));
+        objects.push(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "old", "namespace": "team-blue"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Succeeded", "podIPs": [{"ip": "10.41.3.2"}]}}),
+        );
         let snap = Snapshot::from_objects(objects);
         let pods = |range: &str| {
             let p = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r(range)), None, false).unwrap();

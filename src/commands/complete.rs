@@ -105,7 +105,9 @@ pub fn complete(root: &clap::Command, words: &[String]) -> Completion {
     let mut args = command.get_positionals();
     let positional = args.nth(positionals).or_else(|| command.get_positionals().last().filter(|arg| is_multiple(arg)));
     match positional {
-        Some(arg) if is_pool(arg) => Completion { directive: NO_FILE_COMPLETION, pools: Some(current.to_string()), ..Completion::default() },
+        Some(arg) if is_pool(arg) => {
+            Completion { directive: NO_FILE_COMPLETION, pools: Some(current.to_string()), ..Completion::default() }
+        }
         Some(arg) => values(arg, current, ""),
         None => no_candidates(),
     }
@@ -119,7 +121,9 @@ fn no_candidates() -> Completion {
 fn flag<'a>(command: &'a clap::Command, word: &str) -> Option<&'a Arg> {
     if let Some(long) = word.strip_prefix("--") {
         let long = long.split_once('=').map_or(long, |(name, _)| name);
-        return command.get_arguments().find(|arg| arg.get_long() == Some(long) || arg.get_all_aliases().is_some_and(|a| a.contains(&long)));
+        return command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(long) || arg.get_all_aliases().is_some_and(|a| a.contains(&long)));
     }
     let short = word.strip_prefix('-')?.chars().next()?;
     command.get_arguments().find(|arg| arg.get_short() == Some(short))
@@ -132,7 +136,8 @@ fn takes_separate_value(arg: &Arg, word: &str) -> bool {
 }
 
 fn takes_values(arg: &Arg) -> bool {
-    arg.get_num_args().is_some_and(|n| n.takes_values()) && !matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count)
+    arg.get_num_args().is_some_and(|n| n.takes_values())
+        && !matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count)
 }
 
 fn is_multiple(arg: &Arg) -> bool {
@@ -201,7 +206,9 @@ async fn pool_names(completed: &[String]) -> Vec<String> {
             Ok(cluster) => cluster.pool_names().await.unwrap_or_default(),
             Err(_) => Vec::new(),
         },
-        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false).map(|snapshot| snapshot.pools.into_iter().map(|pool| pool.name).collect()).unwrap_or_default(),
+        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false)
+            .map(|snapshot| snapshot.pools.into_iter().map(|pool| pool.name).collect())
+            .unwrap_or_default(),
     };
     let mut names = names;
     names.sort();
@@ -276,7 +283,11 @@ mod tests {
 
     #[test]
     fn protocol_lines() {
-        let completion = Completion { candidates: vec![("usage".into(), "Free addresses".into()), ("x".into(), String::new())], directive: 4, pools: None };
+        let completion = Completion {
+            candidates: vec![("usage".into(), "Free addresses".into()), ("x".into(), String::new())],
+            directive: 4,
+            pools: None,
+        };
         assert_eq!(protocol(&completion), "usage\tFree addresses\nx\n:4\n");
         // A pool name cannot add a candidate, a description or a control sequence.
         let hostile = Completion { candidates: vec![("a\nusage\tforged\x1b]0;t\x07".into(), String::new())], directive: 4, pools: None };

@@ -13,11 +13,8 @@ pub fn pick_pool(report: &Report, prompter: &dyn Prompter) -> Result<Option<Stri
         .pools
         .iter()
         .map(|p| {
-            let figures: Vec<String> = p
-                .families
-                .iter()
-                .map(|f| format!("{} {}", f.family, crate::render::percent(f.utilization())))
-                .collect();
+            let figures: Vec<String> =
+                p.families.iter().map(|f| format!("{} {}", f.family, crate::render::percent(f.utilization()))).collect();
             format!("{:<20} {}", p.name, figures.join("  "))
         })
         .collect();

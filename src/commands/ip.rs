@@ -4,8 +4,8 @@ use super::{Context, analyze};
 use crate::allocator::lookup::{IpAnswer, lookup};
 use crate::cli::IpArgs;
 use crate::error::input;
-use crate::model::Addr;
 use crate::escape::field;
+use crate::model::Addr;
 use crate::render::ip::Ip;
 use anyhow::Result;
 
@@ -14,7 +14,11 @@ pub async fn run(args: IpArgs, ctx: &Context) -> Result<i32> {
     let addresses = args
         .addresses
         .iter()
-        .map(|text| Addr::parse(text).ok_or_else(|| input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", field(text)))))
+        .map(|text| {
+            Addr::parse(text).ok_or_else(|| {
+                input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", field(text)))
+            })
+        })
         .collect::<Result<Vec<Addr>>>()?;
     let (snapshot, report) = analyze(ctx).await?;
     let answers: Vec<IpAnswer> = addresses.into_iter().map(|a| lookup(&snapshot, &report, a)).collect();

@@ -10,9 +10,9 @@ use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
+use crate::source::Input;
 use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target};
 use crate::source::{atomic, client, files};
-use crate::source::Input;
 use crate::terminal::Dialoguer;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -105,7 +105,8 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         return Err(input(format!("backup file {} already exists; choose another --backup path", backup_path.display())));
     }
     warn_line!("{}", view::counts_line(&live.plan));
-    let question = format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
+    let question =
+        format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
     if !confirm(args, ctx, &question)? {
         return super::declined();
     }
@@ -113,7 +114,9 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     warn_line!("backup written to {} (mode 0600)", backup_path.display());
 
     let progress = if ctx.interactive {
-        let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}").expect("valid template").progress_chars("=> ");
+        let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> ");
         indicatif::ProgressBar::new(writes as u64).with_style(style)
     } else {
         indicatif::ProgressBar::hidden()
@@ -123,7 +126,9 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         progress.set_message(pool.name.clone());
         let outcome = write_pool(conn, &pool.name, dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
-        progress.suspend(|| ctx.human(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe())))))?;
+        progress.suspend(|| {
+            ctx.human(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe()))))
+        })?;
         outcomes.push((pool.name.clone(), outcome));
         progress.inc(1);
     }
@@ -142,7 +147,9 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     ));
     ctx.human(&out)?;
     if failed > 0 {
-        return Err(cluster(format!("{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration")));
+        return Err(cluster(format!(
+            "{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration"
+        )));
     }
     if warn_blocked(&live.plan) {
         return Ok(1);
@@ -185,7 +192,8 @@ fn write_backup(path: &Path, conn: &client::Connection, live: &ClusterView) -> R
         live.crd.stored_versions.clone().unwrap_or_default(),
     );
     let text = backup::render(&header, &[(V2ALPHA1_API_VERSION, &live.via_alpha), (V2_API_VERSION, &live.via_v2)]);
-    atomic::write_new_private(path, text.as_bytes()).with_context(|| format!("cannot write the backup {}; nothing was migrated", path.display()))
+    atomic::write_new_private(path, text.as_bytes())
+        .with_context(|| format!("cannot write the backup {}; nothing was migrated", path.display()))
 }
 
 /// What happened to one pool.
@@ -225,11 +233,15 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
     match written {
         Ok(Replaced::Written { attempts, .. }) => WriteOutcome::Written(change, attempts),
         Ok(Replaced::Unchanged) => WriteOutcome::AlreadyMigrated,
-        Err(RetryError::Read(kube::Error::Api(status)) | RetryError::Write(kube::Error::Api(status))) if status.code == 404 => WriteOutcome::Gone,
+        Err(RetryError::Read(kube::Error::Api(status)) | RetryError::Write(kube::Error::Api(status))) if status.code == 404 => {
+            WriteOutcome::Gone
+        }
         Err(RetryError::Read(e)) => WriteOutcome::Failed(conn.request_failed(e, "get", &what).to_string()),
         Err(RetryError::Edit(e)) => WriteOutcome::Failed(e.to_string()),
         Err(RetryError::Write(e)) => WriteOutcome::Failed(conn.request_failed(e, "update", &what).to_string()),
-        Err(RetryError::Conflicts(attempts)) => WriteOutcome::Failed(format!("still conflicting after {attempts} attempts (someone keeps writing it); rerun")),
+        Err(RetryError::Conflicts(attempts)) => {
+            WriteOutcome::Failed(format!("still conflicting after {attempts} attempts (someone keeps writing it); rerun"))
+        }
     }
 }
 
@@ -237,7 +249,8 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
 
 fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     // Pools migrated by storage (no annotation) were migrated by the time storedVersions became [v2].
-    let storage_migrated_at = live.stored_versions_written.as_ref().filter(|_| live.plan.storage == core::StorageState::V2).map(|w| w.time.as_str());
+    let storage_migrated_at =
+        live.stored_versions_written.as_ref().filter(|_| live.plan.storage == core::StorageState::V2).map(|w| w.time.as_str());
     let writers = core::alpha_writers(&live.via_v2, storage_migrated_at);
     let mut verdict = core::verdict(&live.crd, &live.plan, &writers);
     let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
@@ -265,7 +278,9 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     }
     let unmigrated = live.plan.pools.len() - live.plan.count(State::Migrated);
     if unmigrated > 0 {
-        return Err(condition(format!("{unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written")));
+        return Err(condition(format!(
+            "{unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written"
+        )));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
     warn_line!("{}", finalize_warning(live.plan.dialect));
@@ -282,14 +297,19 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     .await;
     match written {
         Ok(_) => {
-            ctx.human(&format!("customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n", stored.join(", ")))?;
+            ctx.human(&format!(
+                "customresourcedefinition.apiextensions.k8s.io/{POOL_CRD_NAME} storedVersions [{}] -> [v2]\n",
+                stored.join(", ")
+            ))?;
             warn_line!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
             Ok(0)
         }
         Err(RetryError::Read(e)) => Err(conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}"))),
         Err(RetryError::Edit(e)) => Err(e),
         Err(RetryError::Write(e)) => Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
-        Err(RetryError::Conflicts(attempts)) => Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {attempts} attempts; rerun --finalize"))),
+        Err(RetryError::Conflicts(attempts)) => {
+            Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {attempts} attempts; rerun --finalize")))
+        }
     }
 }
 
@@ -302,7 +322,10 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     };
     // Convert everything first: a later invalid document must not leave a half-converted set.
     let texts = files::read(paths)?;
-    let parsed = texts.iter().map(|f| Ok(crate::source::inputs::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?))).collect::<Result<Vec<_>>>()?;
+    let parsed = texts
+        .iter()
+        .map(|f| Ok(crate::source::inputs::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?)))
+        .collect::<Result<Vec<_>>>()?;
     if args.in_place {
         files::refuse_duplicates(&parsed)?;
     } else {
@@ -318,7 +341,10 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     // is left as it is, and `--check` does not pass it.
     let (invalid, wrong_shape) = check_pools(&parsed, target);
     if let Some(problem) = invalid.first() {
-        return Err(input(format!("{problem}; nothing was written{}", if invalid.len() > 1 { format!(" ({} invalid pools in all)", invalid.len()) } else { String::new() })));
+        return Err(input(format!(
+            "{problem}; nothing was written{}",
+            if invalid.len() > 1 { format!(" ({} invalid pools in all)", invalid.len()) } else { String::new() }
+        )));
     }
     if !args.check {
         for problem in &wrong_shape {
@@ -329,7 +355,12 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     if args.check {
         let mut out = String::new();
         for (name, _, _, outcome) in &pending {
-            out.push_str(&format!("{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n", crate::escape::Field(name), outcome.converted, target.name()));
+            out.push_str(&format!(
+                "{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n",
+                crate::escape::Field(name),
+                outcome.converted,
+                target.name()
+            ));
         }
         for problem in &wrong_shape {
             out.push_str(&format!("{}\n", crate::escape::Field(problem)));
@@ -349,7 +380,10 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
         let mut staged = Vec::new();
         for (name, path, _, outcome) in &pending {
             let path = path.as_ref().expect("checked above");
-            staged.push(atomic::stage(path, outcome.text.as_bytes(), 0o644).with_context(|| format!("cannot rewrite {name}; nothing was written"))?);
+            staged.push(
+                atomic::stage(path, outcome.text.as_bytes(), 0o644)
+                    .with_context(|| format!("cannot rewrite {name}; nothing was written"))?,
+            );
         }
         let converted: Vec<usize> = pending.iter().map(|r| r.3.converted).collect();
         for (written, n) in atomic::commit(staged)?.iter().zip(converted) {
@@ -377,7 +411,11 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     }
     // Into a pipe or a file the manifest is the files' own bytes (`| diff`, `> converted.yaml`);
     // a person at a terminal sees what the documents the plugin did not rewrite hold escaped.
-    if ctx.stdout_terminal { emit(&crate::escape::block(&out, false))? } else { emit(&out)? }
+    if ctx.stdout_terminal {
+        emit(&crate::escape::block(&out, false))?
+    } else {
+        emit(&out)?
+    }
     Ok(0)
 }
 

@@ -129,12 +129,16 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
                 return Err(input("--in-place edits files; pass the manifest with -f FILE"));
             }
             if args.dry_run == DryRun::Server && offline {
-                return Err(input("--dry-run=server needs a cluster; with -f use --dry-run=client (or no dry run: the edited manifest is printed)"));
+                return Err(input(
+                    "--dry-run=server needs a cluster; with -f use --dry-run=client (or no dry run: the edited manifest is printed)",
+                ));
             }
         }
         Command::Migrate(args) => {
             if offline && (args.status || args.finalize || args.dry_run != DryRun::None || args.backup.is_some()) {
-                return Err(input("--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)"));
+                return Err(input(
+                    "--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)",
+                ));
             }
             if !offline && (args.in_place || args.check) {
                 return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));

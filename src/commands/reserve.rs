@@ -40,7 +40,9 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     // Flags are checked before anything is read: bad input never waits for a cluster.
     let from_args = request_from_args(&args)?;
     if from_args.is_none() && !ctx.interactive {
-        return Err(input("missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list"));
+        return Err(input(
+            "missing arguments: kubectl ciliumpool reserve-range POOL RANGE | POOL --remove RANGE | POOL --drain CIDR | --list",
+        ));
     }
     let (snapshot, cluster) = match &ctx.input {
         Input::Files(paths) => (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose)?, None),
@@ -93,7 +95,10 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
     let invalid = report
         .problems
         .iter()
-        .filter(|p| p.kind == crate::allocator::ProblemKind::InvalidReservedRange && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n))))
+        .filter(|p| {
+            p.kind == crate::allocator::ProblemKind::InvalidReservedRange
+                && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n)))
+        })
         .collect();
     ctx.show(&view::Reservations { origin: &snapshot.origin, ranges: view::listed_ranges(&pools), invalid })?;
     Ok(0)
@@ -171,7 +176,8 @@ fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> 
 }
 
 fn prepare(snapshot: &Snapshot, request: &Request, dialect: Dialect, force: bool) -> Result<Prepared> {
-    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force).map_err(|e| input(format!("{e}; nothing was written")))
+    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force)
+        .map_err(|e| input(format!("{e}; nothing was written")))
 }
 
 /// What stdout gets once the change is done: the JSON/YAML document, or the preview (when not
@@ -190,11 +196,17 @@ fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared
 /// still be applied by the API server once it runs again (tests/cluster_safety.rs sees both).
 fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> anyhow::Error {
     match error {
-        kube::Error::Api(s) if s.code == 422 => input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message)),
-        kube::Error::Api(other) => connection.request_failed(kube::Error::Api(other), "update", &format!("ciliumpodippools.cilium.io/{pool}")),
+        kube::Error::Api(s) if s.code == 422 => {
+            input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message))
+        }
+        kube::Error::Api(other) => {
+            connection.request_failed(kube::Error::Api(other), "update", &format!("ciliumpodippools.cilium.io/{pool}"))
+        }
         other => {
             let failed = connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}"));
-            error::cluster(format!("{failed}; the write may still be applied: check with `kubectl ciliumpool reserve-range --list {pool}` before retrying"))
+            error::cluster(format!(
+                "{failed}; the write may still be applied: check with `kubectl ciliumpool reserve-range --list {pool}` before retrying"
+            ))
         }
     }
 }
@@ -277,7 +289,9 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
 
 /// Asks before writing (see [`super::confirm`]).
 fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
-    let refusal = format!("refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written");
+    let refusal = format!(
+        "refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written"
+    );
     super::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
 }
 
@@ -339,14 +353,20 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
         let items: Vec<String> = pools
             .iter()
             .map(|p| {
-                let figures: Vec<String> = report.pool(&p.name).into_iter().flat_map(|r| r.families.iter()).map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks)).collect();
+                let figures: Vec<String> = report
+                    .pool(&p.name)
+                    .into_iter()
+                    .flat_map(|r| r.families.iter())
+                    .map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks))
+                    .collect();
                 format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
             })
             .collect();
         let Some(choice) = prompter.select("Pool", &items)? else { return Ok(None) };
         pools[choice]
     };
-    let cidrs: Vec<(crate::model::Family, String)> = pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c.original.clone()))).collect();
+    let cidrs: Vec<(crate::model::Family, String)> =
+        pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c.original.clone()))).collect();
     if cidrs.is_empty() {
         return Err(input(format!("pool {} has no CIDRs", pool.name)));
     }
@@ -354,7 +374,12 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
         .iter()
         .map(|(family, cidr)| {
             let c = report.pool(&pool.name).and_then(|r| r.family(*family)).and_then(|f| f.cidrs.iter().find(|c| &c.cidr == cidr));
-            c.map_or(cidr.clone(), |c| format!("{cidr} ({} free, {} withheld, {} allocated of {} blocks)", c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks))
+            c.map_or(cidr.clone(), |c| {
+                format!(
+                    "{cidr} ({} free, {} withheld, {} allocated of {} blocks)",
+                    c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks
+                )
+            })
         })
         .collect();
     let choice = match cidr_items.len() {
@@ -378,9 +403,9 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terminal::Scripted;
     use clap::Parser;
     use serde_json::json;
-    use crate::terminal::Scripted;
     use std::cell::RefCell;
 
     fn snapshot() -> Snapshot {
@@ -409,7 +434,11 @@ mod tests {
             ..Default::default()
         };
         let request = guided(&script, &snapshot(), &args(&[]), true).unwrap();
-        let expected = Request { pool: "blue".into(), change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()), cidr: Some("10.41.0.0/16".into()) };
+        let expected = Request {
+            pool: "blue".into(),
+            change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()),
+            cidr: Some("10.41.0.0/16".into()),
+        };
         assert_eq!(request, Some(expected));
         let asked = script.asked.borrow();
         assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 0/511 blocks allocated) | red"), "{asked:?}");
@@ -440,7 +469,9 @@ mod tests {
         assert_eq!(drain.change, Change::Drain("10.41.0.0/16".into()));
         let err = request_from_args(&args(&["blue", "10.0.0.x"])).unwrap_err();
         assert_eq!((crate::error::exit_code(&err), err.to_string()), (2, "invalid range: \"10.0.0.x\" is not an IP address".to_string()));
-        assert!(crate::cli::Cli::try_parse_from(["kubectl-ciliumpool", "reserve-range", "blue", "10.0.0.1", "--drain", "10.0.0.0/8"]).is_err());
+        assert!(
+            crate::cli::Cli::try_parse_from(["kubectl-ciliumpool", "reserve-range", "blue", "10.0.0.1", "--drain", "10.0.0.0/8"]).is_err()
+        );
         assert_eq!(args(&["blue", "--dry-run", "10.40.0.1"]).dry_run, DryRun::Client);
         assert_eq!(args(&["blue", "10.40.0.1", "--dry-run=server"]).dry_run, DryRun::Server);
     }

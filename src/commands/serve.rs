@@ -66,7 +66,11 @@ impl State {
             Some("the first full sync of the watches is not done".to_string())
         } else if staleness > self.stale_after.as_secs_f64() {
             let down: Vec<&str> = self.health.iter().filter(|h| h.failing_since.is_some()).map(|h| h.resource.as_str()).collect();
-            Some(format!("stale: the watches of {} have been failing for {staleness:.0}s (more than --stale-after {})", down.join(", "), humantime::format_duration(self.stale_after)))
+            Some(format!(
+                "stale: the watches of {} have been failing for {staleness:.0}s (more than --stale-after {})",
+                down.join(", "),
+                humantime::format_duration(self.stale_after)
+            ))
         } else {
             None
         };
@@ -94,18 +98,63 @@ impl State {
     fn exporter_families(&self, status: &Status) -> Vec<Family> {
         let resource = |h: &SourceHealth| vec![("resource", h.resource.clone())];
         let mut families = vec![
-            Family::new("ciliumpool_exporter_ready", Type::Gauge, "1 when the first full sync is done and no watch has been failing longer than --stale-after; pool figures are served only then.", vec![Sample::new(vec![], u8::from(status.ready))]),
-            Family::new("ciliumpool_exporter_staleness_seconds", Type::Gauge, "Seconds since the watched state was last complete and current; 0 while every watch is healthy.", vec![Sample::new(vec![], status.staleness)]),
-            Family::new("ciliumpool_exporter_updates", Type::Counter, "Analyses of a changed cluster state.", vec![Sample::new(vec![], self.updates)]),
-            Family::new("ciliumpool_exporter_setup_errors", Type::Counter, "Failed attempts of the first read, which decides where each source is read from.", vec![Sample::new(vec![], self.setup_errors)]),
-            Family::new("ciliumpool_exporter_sync_errors", Type::Counter, "Failed list and watch requests and streams, by resource.", self.health.iter().map(|h| Sample::new(resource(h), h.errors)).collect()),
-            Family::new("ciliumpool_exporter_watch_restarts", Type::Counter, "Watches restarted with a fresh listing after a failure, by resource.", self.health.iter().map(|h| Sample::new(resource(h), h.restarts)).collect()),
-            Family::new("ciliumpool_exporter_watch_up", Type::Gauge, "1 while the resource's watch holds a complete listing and is not failing.", self.health.iter().map(|h| Sample::new(resource(h), u8::from(h.listed && h.failing_since.is_none()))).collect()),
+            Family::new(
+                "ciliumpool_exporter_ready",
+                Type::Gauge,
+                "1 when the first full sync is done and no watch has been failing longer than --stale-after; pool figures are served only then.",
+                vec![Sample::new(vec![], u8::from(status.ready))],
+            ),
+            Family::new(
+                "ciliumpool_exporter_staleness_seconds",
+                Type::Gauge,
+                "Seconds since the watched state was last complete and current; 0 while every watch is healthy.",
+                vec![Sample::new(vec![], status.staleness)],
+            ),
+            Family::new(
+                "ciliumpool_exporter_updates",
+                Type::Counter,
+                "Analyses of a changed cluster state.",
+                vec![Sample::new(vec![], self.updates)],
+            ),
+            Family::new(
+                "ciliumpool_exporter_setup_errors",
+                Type::Counter,
+                "Failed attempts of the first read, which decides where each source is read from.",
+                vec![Sample::new(vec![], self.setup_errors)],
+            ),
+            Family::new(
+                "ciliumpool_exporter_sync_errors",
+                Type::Counter,
+                "Failed list and watch requests and streams, by resource.",
+                self.health.iter().map(|h| Sample::new(resource(h), h.errors)).collect(),
+            ),
+            Family::new(
+                "ciliumpool_exporter_watch_restarts",
+                Type::Counter,
+                "Watches restarted with a fresh listing after a failure, by resource.",
+                self.health.iter().map(|h| Sample::new(resource(h), h.restarts)).collect(),
+            ),
+            Family::new(
+                "ciliumpool_exporter_watch_up",
+                Type::Gauge,
+                "1 while the resource's watch holds a complete listing and is not failing.",
+                self.health.iter().map(|h| Sample::new(resource(h), u8::from(h.listed && h.failing_since.is_none()))).collect(),
+            ),
         ];
         if let Some(figures) = &self.figures {
             let at = figures.at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
-            families.push(Family::new("ciliumpool_exporter_last_update_timestamp_seconds", Type::Gauge, "When the figures were last computed (Unix time).", vec![Sample::new(vec![], at)]));
-            families.push(Family::new("ciliumpool_exporter_analysis_duration_seconds", Type::Gauge, "How long the last analysis took (snapshot, allocator and encoding).", vec![Sample::new(vec![], figures.took.as_secs_f64())]));
+            families.push(Family::new(
+                "ciliumpool_exporter_last_update_timestamp_seconds",
+                Type::Gauge,
+                "When the figures were last computed (Unix time).",
+                vec![Sample::new(vec![], at)],
+            ));
+            families.push(Family::new(
+                "ciliumpool_exporter_analysis_duration_seconds",
+                Type::Gauge,
+                "How long the last analysis took (snapshot, allocator and encoding).",
+                vec![Sample::new(vec![], figures.took.as_secs_f64())],
+            ));
         }
         families
     }

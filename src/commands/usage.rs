@@ -3,8 +3,8 @@
 use super::{Context, analyze, emit, require_pools, warn_unread};
 use crate::allocator::{PoolReport, Report};
 use crate::cli::{ByKind, UsageArgs};
-use crate::model::Snapshot;
 use crate::escape::block;
+use crate::model::Snapshot;
 use crate::render::usage::{Table, Thresholds, Usage, selected};
 use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
@@ -72,7 +72,13 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
 }
 
 /// Re-renders on every settled change until Ctrl-C or SIGTERM.
-async fn follow(args: &UsageArgs, ctx: &Context, screen: &mut Screen, watch: &mut Watch, layout: &crate::source::cluster::Layout) -> Result<i32> {
+async fn follow(
+    args: &UsageArgs,
+    ctx: &Context,
+    screen: &mut Screen,
+    watch: &mut Watch,
+    layout: &crate::source::cluster::Layout,
+) -> Result<i32> {
     let interrupted = super::interrupted();
     tokio::pin!(interrupted);
     loop {

@@ -35,7 +35,10 @@ enum Place {
     Root,
     /// The value of a block mapping entry whose key starts at column `key_col` and whose `:`
     /// ends at `colon_end`.
-    Value { colon_end: usize, key_col: usize },
+    Value {
+        colon_end: usize,
+        key_col: usize,
+    },
     Item,
 }
 
@@ -72,7 +75,16 @@ fn tree(text: &str) -> Option<Node> {
         e.as_ref().map_or(true, |(event, _)| {
             matches!(
                 event,
-                Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) | Event::DocumentEnd | Event::Alias(_) | Event::Scalar(..) | Event::SequenceStart(..) | Event::SequenceEnd | Event::MappingStart(..) | Event::MappingEnd
+                Event::StreamStart
+                    | Event::StreamEnd
+                    | Event::DocumentStart(..)
+                    | Event::DocumentEnd
+                    | Event::Alias(_)
+                    | Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::SequenceEnd
+                    | Event::MappingStart(..)
+                    | Event::MappingEnd
             )
         })
     };
@@ -185,11 +197,18 @@ fn lines(value: &Value) -> Vec<String> {
 /// that changes; a scalar that flow style would misread is written as a JSON string.
 fn flow(value: &Value) -> String {
     match value {
-        Value::Object(map) => format!("{{{}}}", map.iter().map(|(k, v)| format!("{}: {}", flow(&Value::String(k.clone())), flow(v))).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter().map(|(k, v)| format!("{}: {}", flow(&Value::String(k.clone())), flow(v))).collect::<Vec<_>>().join(", ")
+        ),
         Value::Array(items) => format!("[{}]", items.iter().map(flow).collect::<Vec<_>>().join(", ")),
         scalar => {
             let text = lines(scalar).remove(0);
-            if text.contains([',', '[', ']', '{', '}', '#']) || text.contains(": ") { serde_json::to_string(scalar).expect("JSON values serialize") } else { text }
+            if text.contains([',', '[', ']', '{', '}', '#']) || text.contains(": ") {
+                serde_json::to_string(scalar).expect("JSON values serialize")
+            } else {
+                text
+            }
         }
     }
 }
@@ -232,13 +251,19 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
     match (&node.shape, old, new) {
         // A key is removed with its lines only when nothing else stands on them (`- key:`).
         (Shape::Map(entries), Value::Object(old_map), Value::Object(new_map))
-            if !node.flow && !new_map.is_empty() && entries.iter().all(|(key, key_start, _, _)| new_map.contains_key(key) || text[line_of(text, *key_start).0..*key_start].trim().is_empty()) =>
+            if !node.flow
+                && !new_map.is_empty()
+                && entries.iter().all(|(key, key_start, _, _)| {
+                    new_map.contains_key(key) || text[line_of(text, *key_start).0..*key_start].trim().is_empty()
+                }) =>
         {
             let key_col = column(text, node.start);
             for (key, _, key_end, value) in entries {
                 let colon_end = key_end + text[*key_end..].find(':')? + 1;
                 match (old_map.get(key), new_map.get(key)) {
-                    (Some(old_value), Some(new_value)) => diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, edits)?,
+                    (Some(old_value), Some(new_value)) => {
+                        diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, edits)?
+                    }
                     (_, None) => {
                         let (from, _) = line_of(text, key_end - 1);
                         let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
@@ -256,7 +281,9 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             }
             Some(())
         }
-        (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items)) if !node.flow && !new_items.is_empty() && old_items.len() == items.len() => {
+        (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items))
+            if !node.flow && !new_items.is_empty() && old_items.len() == items.len() =>
+        {
             for ((item, old_item), new_item) in items.iter().zip(old_items).zip(new_items) {
                 diff(text, item, old_item, new_item, Place::Item, edits)?;
             }
@@ -336,7 +363,10 @@ mod tests {
         let text = "spec:\n  ipv4:\n    cidrs:\n    - 10.40.0.0/16   # a\n    - 10.41.0.0/16\n    maskSize: 24\n  old: true\n";
         let new = json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.40.0.0/16", "reservedRange": []}, "10.41.0.0/16", "10.42.0.0/16"], "maskSize": 24}}});
         let out = patched(text, &new);
-        assert_eq!(out, "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n");
+        assert_eq!(
+            out,
+            "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n"
+        );
     }
 
     use proptest::prelude::*;
@@ -427,4 +457,3 @@ mod tests {
         let _ = patch(text, &old, &json!({"fuzzMark": "kubectl-ciliumpool"}), "\n");
     }
 }
-

@@ -105,8 +105,10 @@ pub fn v2alpha1_projection(obj: &Value) -> Value {
 }
 
 pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
-    let metadata = object.as_object_mut().expect("a Kubernetes object is a map").entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let annotations = metadata.as_object_mut().expect("metadata is a map").entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+    let metadata =
+        object.as_object_mut().expect("a Kubernetes object is a map").entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let annotations =
+        metadata.as_object_mut().expect("metadata is a map").entry("annotations").or_insert_with(|| Value::Object(Map::new()));
     if !annotations.is_object() {
         *annotations = Value::Object(Map::new());
     }
@@ -144,7 +146,10 @@ mod tests {
         obj["spec"]["ipv4"]["cidrs"][1] = json!({"cidr": "10.1.0.0/16", "reservedRange": "10.1.0.0-10.1.0.9"});
         let out = to_v2(&obj, Dialect::CfpV2).unwrap();
         assert_eq!(out.change, Change::Reshape);
-        assert_eq!(out.object["spec"]["ipv4"]["cidrs"], json!([{"cidr": "10.0.0.5/16"}, {"cidr": "10.1.0.0/16", "reservedRange": "10.1.0.0-10.1.0.9"}]));
+        assert_eq!(
+            out.object["spec"]["ipv4"]["cidrs"],
+            json!([{"cidr": "10.0.0.5/16"}, {"cidr": "10.1.0.0/16", "reservedRange": "10.1.0.0-10.1.0.9"}])
+        );
         assert_eq!(out.object["spec"]["ipv6"]["cidrs"], json!([{"cidr": "fd00::/104"}]));
         assert_eq!(out.object["spec"]["ipv4"]["futureKnob"], json!(3));
         assert_eq!(out.object["spec"]["somethingNew"], alpha()["spec"]["somethingNew"]);

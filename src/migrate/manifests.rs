@@ -3,8 +3,8 @@
 //! (`crate::manifest` splits and rewrites the stream).
 
 use super::convert::{V2ALPHA1_API_VERSION, is_pool, to_v2};
-use crate::model::{Dialect, Family};
 use crate::manifest;
+use crate::model::{Dialect, Family};
 use serde_json::Value;
 
 /// The result of converting one file's text.

@@ -9,6 +9,6 @@ pub mod status;
 pub mod storage;
 
 pub use convert::{Change, Converted, to_v2};
-pub use storage::StorageState;
 pub use plan::{MigratedBy, Plan, PoolPlan, State, plan};
 pub use status::{AlphaWriter, FieldWrite, Storage, Verdict, alpha_writers, stored_versions_write, verdict};
+pub use storage::StorageState;

@@ -132,10 +132,17 @@ pub fn plan(crd: &CrdInfo, via_alpha: &[Value], via_v2: &[Value]) -> Plan {
     let pools = names
         .into_iter()
         .map(|name| {
-            let resource_version = v2.get(name).or(alpha.get(name)).and_then(|o| o.pointer("/metadata/resourceVersion")).and_then(Value::as_str).map(str::to_string);
+            let resource_version = v2
+                .get(name)
+                .or(alpha.get(name))
+                .and_then(|o| o.pointer("/metadata/resourceVersion"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
             let (state, detail, migrated_by) = match (blocked, v2.get(name)) {
                 (Some(reason), _) => (State::Blocked, reason.to_string(), None),
-                (None, None) => (State::Blocked, "listed through v2alpha1 but not through v2 (deleted meanwhile?); rerun".to_string(), None),
+                (None, None) => {
+                    (State::Blocked, "listed through v2alpha1 but not through v2 (deleted meanwhile?); rerun".to_string(), None)
+                }
                 (None, Some(obj)) => plan_pool(dialect, storage, alpha.get(name).copied(), obj),
             };
             PoolPlan { name: name.to_string(), state, migrated_by, detail, resource_version }
@@ -216,7 +223,11 @@ mod tests {
     fn cfp_plan_converts_even_marked_string_cidrs() {
         let strings = json!(["10.0.0.0/16"]);
         let objects = json!([{"cidr": "10.0.0.0/16"}]);
-        let alpha = vec![pool("v2alpha1", "a", strings.clone(), false), pool("v2alpha1", "b", strings.clone(), true), pool("v2alpha1", "c", objects.clone(), true)];
+        let alpha = vec![
+            pool("v2alpha1", "a", strings.clone(), false),
+            pool("v2alpha1", "b", strings.clone(), true),
+            pool("v2alpha1", "c", objects.clone(), true),
+        ];
         let v2 = vec![pool("v2", "a", strings.clone(), false), pool("v2", "b", strings, true), pool("v2", "c", objects, true)];
         let plan = plan(&crd("object", true), &alpha, &v2);
         assert_eq!(states(&plan), [("a", State::Convert), ("b", State::Convert), ("c", State::Migrated)]);

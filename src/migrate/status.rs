@@ -3,8 +3,8 @@
 use super::convert::V2ALPHA1_API_VERSION;
 use super::plan::{MigratedBy, Plan, State};
 use super::storage::StorageState;
-use crate::model::{CrdInfo, Dialect};
 use crate::model::pool::MIGRATED_ANNOTATION;
+use crate::model::{CrdInfo, Dialect};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -177,12 +177,18 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
     }
     let still: Vec<String> = writers.iter().filter(|w| w.after_migration).map(|w| format!("{} ({})", w.manager, w.operation)).collect();
     if !still.is_empty() {
-        pending.push(format!("{} still write(s) cilium.io/v2alpha1 after migration: convert their manifests (`migrate -f`)", still.join(", ")));
+        pending.push(format!(
+            "{} still write(s) cilium.io/v2alpha1 after migration: convert their manifests (`migrate -f`)",
+            still.join(", ")
+        ));
     }
     let earlier: Vec<&str> = writers.iter().filter(|w| !w.after_migration).map(|w| w.manager.as_str()).collect();
     let mut notes = Vec::new();
     if !earlier.is_empty() {
-        notes.push(format!("wrote cilium.io/v2alpha1 before migration: {}; make sure their sources (GitOps, Helm, scripts) now use v2", earlier.join(", ")));
+        notes.push(format!(
+            "wrote cilium.io/v2alpha1 before migration: {}; make sure their sources (GitOps, Helm, scripts) now use v2",
+            earlier.join(", ")
+        ));
     }
     notes.push(downgrade_caveat(crd.cluster_dialect()).to_string());
     Verdict { safe_to_remove_v2alpha1: pending.is_empty(), pending, notes }
@@ -211,7 +217,11 @@ mod tests {
     use serde_json::json;
 
     fn entry(manager: &str, version: &str, time: &str, owns_annotation: bool) -> Value {
-        let fields = if owns_annotation { json!({"f:metadata": {"f:annotations": {"f:cilium.io/migrated-to-v2": {}}}}) } else { json!({"f:spec": {}}) };
+        let fields = if owns_annotation {
+            json!({"f:metadata": {"f:annotations": {"f:cilium.io/migrated-to-v2": {}}}})
+        } else {
+            json!({"f:spec": {}})
+        };
         json!({"manager": manager, "operation": "Update", "apiVersion": format!("cilium.io/{version}"), "time": time, "fieldsV1": fields})
     }
 
@@ -234,9 +244,11 @@ mod tests {
 
     #[test]
     fn verdict_needs_everything() {
-        let crd = |stored: &[&str]| CrdInfo::decode(&json!({"spec": {"versions": [
+        let crd = |stored: &[&str]| {
+            CrdInfo::decode(&json!({"spec": {"versions": [
             {"name": "v2alpha1", "served": true, "storage": false}, {"name": "v2", "served": true, "storage": true}]},
-            "status": {"storedVersions": stored}}));
+            "status": {"storedVersions": stored}}))
+        };
         let done = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a", "annotations": {MIGRATED_ANNOTATION: "true"}},
             "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}});
         let pending = crd(&["v2alpha1", "v2"]);
@@ -246,7 +258,8 @@ mod tests {
         let finished = crd(&["v2"]);
         let v = verdict(&finished, &plan(&finished, &[], &[done]), &[]);
         assert!(v.safe_to_remove_v2alpha1, "{:?}", v.pending);
-        let still = AlphaWriter { manager: "argocd".into(), operation: "Apply".into(), pools: 1, last_write: "t".into(), after_migration: true };
+        let still =
+            AlphaWriter { manager: "argocd".into(), operation: "Apply".into(), pools: 1, last_write: "t".into(), after_migration: true };
         let v = verdict(&finished, &plan(&finished, &[], &[]), &[still]);
         assert!(v.line().contains("argocd (Apply) still write"), "{}", v.line());
     }

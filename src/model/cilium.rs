@@ -32,7 +32,12 @@ pub struct CiliumVersion {
 
 impl CiliumVersion {
     pub fn new(workload: Workload, namespace: &str, image: String) -> CiliumVersion {
-        CiliumVersion { version: image_tag(&image), image, source: format!("{}/{}", workload.kind, workload.name), namespace: namespace.to_string() }
+        CiliumVersion {
+            version: image_tag(&image),
+            image,
+            source: format!("{}/{}", workload.kind, workload.name),
+            namespace: namespace.to_string(),
+        }
     }
 }
 

@@ -74,8 +74,7 @@ impl CrdInfo {
 
     /// storedVersions still lists something other than v2 while v2 is the storage version.
     pub fn storage_migration_pending(&self) -> bool {
-        self.storage_version() == Some("v2")
-            && self.stored_versions.as_ref().is_some_and(|s| s.iter().any(|v| v != "v2"))
+        self.storage_version() == Some("v2") && self.stored_versions.as_ref().is_some_and(|s| s.iter().any(|v| v != "v2"))
     }
 }
 

@@ -24,7 +24,9 @@ pub enum EditError {
     V2alpha1,
     #[error("spec.{0}.cidrs has no entry {1:?}")]
     NoSuchCidr(Family, String),
-    #[error("the CFP dialect holds one reservedRange per CIDR and {cidr} already reserves {existing}; remove it first (--remove {existing})")]
+    #[error(
+        "the CFP dialect holds one reservedRange per CIDR and {cidr} already reserves {existing}; remove it first (--remove {existing})"
+    )]
     CfpSecondRange { cidr: String, existing: String },
     #[error("spec.{0} is not an object")]
     Malformed(Family),
@@ -46,7 +48,8 @@ pub fn apply(raw: &mut Value, dialect: Dialect, edit: &RangeEdit) -> Result<(), 
 /// Upstream: `pool: [{cidr, reservedRanges: [{start, end}]}]`, the entry created when absent
 /// and dropped again when it holds nothing but its key.
 fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditError> {
-    let listed = fam.get("cidrs").and_then(Value::as_array).is_some_and(|cidrs| cidrs.iter().any(|c| c.as_str() == Some(edit.cidr.as_str())));
+    let listed =
+        fam.get("cidrs").and_then(Value::as_array).is_some_and(|cidrs| cidrs.iter().any(|c| c.as_str() == Some(edit.cidr.as_str())));
     if !listed {
         return Err(EditError::NoSuchCidr(edit.family, edit.cidr.clone()));
     }
@@ -138,11 +141,14 @@ mod tests {
                      "namespaceSelector": {"matchLabels": {"team": "blue"}}}});
         apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.5/16", range("10.40.255.240", "10.40.255.254"))).unwrap();
         apply(&mut pool, Dialect::UpstreamV2, &add("10.41.0.0/16", range("10.41.0.0", "10.41.255.255"))).unwrap();
-        assert_eq!(pool, json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "blue", "annotations": {"x": "y"}},
+        assert_eq!(
+            pool,
+            json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "blue", "annotations": {"x": "y"}},
             "spec": {"ipv4": {"cidrs": ["10.40.0.5/16", "10.41.0.0/16"], "maskSize": 24, "future": 1,
                 "pool": [{"cidr": "10.40.0.5/16", "reservedRanges": [{"start": "10.40.255.240", "end": "10.40.255.254"}]},
                          {"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.255.255"}]}]},
-                     "namespaceSelector": {"matchLabels": {"team": "blue"}}}}));
+                     "namespaceSelector": {"matchLabels": {"team": "blue"}}}})
+        );
         // Removing the last range drops the entry, then the list.
         let remove = |cidr: &str, r| RangeEdit { family: Family::Ipv4, cidr: cidr.into(), remove: vec![r], add: None };
         apply(&mut pool, Dialect::UpstreamV2, &remove("10.41.0.0/16", range("10.41.0.0", "10.41.255.255"))).unwrap();
@@ -161,7 +167,12 @@ mod tests {
         let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24,
             "pool": [{"cidr": "10.40.0.0/16", "knob": true, "reservedRanges": [{"start": "10.40.0.1", "end": "10.40.0.1"}]}]}}});
         apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.9.0", "10.40.9.255"))).unwrap();
-        let edit = RangeEdit { family: Family::Ipv4, cidr: "10.40.0.0/16".into(), remove: vec![range("10.40.0.1", "10.40.0.1"), range("10.40.9.0", "10.40.9.255")], add: None };
+        let edit = RangeEdit {
+            family: Family::Ipv4,
+            cidr: "10.40.0.0/16".into(),
+            remove: vec![range("10.40.0.1", "10.40.0.1"), range("10.40.9.0", "10.40.9.255")],
+            add: None,
+        };
         apply(&mut pool, Dialect::UpstreamV2, &edit).unwrap();
         assert_eq!(pool.pointer("/spec/ipv4/pool").unwrap(), &json!([{"cidr": "10.40.0.0/16", "knob": true}]));
     }
@@ -170,14 +181,23 @@ mod tests {
     fn cfp_converts_string_cidrs_and_allows_one_range_per_cidr() {
         let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.20.0.0/16", {"cidr": "10.30.0.0/16", "extra": 1}], "maskSize": 24}}});
         apply(&mut pool, Dialect::CfpV2, &add("10.20.0.0/16", range("10.20.0.0", "10.20.0.99"))).unwrap();
-        assert_eq!(pool, json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.20.0.0/16", "reservedRange": "10.20.0.0-10.20.0.99"}, {"cidr": "10.30.0.0/16", "extra": 1}], "maskSize": 24}}}));
+        assert_eq!(
+            pool,
+            json!({"spec": {"ipv4": {"cidrs": [{"cidr": "10.20.0.0/16", "reservedRange": "10.20.0.0-10.20.0.99"}, {"cidr": "10.30.0.0/16", "extra": 1}], "maskSize": 24}}})
+        );
         let second = apply(&mut pool, Dialect::CfpV2, &add("10.20.0.0/16", range("10.20.1.0", "10.20.1.0")));
         assert_eq!(second, Err(EditError::CfpSecondRange { cidr: "10.20.0.0/16".into(), existing: "10.20.0.0-10.20.0.99".into() }));
         // Replacing (drain) is allowed: the old range is removed in the same edit.
-        let replace = RangeEdit { family: Family::Ipv4, cidr: "10.20.0.0/16".into(), remove: vec![range("10.20.0.0", "10.20.0.99")], add: Some(range("10.20.0.0", "10.20.255.255")) };
+        let replace = RangeEdit {
+            family: Family::Ipv4,
+            cidr: "10.20.0.0/16".into(),
+            remove: vec![range("10.20.0.0", "10.20.0.99")],
+            add: Some(range("10.20.0.0", "10.20.255.255")),
+        };
         apply(&mut pool, Dialect::CfpV2, &replace).unwrap();
         assert_eq!(pool.pointer("/spec/ipv4/cidrs/0/reservedRange").unwrap(), "10.20.0.0-10.20.255.255");
-        let remove = RangeEdit { family: Family::Ipv4, cidr: "10.20.0.0/16".into(), remove: vec![range("10.20.0.0", "10.20.255.255")], add: None };
+        let remove =
+            RangeEdit { family: Family::Ipv4, cidr: "10.20.0.0/16".into(), remove: vec![range("10.20.0.0", "10.20.255.255")], add: None };
         apply(&mut pool, Dialect::CfpV2, &remove).unwrap();
         assert_eq!(pool.pointer("/spec/ipv4/cidrs/0").unwrap(), &json!({"cidr": "10.20.0.0/16"}));
     }

@@ -193,7 +193,6 @@ pub fn range_text(start: &str, end: &str) -> String {
     if start == end { start.to_string() } else { format!("{start}-{end}") }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

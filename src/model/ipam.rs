@@ -76,12 +76,16 @@ mod tests {
 
     #[test]
     fn modes_and_defaults() {
-        let cm = |data: Value| json!({"kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": data});
+        let cm =
+            |data: Value| json!({"kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": data});
         let eni = IpamConfig::decode(&cm(json!({"ipam": "eni"}))).unwrap();
         assert_eq!((eni.mode.name(), eni.default_pool.as_str(), eni.source.as_str()), ("eni", "default", "kube-system/cilium-config"));
         let absent = IpamConfig::decode(&cm(json!({}))).unwrap();
         assert_eq!(absent.mode, IpamMode::ClusterPool, "the agent's default");
-        let migrating = IpamConfig::decode(&cm(json!({"ipam": "multi-pool", "ipam-default-ip-pool": "main", "enable-cluster-pool-to-multi-pool-migration": "true"}))).unwrap();
+        let migrating = IpamConfig::decode(&cm(
+            json!({"ipam": "multi-pool", "ipam-default-ip-pool": "main", "enable-cluster-pool-to-multi-pool-migration": "true"}),
+        ))
+        .unwrap();
         assert!(migrating.cluster_pool_migration);
         assert_eq!(migrating.default_pool, "main");
         assert_eq!(IpamMode::parse("azure"), IpamMode::Other("azure".into()));

@@ -98,11 +98,8 @@ impl Node {
             }
         }
         let infrastructure_ips = infrastructure.iter().map(|(_, ip)| *ip).collect();
-        let operator_error = obj
-            .pointer("/status/ipam/operator-status/error")
-            .and_then(Value::as_str)
-            .filter(|e| !e.trim().is_empty())
-            .map(str::to_string);
+        let operator_error =
+            obj.pointer("/status/ipam/operator-status/error").and_then(Value::as_str).filter(|e| !e.trim().is_empty()).map(str::to_string);
         let pod_cidrs = list(obj.pointer("/spec/ipam/podCIDRs"))
             .filter_map(Value::as_str)
             .map(|s| ListedBlock { original: Arc::from(s), prefix: Prefix::parse(s) })

@@ -296,7 +296,8 @@ mod tests {
         assert_eq!(p.families[0].cidrs.len(), 2);
 
         // A CFP cluster's pool stored before the switch still has string cidrs.
-        let legacy = json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "d"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}});
+        let legacy =
+            json!({"apiVersion": "cilium.io/v2", "metadata": {"name": "d"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}});
         assert_eq!(Pool::decode(&legacy, Some(Dialect::CfpV2)).dialect, Dialect::CfpV2);
     }
 

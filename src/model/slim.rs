@@ -64,7 +64,8 @@ pub fn fields_of(kind: &str) -> Option<Keep> {
 /// Whether `Snapshot::from_objects` reads more of an object of `kind` than its kind (it counts
 /// the others); lists hold objects.
 fn is_used(kind: &str) -> bool {
-    matches!(kind, "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition") || kind.ends_with("List")
+    matches!(kind, "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition")
+        || kind.ends_with("List")
 }
 
 /// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
@@ -131,15 +132,33 @@ impl<'de> DeserializeSeed<'de> for ObjectVisitor<'_> {
 /// Scalars become the `Value`s serde_json would build (`wrap`: `Some` for the object visitor).
 macro_rules! scalar_visits {
     ($out:ty, $wrap:expr) => {
-        fn visit_bool<E>(self, v: bool) -> Result<$out, E> { Ok($wrap(Value::Bool(v))) }
-        fn visit_i64<E>(self, v: i64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
-        fn visit_u64<E>(self, v: u64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
-        fn visit_f64<E>(self, v: f64) -> Result<$out, E> { Ok($wrap(Value::from(v))) }
-        fn visit_str<E>(self, v: &str) -> Result<$out, E> { Ok($wrap(Value::String(v.to_string()))) }
-        fn visit_string<E>(self, v: String) -> Result<$out, E> { Ok($wrap(Value::String(v))) }
-        fn visit_unit<E>(self) -> Result<$out, E> { Ok($wrap(Value::Null)) }
-        fn visit_none<E>(self) -> Result<$out, E> { Ok($wrap(Value::Null)) }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<$out, D::Error> { d.deserialize_any(self) }
+        fn visit_bool<E>(self, v: bool) -> Result<$out, E> {
+            Ok($wrap(Value::Bool(v)))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<$out, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<$out, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<$out, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<$out, E> {
+            Ok($wrap(Value::String(v.to_string())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<$out, E> {
+            Ok($wrap(Value::String(v)))
+        }
+        fn visit_unit<E>(self) -> Result<$out, E> {
+            Ok($wrap(Value::Null))
+        }
+        fn visit_none<E>(self) -> Result<$out, E> {
+            Ok($wrap(Value::Null))
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<$out, D::Error> {
+            d.deserialize_any(self)
+        }
     };
 }
 
@@ -361,9 +380,13 @@ mod tests {
     #[test]
     fn list_items_are_lifted_where_from_objects_would_find_them() {
         // kubectl prints a List's `items` before its `kind`.
-        let list = json!({"apiVersion": "v1", "items": [big_pod(true), pool(), endpoint()], "kind": "List", "metadata": {"resourceVersion": ""}});
+        let list =
+            json!({"apiVersion": "v1", "items": [big_pod(true), pool(), endpoint()], "kind": "List", "metadata": {"resourceVersion": ""}});
         let slim = slim_json(&list).unwrap();
-        assert_eq!(slim.document, Some(json!({"apiVersion": "v1", "items": [pool()], "kind": "List", "metadata": {"resourceVersion": ""}})));
+        assert_eq!(
+            slim.document,
+            Some(json!({"apiVersion": "v1", "items": [pool()], "kind": "List", "metadata": {"resourceVersion": ""}}))
+        );
         assert_eq!((slim.workloads.pods.len(), slim.workloads.endpoints.len()), (1, 1));
         snapshots_agree(&list);
         // A typed list's items may name no kind: they are of the list's kind.

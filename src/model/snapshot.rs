@@ -67,7 +67,8 @@ impl Snapshot {
         for obj in objects {
             flatten(obj, None, &mut flat);
         }
-        let is_pool_crd = |o: &Value| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME);
+        let is_pool_crd =
+            |o: &Value| kind(o) == "CustomResourceDefinition" && o.pointer("/metadata/name").and_then(Value::as_str) == Some(POOL_CRD_NAME);
         let crd_positions: Vec<usize> = (0..flat.len()).filter(|&i| is_pool_crd(&flat[i])).collect();
         let crd = crd_positions.last().map(|&i| CrdInfo::decode(&flat[i]));
         let v2_shape = crd.as_ref().and_then(|c| c.v2_dialect);
@@ -214,8 +215,20 @@ mod tests {
     #[test]
     fn the_last_copy_of_a_pod_wins_and_pods_come_sorted() {
         let pod = |ns: &str, name: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "status": {"phase": "Running", "podIP": ip}});
-        let ips = |snap: &Snapshot| snap.pods.as_ref().unwrap().iter().map(|p| format!("{}/{} {:?}", p.namespace, p.name, p.ips.iter().map(|a| a.to_string()).collect::<Vec<_>>())).collect::<Vec<_>>();
-        let snap = Snapshot::from_objects(vec![pod("b", "x", "10.0.0.1"), pod("a", "y", "10.0.0.2"), pod("b", "x", "10.0.0.3"), pod("a", "x", "10.0.0.4")]);
+        let ips = |snap: &Snapshot| {
+            snap.pods
+                .as_ref()
+                .unwrap()
+                .iter()
+                .map(|p| format!("{}/{} {:?}", p.namespace, p.name, p.ips.iter().map(|a| a.to_string()).collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        let snap = Snapshot::from_objects(vec![
+            pod("b", "x", "10.0.0.1"),
+            pod("a", "y", "10.0.0.2"),
+            pod("b", "x", "10.0.0.3"),
+            pod("a", "x", "10.0.0.4"),
+        ]);
         assert_eq!(ips(&snap), ["a/x [\"10.0.0.4\"]", "a/y [\"10.0.0.2\"]", "b/x [\"10.0.0.3\"]"]);
         let sorted = Snapshot::from_objects(vec![pod("a", "x", "10.0.0.4"), pod("a", "y", "10.0.0.2")]);
         assert_eq!(ips(&sorted), ["a/x [\"10.0.0.4\"]", "a/y [\"10.0.0.2\"]"]);

@@ -166,9 +166,8 @@ impl Pod {
     pub fn decode_into(obj: &Value, names: &mut Names) -> Pod {
         let meta = obj.get("metadata");
         let status = obj.get("status");
-        let mut ips: Ips = list(status.and_then(|s| s.get("podIPs")))
-            .filter_map(|p| p.get("ip").and_then(Value::as_str).and_then(Addr::parse))
-            .collect();
+        let mut ips: Ips =
+            list(status.and_then(|s| s.get("podIPs"))).filter_map(|p| p.get("ip").and_then(Value::as_str).and_then(Addr::parse)).collect();
         if ips.is_empty() {
             ips.extend(status.and_then(|s| s.get("podIP")).and_then(Value::as_str).and_then(Addr::parse));
         }

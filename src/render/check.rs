@@ -21,7 +21,14 @@ impl Render for Check<'_> {
 
     fn names(&self) -> Option<String> {
         let mut seen = std::collections::BTreeSet::new();
-        Some(self.problems.iter().map(|p| crate::escape::word(&kubectl_name(&p.object)).into_owned()).filter(|n| seen.insert(n.clone())).map(|n| n + "\n").collect())
+        Some(
+            self.problems
+                .iter()
+                .map(|p| crate::escape::word(&kubectl_name(&p.object)).into_owned())
+                .filter(|n| seen.insert(n.clone()))
+                .map(|n| n + "\n")
+                .collect(),
+        )
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {

@@ -229,7 +229,14 @@ pub struct DrainingPods<'a> {
     pub pods: Vec<String>,
 }
 
-pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, problems: &[&Problem], draining: &[DrainingPods], style: &Style) -> String {
+pub fn pool_details(
+    pool: &Pool,
+    report: &PoolReport,
+    crd: Option<&CrdInfo>,
+    problems: &[&Problem],
+    draining: &[DrainingPods],
+    style: &Style,
+) -> String {
     let mut out = String::new();
     // Every line goes through `line`: names, annotations and messages are data, escaped as one line.
     let mut field = |name: &str, value: String| out.push_str(&line(&format!("{:<15}{}", format!("{name}:"), value), style));
@@ -256,27 +263,41 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
     for fam in &report.families {
         let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
         out.push('\n');
-        out.push_str(&line(&format!(
-            "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
-            style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
-            human(fam.usable_per_block),
-            human(fam.allocated_blocks),
-            human(fam.allocated_blocks + fam.free_blocks),
-            percent(fam.utilization()),
-            bar(fam.utilization(), style),
-        ), style));
+        out.push_str(&line(
+            &format!(
+                "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
+                style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
+                human(fam.usable_per_block),
+                human(fam.allocated_blocks),
+                human(fam.allocated_blocks + fam.free_blocks),
+                percent(fam.utilization()),
+                bar(fam.utilization(), style),
+            ),
+            style,
+        ));
         let rows = fam
             .cidrs
             .iter()
             .map(|c| {
                 let state = if c.draining {
-                    if c.allocated_blocks.is_zero() { "drained: safe to remove from cidrs".to_string() } else { format!("draining: {} block(s) still held", human(c.allocated_blocks)) }
+                    if c.allocated_blocks.is_zero() {
+                        "drained: safe to remove from cidrs".to_string()
+                    } else {
+                        format!("draining: {} block(s) still held", human(c.allocated_blocks))
+                    }
                 } else if c.free_blocks.is_zero() {
                     "full".to_string()
                 } else {
                     "active".to_string()
                 };
-                vec![c.cidr.clone(), human(c.capacity_blocks), human(c.allocated_blocks), human(c.withheld_blocks), human(c.free_blocks), state]
+                vec![
+                    c.cidr.clone(),
+                    human(c.capacity_blocks),
+                    human(c.allocated_blocks),
+                    human(c.withheld_blocks),
+                    human(c.free_blocks),
+                    state,
+                ]
             })
             .collect();
         out.push_str(&indent(&table(&["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"], rows, style)));
@@ -291,15 +312,29 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
                 } else {
                     format!("{first}..{}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
                 };
-                out.push_str(&line(&format!(
-                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})",
-                    r.start, r.end, cidr.cidr, human(r.reserved_addresses), human(touched), human(touched * block_addresses),
-                ), style));
+                out.push_str(&line(
+                    &format!(
+                        "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})",
+                        r.start,
+                        r.end,
+                        cidr.cidr,
+                        human(r.reserved_addresses),
+                        human(touched),
+                        human(touched * block_addresses),
+                    ),
+                    style,
+                ));
                 for held in &r.allocated_overlapping {
-                    out.push_str(&line(&format!(
-                        "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it",
-                        held.prefix, held.nodes.join(","), human(held.used), held.nodes.join(", "),
-                    ), style));
+                    out.push_str(&line(
+                        &format!(
+                            "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it",
+                            held.prefix,
+                            held.nodes.join(","),
+                            human(held.used),
+                            held.nodes.join(", "),
+                        ),
+                        style,
+                    ));
                 }
             }
         }
@@ -309,7 +344,16 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
                 out.push_str(&line(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs", d.cidr, fam.family), style));
             } else {
                 let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
-                out.push_str(&line(&format!("  Draining {}: still held by {}; {} pod(s) inside{}", d.cidr, nodes.join(", "), d.pods.len(), if d.pods.is_empty() { "" } else { ":" }), style));
+                out.push_str(&line(
+                    &format!(
+                        "  Draining {}: still held by {}; {} pod(s) inside{}",
+                        d.cidr,
+                        nodes.join(", "),
+                        d.pods.len(),
+                        if d.pods.is_empty() { "" } else { ":" }
+                    ),
+                    style,
+                ));
                 out.push_str(&wrapped(&d.pods, "    ", "pods"));
             }
         }
@@ -331,7 +375,9 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
             out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
         }
         match fam.next_block {
-            Some(next) => out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n")),
+            Some(next) => {
+                out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n"))
+            }
             None => out.push_str("  Next block: none — no free block\n"),
         }
     }
@@ -340,7 +386,10 @@ pub fn pool_details(pool: &Pool, report: &PoolReport, crd: Option<&CrdInfo>, pro
         out.push_str("  <none>\n");
     }
     for p in problems {
-        out.push_str(&line(&format!("  {} {}: {}", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message), style));
+        out.push_str(&line(
+            &format!("  {} {}: {}", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message),
+            style,
+        ));
     }
     out
 }

@@ -82,17 +82,25 @@ type Figure = (&'static str, &'static str, fn(&FamilyReport) -> Option<Count>);
 
 const FAMILY_FIGURES: [Figure; 12] = [
     ("capacity_blocks", "Blocks the pool's CIDRs split into at its mask size.", |f| Some(f.capacity_blocks)),
-    ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once).", |f| Some(f.allocated_blocks)),
+    ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once).", |f| {
+        Some(f.allocated_blocks)
+    }),
     ("withheld_blocks", "Blocks not allocated that a valid reserved range touches: never handed out.", |f| Some(f.withheld_blocks)),
     ("free_blocks", "Blocks neither allocated nor withheld: what the operator can still hand out.", |f| Some(f.free_blocks)),
     ("orphan_blocks", "Blocks listed under the pool's name that lie outside its CIDRs.", |f| Some(f.orphan_blocks)),
     ("total_addresses", "Addresses in the pool's CIDRs.", |f| Some(f.total_addresses)),
     ("reserved_addresses", "Addresses inside valid reserved ranges.", |f| Some(f.reserved_addresses)),
     ("allocated_addresses", "Usable addresses of the allocated blocks.", |f| Some(f.allocated_addresses)),
-    ("used_addresses", "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses),
+    (
+        "used_addresses",
+        "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when pods and endpoints could not be read.",
+        |f| f.used_addresses,
+    ),
     ("idle_addresses", "Allocated minus used addresses (pre-allocation held by nodes); absent when used is unknown.", |f| f.idle_addresses),
     ("free_addresses", "Usable addresses of the free blocks.", |f| Some(f.free_addresses)),
-    ("runway_nodes", "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block.", |f| f.runway_nodes),
+    ("runway_nodes", "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block.", |f| {
+        f.runway_nodes
+    }),
 ];
 
 /// The families of a usage report, in exposition order. A family without samples (e.g. used
@@ -103,9 +111,27 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
     let labels = |p: &PoolReport, f: &FamilyReport| vec![("pool", p.name.clone()), ("family", f.family.to_string())];
 
     let source = vec![Sample::new(vec![("source", origin.kind.to_string()), ("ipam_mode", origin.ipam_mode.clone())], 1)];
-    out.push(Family::new("ciliumpool_source", Type::Info, "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).", source));
-    let info = pools.iter().map(|p| Sample::new(vec![("pool", p.name.clone()), ("api_version", p.api_version.clone()), ("dialect", p.dialect.name().to_string())], 1)).collect();
-    out.push(Family::new("ciliumpool_pool", Type::Info, "One per CiliumPodIPPool: the API version it was read through and its schema dialect.", info));
+    out.push(Family::new(
+        "ciliumpool_source",
+        Type::Info,
+        "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).",
+        source,
+    ));
+    let info = pools
+        .iter()
+        .map(|p| {
+            Sample::new(
+                vec![("pool", p.name.clone()), ("api_version", p.api_version.clone()), ("dialect", p.dialect.name().to_string())],
+                1,
+            )
+        })
+        .collect();
+    out.push(Family::new(
+        "ciliumpool_pool",
+        Type::Info,
+        "One per CiliumPodIPPool: the API version it was read through and its schema dialect.",
+        info,
+    ));
 
     for (suffix, help, figure) in FAMILY_FIGURES {
         let samples = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
@@ -114,11 +140,24 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
     let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(labels(p, f), m))).collect();
     out.push(Family::new("ciliumpool_block_mask_size", Type::Gauge, "The prefix length of the pool's blocks (maskSize).", samples));
     let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(labels(p, f), u))).collect();
-    out.push(Family::new("ciliumpool_utilization_ratio", Type::Gauge, "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.", samples));
+    out.push(Family::new(
+        "ciliumpool_utilization_ratio",
+        Type::Gauge,
+        "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.",
+        samples,
+    ));
     let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), f.nodes_holding)).collect();
-    out.push(Family::new("ciliumpool_nodes_holding", Type::Gauge, "CiliumNodes holding at least one allocated block of the pool and family.", samples));
+    out.push(Family::new(
+        "ciliumpool_nodes_holding",
+        Type::Gauge,
+        "CiliumNodes holding at least one allocated block of the pool and family.",
+        samples,
+    ));
     let waiting = nodes_waiting(report);
-    let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0))).collect();
+    let samples = families
+        .iter()
+        .map(|(p, f)| Sample::new(labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
+        .collect();
     out.push(Family::new(
         "ciliumpool_nodes_waiting",
         Type::Gauge,
@@ -128,12 +167,22 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
 
     // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
-    let mode_labels = |name: &str, family: crate::model::Family| vec![("pool", name.to_string()), ("family", family.to_string()), ("ipam_mode", report.ipam.mode.clone())];
+    let mode_labels = |name: &str, family: crate::model::Family| {
+        vec![("pool", name.to_string()), ("family", family.to_string()), ("ipam_mode", report.ipam.mode.clone())]
+    };
     type ModeFigure = (&'static str, &'static str, fn(&crate::allocator::ModeFamilyReport) -> Option<Count>);
     let mode_figures: [ModeFigure; 3] = [
-        ("ciliumpool_mode_allocated_blocks", "Blocks nodes list under a pool of a non-multi-pool IPAM mode (ENI: /32 addresses and prefixes); capacity is not in the cluster.", |f| Some(f.allocated_blocks)),
+        (
+            "ciliumpool_mode_allocated_blocks",
+            "Blocks nodes list under a pool of a non-multi-pool IPAM mode (ENI: /32 addresses and prefixes); capacity is not in the cluster.",
+            |f| Some(f.allocated_blocks),
+        ),
         ("ciliumpool_mode_allocated_addresses", "Usable addresses of those blocks.", |f| Some(f.allocated_addresses)),
-        ("ciliumpool_mode_used_addresses", "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses),
+        (
+            "ciliumpool_mode_used_addresses",
+            "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.",
+            |f| f.used_addresses,
+        ),
     ];
     for (name, help, figure) in mode_figures {
         let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
@@ -142,15 +191,23 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
 
     let samples = [Severity::Error, Severity::Warning, Severity::Info]
         .iter()
-        .map(|&severity| Sample::new(vec![("severity", severity.name().to_string())], report.problems.iter().filter(|p| p.severity == severity).count()))
+        .map(|&severity| {
+            Sample::new(vec![("severity", severity.name().to_string())], report.problems.iter().filter(|p| p.severity == severity).count())
+        })
         .collect();
     out.push(Family::new("ciliumpool_problems", Type::Gauge, "Problems kubectl ciliumpool check reports, by severity.", samples));
     let mut by_kind: BTreeMap<(String, &str), usize> = BTreeMap::new();
     for problem in &report.problems {
         *by_kind.entry((problem.kind.name(), problem.severity.name())).or_default() += 1;
     }
-    let samples = by_kind.into_iter().map(|((kind, severity), n)| Sample::new(vec![("kind", kind), ("severity", severity.to_string())], n)).collect();
-    out.push(Family::new("ciliumpool_problems_by_kind", Type::Gauge, "Problems kubectl ciliumpool check reports, by kind and severity; only kinds present have a series.", samples));
+    let samples =
+        by_kind.into_iter().map(|((kind, severity), n)| Sample::new(vec![("kind", kind), ("severity", severity.to_string())], n)).collect();
+    out.push(Family::new(
+        "ciliumpool_problems_by_kind",
+        Type::Gauge,
+        "Problems kubectl ciliumpool check reports, by kind and severity; only kinds present have a series.",
+        samples,
+    ));
 
     if options.nodes {
         out.extend(node_families(report));
@@ -179,16 +236,31 @@ fn node_families(report: &Report) -> Vec<Family> {
     let figures: [NodeFigure; 4] = [
         ("ciliumpool_node_blocks", "Valid blocks of the pool and family the CiliumNode lists.", |f| Some(Count::from(f.blocks as u64))),
         ("ciliumpool_node_usable_addresses", "Usable addresses of those blocks.", |f| Some(f.usable_addresses)),
-        ("ciliumpool_node_used_addresses", "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.", |f| f.used_addresses.map(Count::from)),
-        ("ciliumpool_node_needed_addresses", "Addresses the node requests from the pool (spec.ipam.pools.requested).", |f| Some(Count::from(f.needed_addresses))),
+        (
+            "ciliumpool_node_used_addresses",
+            "Distinct in-use IPs inside those blocks; absent when pods and endpoints could not be read.",
+            |f| f.used_addresses.map(Count::from),
+        ),
+        ("ciliumpool_node_needed_addresses", "Addresses the node requests from the pool (spec.ipam.pools.requested).", |f| {
+            Some(Count::from(f.needed_addresses))
+        }),
     ];
-    let rows: Vec<_> = report.nodes.iter().filter(|n| !n.ignored).flat_map(|n| n.pools.iter().flat_map(move |p| p.families.iter().map(move |f| (n, p, f)))).collect();
+    let rows: Vec<_> = report
+        .nodes
+        .iter()
+        .filter(|n| !n.ignored)
+        .flat_map(|n| n.pools.iter().flat_map(move |p| p.families.iter().map(move |f| (n, p, f))))
+        .collect();
     figures
         .into_iter()
         .map(|(name, help, figure)| {
             let samples = rows
                 .iter()
-                .filter_map(|(n, p, f)| figure(f).map(|v| Sample::new(vec![("node", n.name.to_string()), ("pool", p.pool.to_string()), ("family", f.family.to_string())], v)))
+                .filter_map(|(n, p, f)| {
+                    figure(f).map(|v| {
+                        Sample::new(vec![("node", n.name.to_string()), ("pool", p.pool.to_string()), ("family", f.family.to_string())], v)
+                    })
+                })
                 .collect();
             Family::new(name, Type::Gauge, help, samples)
         })
@@ -211,7 +283,8 @@ pub fn encode(families: &[Family], encoding: Encoding) -> String {
     for family in families {
         // A label value can only escape `\\`, `"` and a newline: a sample whose labels hold a
         // character a terminal would act on is left out (check names it: `unprintable-name`).
-        let samples: Vec<&Sample> = family.samples.iter().filter(|s| s.labels.iter().all(|(_, v)| !crate::escape::has_unsafe(&label(v)))).collect();
+        let samples: Vec<&Sample> =
+            family.samples.iter().filter(|s| s.labels.iter().all(|(_, v)| !crate::escape::has_unsafe(&label(v)))).collect();
         if samples.is_empty() {
             continue;
         }

@@ -195,7 +195,11 @@ mod tests {
             }
             p
         };
-        let pools = vec![pool("blue", json!(["10.40.0.0/16"]), false), pool("green", json!([{"cidr": "10.60.0.0/20"}]), true), pool("bad", json!(["nope"]), false)];
+        let pools = vec![
+            pool("blue", json!(["10.40.0.0/16"]), false),
+            pool("green", json!([{"cidr": "10.60.0.0/20"}]), true),
+            pool("bad", json!(["nope"]), false),
+        ];
         let plan = plan(&crd, &[], &pools);
         let server = BTreeMap::from([("blue".to_string(), "accepted".to_string())]);
         insta::assert_snapshot!("plan", plan_table(&plan, &server, &Style::plain()));

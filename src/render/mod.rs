@@ -147,8 +147,26 @@ pub enum Tone {
 /// Headers of columns that hold counts or percentages: right-aligned in every table, so that
 /// digits line up (the same vocabulary is used by every command's tables).
 const NUMERIC_COLUMNS: &[&str] = &[
-    "ADDRESSES", "AFTER", "ALLOCATED", "BEFORE", "BLOCKS", "CAPACITY", "FREE", "FREE-BLOCKS", "IDLE", "NEEDED", "NODES", "ORPHANS",
-    "RESERVED", "RUNWAY", "TOTAL", "USABLE", "USED", "UTIL", "WITHHELD", "WITHHELD-BLOCKS",
+    "ADDRESSES",
+    "AFTER",
+    "ALLOCATED",
+    "BEFORE",
+    "BLOCKS",
+    "CAPACITY",
+    "FREE",
+    "FREE-BLOCKS",
+    "IDLE",
+    "NEEDED",
+    "NODES",
+    "ORPHANS",
+    "RESERVED",
+    "RUNWAY",
+    "TOTAL",
+    "USABLE",
+    "USED",
+    "UTIL",
+    "WITHHELD",
+    "WITHHELD-BLOCKS",
 ];
 
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
@@ -223,7 +241,13 @@ pub fn percent(fraction: Option<f64>) -> String {
 pub fn bar(fraction: Option<f64>, style: &Style) -> String {
     let Some(f) = fraction else { return "-".to_string() };
     let filled = ((f * 10.0).round() as usize).min(10);
-    let tone = if f >= 0.9 { Tone::Bad } else if f >= 0.7 { Tone::Warn } else { Tone::Good };
+    let tone = if f >= 0.9 {
+        Tone::Bad
+    } else if f >= 0.7 {
+        Tone::Warn
+    } else {
+        Tone::Good
+    };
     style.paint(&format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled)), tone)
 }
 

@@ -115,7 +115,10 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         Action::Drain => "Drain (reserve end to end)",
     };
     let range = range_text(&impact.start, &impact.end);
-    out.push_str(&line(&format!("{} {} in pool {}, CIDR {} ({})", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family), style));
+    out.push_str(&line(
+        &format!("{} {} in pool {}, CIDR {} ({})", verb, style.paint(&range, Tone::Bold), impact.pool, impact.cidr, impact.family),
+        style,
+    ));
     if impact.range_addresses.is_zero() {
         out.push_str(&line("  Range: not a valid range of this CIDR (see check); the figures ignore it", style));
     } else {
@@ -130,7 +133,10 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         out.push_str(&line(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)", r.start, r.end), style));
     }
     for r in &impact.adjacent {
-        out.push_str(&line(&format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged", r.start, r.end), style));
+        out.push_str(&line(
+            &format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged", r.start, r.end),
+            style,
+        ));
     }
     let spans = |list: &[BlockSpan]| -> String {
         if list.is_empty() {
@@ -168,13 +174,21 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         row("free addresses", &|f| human(f.free_addresses)),
         row("runway", &runway),
     ];
-    let figures = table(&[&format!("POOL {} {}", impact.pool, impact.family.name().to_uppercase()), "BEFORE", "AFTER"], rows, &Style { headers: true, ..*style });
+    let figures = table(
+        &[&format!("POOL {} {}", impact.pool, impact.family.name().to_uppercase()), "BEFORE", "AFTER"],
+        rows,
+        &Style { headers: true, ..*style },
+    );
     out.push_str(&figures.lines().map(|l| format!("  {l}\n")).collect::<String>());
     out
 }
 
 fn span_text(span: &BlockSpan) -> String {
-    if span.blocks == Count::from(1u64) { span.first.clone() } else { format!("{} .. {} ({} blocks)", span.first, span.last, human(span.blocks)) }
+    if span.blocks == Count::from(1u64) {
+        span.first.clone()
+    } else {
+        format!("{} .. {} ({} blocks)", span.first, span.last, human(span.blocks))
+    }
 }
 
 /// One reservation as `--list` shows it.
@@ -214,7 +228,11 @@ pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
                         first_block: blocks::block_at(&cidr.prefix, mask, r.first_block).to_string(),
                         last_block: blocks::block_at(&cidr.prefix, mask, r.last_block).to_string(),
                         blocks: r.touched_blocks(),
-                        allocated_blocks: r.allocated_overlapping.iter().map(|b| format!("{} on {}", b.prefix, b.nodes.join(","))).collect(),
+                        allocated_blocks: r
+                            .allocated_overlapping
+                            .iter()
+                            .map(|b| format!("{} on {}", b.prefix, b.nodes.join(",")))
+                            .collect(),
                         draining: cidr.draining,
                     });
                 }

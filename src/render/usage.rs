@@ -69,7 +69,12 @@ impl Thresholds {
             for fam in &pool.families {
                 let reasons: Vec<String> = self.breaches(fam).into_iter().map(|(_, reason)| reason).collect();
                 if !reasons.is_empty() {
-                    lines.push(format!("threshold breached: pool {} {}: {}", crate::escape::Field(&pool.name), fam.family, reasons.join("; ")));
+                    lines.push(format!(
+                        "threshold breached: pool {} {}: {}",
+                        crate::escape::Field(&pool.name),
+                        fam.family,
+                        reasons.join("; ")
+                    ));
                 }
             }
         }
@@ -124,7 +129,8 @@ impl Render for Usage<'_> {
                     (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam, style)),
                     (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam, style)),
                 ];
-                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none)).then(|| pools_table(&pools, wide, &self.thresholds, style));
+                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none))
+                    .then(|| pools_table(&pools, wide, &self.thresholds, style));
                 std::iter::once(pool_table).chain(mode_tables).flatten().collect::<Vec<_>>().join("\n")
             }
         }
@@ -137,7 +143,10 @@ impl Render for Usage<'_> {
         let snapshot = self.snapshot;
         let mut out = String::from("\n");
         out.push_str(&legend(self.table, wide, self.thresholds.any(), style));
-        out.push_str(&style.paint(&sources_line(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len()), Tone::Dim));
+        out.push_str(&style.paint(
+            &sources_line(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len()),
+            Tone::Dim,
+        ));
         out.push('\n');
         for line in mode_lines(&self.report.ipam) {
             out.push_str(&style.paint(&line, Tone::Dim));
@@ -171,7 +180,11 @@ impl<'a> UsageDocument<'a> {
         let nodes = report
             .nodes
             .iter()
-            .map(|n| NodeReport { name: n.name.clone(), pools: n.pools.iter().filter(|p| selected(&p.pool)).cloned().collect(), ignored: n.ignored })
+            .map(|n| NodeReport {
+                name: n.name.clone(),
+                pools: n.pools.iter().filter(|p| selected(&p.pool)).cloned().collect(),
+                ignored: n.ignored,
+            })
             .filter(|n| all_selected || !n.pools.is_empty())
             .collect();
         UsageDocument {
@@ -266,7 +279,17 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
             }
             let note = if notes.is_empty() { "-".to_string() } else { notes.join(",") };
             if p.families.is_empty() {
-                rows.push(vec![node.name.to_string(), p.pool.to_string(), "-".into(), "0".into(), "0".into(), opt(p.used_addresses), "0".into(), "-".into(), note.clone()]);
+                rows.push(vec![
+                    node.name.to_string(),
+                    p.pool.to_string(),
+                    "-".into(),
+                    "0".into(),
+                    "0".into(),
+                    opt(p.used_addresses),
+                    "0".into(),
+                    "-".into(),
+                    note.clone(),
+                ]);
             }
             for f in &p.families {
                 let idle = f.used_addresses.map(|u| f.usable_addresses.saturating_sub(Count::from(u)));
@@ -292,7 +315,15 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
 pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
     let mut rows = Vec::new();
     let held_row = |block: String, pool: &str, state: &str, nodes: &[std::sync::Arc<str>], used: String, usable: String| {
-        vec![block, pool.to_string(), state.to_string(), "1".into(), if nodes.is_empty() { "-".into() } else { nodes.join(",") }, used, usable]
+        vec![
+            block,
+            pool.to_string(),
+            state.to_string(),
+            "1".into(),
+            if nodes.is_empty() { "-".into() } else { nodes.join(",") },
+            used,
+            usable,
+        ]
     };
     for pool in pools {
         for fam in &pool.families {
@@ -303,27 +334,54 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
                 for held in &cidr.allocated {
                     // A listed block may contain the whole CIDR: its first block is the CIDR's.
                     let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first().max(cidr.prefix.first()));
-                    cidr_rows.push((index, held_row(held.prefix.to_string(), &pool.name, "allocated", &held.nodes, human(held.used), human(held.usable))));
+                    cidr_rows.push((
+                        index,
+                        held_row(held.prefix.to_string(), &pool.name, "allocated", &held.nodes, human(held.used), human(held.usable)),
+                    ));
                 }
                 for (state, set) in [("withheld", &cidr.withheld), ("free", &cidr.free)] {
                     for &(first, last) in set.ranges() {
                         let start = blocks::block_at(&cidr.prefix, mask, first);
-                        let text = if first == last { start.to_string() } else { format!("{start}..{}", blocks::block_at(&cidr.prefix, mask, last)) };
-                        cidr_rows.push((first, vec![text, pool.name.clone(), state.into(), human(Count::span(first, last)), "-".into(), "-".into(), "-".into()]));
+                        let text = if first == last {
+                            start.to_string()
+                        } else {
+                            format!("{start}..{}", blocks::block_at(&cidr.prefix, mask, last))
+                        };
+                        cidr_rows.push((
+                            first,
+                            vec![
+                                text,
+                                pool.name.clone(),
+                                state.into(),
+                                human(Count::span(first, last)),
+                                "-".into(),
+                                "-".into(),
+                                "-".into(),
+                            ],
+                        ));
                     }
                 }
                 cidr_rows.sort_by_key(|(i, _)| *i);
                 rows.extend(cidr_rows.into_iter().map(|(_, r)| r));
             }
             for orphan in &fam.orphans {
-                rows.push(held_row(orphan.prefix.to_string(), &pool.name, "orphan", &orphan.nodes, human(orphan.used), human(orphan.usable)));
+                rows.push(held_row(
+                    orphan.prefix.to_string(),
+                    &pool.name,
+                    "orphan",
+                    &orphan.nodes,
+                    human(orphan.used),
+                    human(orphan.usable),
+                ));
             }
         }
     }
     // Blocks under a pool name no CiliumPodIPPool has (the mode's own pools are not orphans).
     let mut missing: Vec<(&str, &str, &std::sync::Arc<str>)> = Vec::new();
     for node in &report.nodes {
-        for p in node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| *m.name == *p.pool)) {
+        for p in
+            node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| *m.name == *p.pool))
+        {
             missing.extend(p.blocks.iter().map(|b| (p.pool.as_ref(), b.as_ref(), &node.name)));
         }
     }
@@ -386,7 +444,10 @@ pub fn mode_lines(ipam: &IpamReport) -> Vec<String> {
 
 /// The one line for a mode that has neither pools nor blocks to show.
 pub fn nothing_to_show(ipam: &IpamReport) -> String {
-    format!("IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n", crate::escape::Field(&ipam.mode))
+    format!(
+        "IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n",
+        crate::escape::Field(&ipam.mode)
+    )
 }
 
 /// What the columns of one `usage` view mean, one line each (stderr, with the sources line).

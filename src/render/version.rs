@@ -2,8 +2,8 @@
 //! docs/install.md, "What `version` reports").
 
 use super::{Render, SCHEMA_VERSION, Style};
-use crate::model::crd::{CrdInfo, CrdVersion};
 use crate::model::cilium::CiliumVersion;
+use crate::model::crd::{CrdInfo, CrdVersion};
 use serde::Serialize;
 
 /// `version`'s result, also its `-o json|yaml` document. Parts the cluster did not tell are
@@ -82,7 +82,10 @@ impl Render for VersionDocument {
 fn human(doc: &VersionDocument) -> String {
     let plugin = &doc.plugin;
     // Server, image and notes come from the cluster: each line escaped as one line.
-    let mut out = super::line(&format!("Plugin version: {} (commit {}, built {}, {})", plugin.version, plugin.git_commit, plugin.build_date, plugin.platform), &Style::plain());
+    let mut out = super::line(
+        &format!("Plugin version: {} (commit {}, built {}, {})", plugin.version, plugin.git_commit, plugin.build_date, plugin.platform),
+        &Style::plain(),
+    );
     if let Some(Server { url, version: Some(version) }) = &doc.server {
         out.push_str(&super::line(&format!("Server version: {version} ({url})"), &Style::plain()));
     }
@@ -91,7 +94,13 @@ fn human(doc: &VersionDocument) -> String {
     }
     if let Some(cilium) = &doc.cilium {
         out.push_str(&super::line(
-            &format!("Cilium version: {} (image {} of {} in {})", cilium.version.as_deref().unwrap_or("unknown"), cilium.image, cilium.source, cilium.namespace),
+            &format!(
+                "Cilium version: {} (image {} of {} in {})",
+                cilium.version.as_deref().unwrap_or("unknown"),
+                cilium.image,
+                cilium.source,
+                cilium.namespace
+            ),
             &Style::plain(),
         ));
     }

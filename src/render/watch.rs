@@ -125,7 +125,13 @@ mod tests {
     use super::*;
 
     fn fig(pool: &str, allocated: u64, used: Option<u64>) -> Figures {
-        Figures { pool: pool.into(), family: "ipv4".into(), allocated_blocks: Count::from(allocated), withheld_blocks: Count::ZERO, used_addresses: used.map(Count::from) }
+        Figures {
+            pool: pool.into(),
+            family: "ipv4".into(),
+            allocated_blocks: Count::from(allocated),
+            withheld_blocks: Count::ZERO,
+            used_addresses: used.map(Count::from),
+        }
     }
 
     #[test]

@@ -77,7 +77,9 @@ pub fn read_from(reader: impl Read + Seek, name: &str, kind: Kind, inputs: &mut 
 
 fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| {
-        input(format!("{name}: not a readable zip archive ({e}): truncated or corrupt? get the sysdump again, or unzip what can be read and pass the directory with -f"))
+        input(format!(
+            "{name}: not a readable zip archive ({e}): truncated or corrupt? get the sysdump again, or unzip what can be read and pass the directory with -f"
+        ))
     };
     let mut zip = zip::ZipArchive::new(file).map_err(|e| broken(&e))?;
     if zip.len() > MAX_ARCHIVE_MEMBERS {
@@ -161,7 +163,10 @@ fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut 
     let limit = MAX_INPUT_BYTES.min(*budget);
     let too_large = || {
         if limit < MAX_INPUT_BYTES {
-            format!("{shown}: the archive expands to more than {} GiB; extract the files you need and pass them with -f", MAX_ARCHIVE_BYTES >> 30)
+            format!(
+                "{shown}: the archive expands to more than {} GiB; extract the files you need and pass them with -f",
+                MAX_ARCHIVE_BYTES >> 30
+            )
         } else {
             inputs::too_large(&shown)
         }

@@ -36,7 +36,11 @@ pub struct Staged {
 impl Staged {
     /// `path (symlink to target)` when the two differ.
     pub fn describe(&self) -> String {
-        if self.path == self.target { self.path.display().to_string() } else { format!("{} (symlink to {})", self.path.display(), self.target.display()) }
+        if self.path == self.target {
+            self.path.display().to_string()
+        } else {
+            format!("{} (symlink to {})", self.path.display(), self.target.display())
+        }
     }
 }
 
@@ -47,7 +51,8 @@ pub fn stage(path: &Path, contents: &[u8], new_mode: u32) -> Result<Staged> {
     install_signal_cleanup();
     let existing = std::fs::symlink_metadata(path).ok();
     let target = match &existing {
-        Some(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| input(format!("{} is a symlink whose target cannot be resolved: {e}; nothing was written", path.display())))?,
+        Some(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+            .map_err(|e| input(format!("{} is a symlink whose target cannot be resolved: {e}; nothing was written", path.display())))?,
         _ => path.to_path_buf(),
     };
     let meta = std::fs::metadata(&target).ok();
@@ -76,8 +81,9 @@ pub fn stage(path: &Path, contents: &[u8], new_mode: u32) -> Result<Staged> {
     let file = staged.tmp.as_file();
     file.set_permissions(std::fs::Permissions::from_mode(meta.as_ref().map_or(new_mode, |m| m.permissions().mode() & 0o7777)))?;
     if let Some(m) = &meta {
-        std::os::unix::fs::fchown(file, Some(m.uid()), Some(m.gid()))
-            .map_err(|e| input(format!("cannot keep the owner {}:{} of {}: {e}; nothing was written", m.uid(), m.gid(), target.display())))?;
+        std::os::unix::fs::fchown(file, Some(m.uid()), Some(m.gid())).map_err(|e| {
+            input(format!("cannot keep the owner {}:{} of {}: {e}; nothing was written", m.uid(), m.gid(), target.display()))
+        })?;
     }
     let mut writer = file;
     writer.write_all(contents).with_context(|| format!("cannot write a temporary file in {}; nothing was written", dir.display()))?;

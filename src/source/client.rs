@@ -168,7 +168,9 @@ impl Connection {
             kube::Error::Api(status) if status.code == 401 => cluster(format!(
                 "unauthorized (401): {server} rejected the credentials of user {user}; log in again or choose another --user/--context"
             )),
-            kube::Error::Api(status) => cluster(format!("{verb} {what} on {server} failed ({}): {}", status.code, secrets::redact(&status.message))),
+            kube::Error::Api(status) => {
+                cluster(format!("{verb} {what} on {server} failed ({}): {}", status.code, secrets::redact(&status.message)))
+            }
             _ => cluster(format!(
                 "cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network",
                 self.transport_cause(&error)
@@ -181,9 +183,13 @@ impl Connection {
         let server = &self.server;
         let bad_server = "check that the kubeconfig's server is the API server and not a proxy that changes its answers";
         match refused {
-            Refused::NoAnswer(_) => format!("cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network", self.no_answer()),
+            Refused::NoAnswer(_) => format!(
+                "cannot reach the API server {server} ({verb} {what}): {}; check the kubeconfig's server and the network",
+                self.no_answer()
+            ),
             Refused::Unfinished { read, .. } => {
-                let within = if self.request_timeout.is_some() { self.deadline() } else { format!("{}, the default deadline", self.deadline()) };
+                let within =
+                    if self.request_timeout.is_some() { self.deadline() } else { format!("{}, the default deadline", self.deadline()) };
                 format!(
                     "{verb} {what} on {server}: the answer did not end within {within} ({} arrived; the deadline covers the whole request, to the last byte); \
                      check the network and the server, or give a longer --request-timeout (0: none)",
@@ -233,7 +239,9 @@ impl Connection {
     fn no_answer(&self) -> String {
         match self.request_timeout {
             Some(_) => format!("no answer within {}", self.deadline()),
-            None => format!("no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)", self.deadline()),
+            None => {
+                format!("no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)", self.deadline())
+            }
         }
     }
 }
@@ -256,7 +264,9 @@ fn check_names(file: &Kubeconfig, options: &KubeConfigOptions) -> Result<()> {
             && !known.contains(&wanted.as_str())
         {
             let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-            return Err(input(format!("--{what} {wanted:?}: the kubeconfig has no such {what}; its {what}s: {known} (kubectl config get-{what}s)")));
+            return Err(input(format!(
+                "--{what} {wanted:?}: the kubeconfig has no such {what}; its {what}s: {known} (kubectl config get-{what}s)"
+            )));
         }
     }
     Ok(())

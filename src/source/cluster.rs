@@ -5,8 +5,8 @@
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::{PAGE_SIZE, Pagination, Refused};
 use crate::error::cluster;
-use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::Workloads;
+use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::slim::SlimJson;
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
@@ -33,7 +33,8 @@ pub struct Kind {
 }
 
 pub const PODS: Kind = Kind { group: "", version: "v1", api_version: "v1", kind: "Pod", plural: "pods" };
-pub const CILIUM_ENDPOINTS: Kind = Kind { group: "cilium.io", version: "v2", api_version: "cilium.io/v2", kind: "CiliumEndpoint", plural: "ciliumendpoints" };
+pub const CILIUM_ENDPOINTS: Kind =
+    Kind { group: "cilium.io", version: "v2", api_version: "cilium.io/v2", kind: "CiliumEndpoint", plural: "ciliumendpoints" };
 
 fn pods_resource() -> ApiResource {
     resource(PODS.group, PODS.version, PODS.kind, PODS.plural)
@@ -135,7 +136,11 @@ pub struct Listed {
 impl Cluster {
     /// Connects with kubectl's flags; pods are read from `namespace` (all when `None`).
     pub async fn connect(options: &ConnectOptions, namespace: Option<&str>) -> Result<Cluster> {
-        Ok(Cluster { connection: connect(options).await?, namespace: namespace.map(str::to_string), cilium_namespace: options.cilium_namespace.clone() })
+        Ok(Cluster {
+            connection: connect(options).await?,
+            namespace: namespace.map(str::to_string),
+            cilium_namespace: options.cilium_namespace.clone(),
+        })
     }
 
     /// Reads everything a snapshot needs; independent lists run concurrently.
@@ -377,7 +382,12 @@ fn unreadable_text(why: Unreadable) -> &'static str {
 /// decoded straight from its bytes: Pods and CiliumEndpoints into their structs, other items as
 /// JSON typed as [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails;
 /// items that are no object (or have no name) are left out and counted in one warning.
-pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>, page_size: u32) -> Result<Listed, kube::Error> {
+pub async fn list_pages(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    page_size: u32,
+) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
     let mut params = ListParams::default().limit(page_size);
@@ -393,7 +403,9 @@ pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace
         if let Some(Value::Array(items)) = list.get_mut("items").map(Value::take) {
             count += items.len();
             listed.items.extend(items.into_iter().filter_map(|mut item| {
-                let map = item.as_object_mut().filter(|map| map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty())));
+                let map = item.as_object_mut().filter(|map| {
+                    map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty()))
+                });
                 let map = unusable.keep_some(map)?;
                 map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
                 map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
@@ -407,7 +419,11 @@ pub async fn list_pages(client: &kube::Client, resource: &ApiResource, namespace
         }
     }
     if unusable.0 > 0 {
-        warn_line!("warning: the list of {} held {} item(s) that are not objects with a metadata.name; they are left out of the figures", resource_name(resource), unusable.0);
+        warn_line!(
+            "warning: the list of {} held {} item(s) that are not objects with a metadata.name; they are left out of the figures",
+            resource_name(resource),
+            unusable.0
+        );
     }
     Ok(listed)
 }

@@ -8,7 +8,10 @@
 //! pprof binaries, nested tarballs — so those that hold no Kubernetes objects are skipped and
 //! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
-use super::inputs::{Guarded, Inputs, LoadedFile, MAX_INPUT_BYTES, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, not_manifest_reason, parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked};
+use super::inputs::{
+    Guarded, Inputs, LoadedFile, MAX_INPUT_BYTES, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, not_manifest_reason,
+    parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
+};
 use super::{archive, sysdump};
 use crate::error::input;
 use crate::manifest;
@@ -163,7 +166,9 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
         let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
         // Only snapshots read archives: an edit has no file to write back to.
         if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() {
-            return Err(input(format!("{path}: an archive is a read-only input: extract it first, then pass the manifest file to edit with -f")));
+            return Err(input(format!(
+                "{path}: an archive is a read-only input: extract it first, then pass the manifest file to edit with -f"
+            )));
         }
         let mut found = Vec::new();
         if meta.is_dir() {
@@ -195,14 +200,23 @@ pub fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// [`walk`], also collecting the regular files that are not manifests into `others`.
-fn walk_from(dir: &Path, depth: usize, seen: &mut std::collections::HashSet<(u64, u64)>, out: &mut Vec<PathBuf>, others: &mut Vec<PathBuf>) -> Result<()> {
+fn walk_from(
+    dir: &Path,
+    depth: usize,
+    seen: &mut std::collections::HashSet<(u64, u64)>,
+    out: &mut Vec<PathBuf>,
+    others: &mut Vec<PathBuf>,
+) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
     if !seen.insert((meta.dev(), meta.ino())) {
         return Ok(());
     }
     if depth > MAX_DEPTH {
-        return Err(input(format!("{}: directories nested more than {MAX_DEPTH} deep; pass a directory closer to the manifests", dir.display())));
+        return Err(input(format!(
+            "{}: directories nested more than {MAX_DEPTH} deep; pass a directory closer to the manifests",
+            dir.display()
+        )));
     }
     let entries = std::fs::read_dir(dir).map_err(|e| input(format!("cannot read directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -232,7 +246,8 @@ pub struct DuplicatePool {
 impl std::fmt::Display for DuplicatePool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let copies: usize = self.files.iter().map(|(_, n)| n).sum();
-        let places: Vec<String> = self.files.iter().map(|(file, n)| if *n > 1 { format!("{file} ({n} documents)") } else { file.clone() }).collect();
+        let places: Vec<String> =
+            self.files.iter().map(|(file, n)| if *n > 1 { format!("{file} ({n} documents)") } else { file.clone() }).collect();
         write!(f, "CiliumPodIPPool {} is defined {copies} times: {}", self.name, places.join(", "))
     }
 }
@@ -325,7 +340,10 @@ mod tests {
         let files = vec![
             file("base/pool.yaml", vec![pool("blue", None), pool("red", None)]),
             file("overlay/pool.yaml", vec![pool("blue", None)]),
-            file("one.yaml", vec![pool("green", None), serde_json::json!({"kind": "CiliumPodIPPoolList", "items": [{"metadata": {"name": "green"}}]})]),
+            file(
+                "one.yaml",
+                vec![pool("green", None), serde_json::json!({"kind": "CiliumPodIPPoolList", "items": [{"metadata": {"name": "green"}}]})],
+            ),
             // One cluster object read through two versions is not a duplicate.
             file("dump.yaml", vec![pool("gold", Some("u1")), pool("gold", Some("u1"))]),
         ];

@@ -55,7 +55,9 @@ pub fn walked(name: String, text: std::result::Result<String, String>, inputs: &
     match text {
         Err(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
         Ok(text) => match manifest::parse(&text, &name) {
-            Err(_) if looks_like_json_lines(&text) => inputs.skipped.push(SkippedFile { name, reason: "JSON Lines, not Kubernetes objects".into() }),
+            Err(_) if looks_like_json_lines(&text) => {
+                inputs.skipped.push(SkippedFile { name, reason: "JSON Lines, not Kubernetes objects".into() })
+            }
             Err(e) => {
                 let why = e.to_string();
                 let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
@@ -82,7 +84,8 @@ pub fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads
         inputs.files.push(LoadedFile { name, documents, workloads });
         return;
     }
-    let json_lines = text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
+    let json_lines =
+        text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
     let reason = if json_lines {
         "JSON Lines, not Kubernetes objects"
     } else if documents.is_empty() {
@@ -280,8 +283,15 @@ pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads
     let json = matches!(first, Some(b'{' | b'['));
     let slims: Vec<(Option<Value>, Workloads)> = match first {
         None => Vec::new(),
-        Some(_) if json => serde_json::Deserializer::from_reader(reader).into_iter::<SlimJson>().map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
-        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options()).map(|d| d.map(|s| (s.document, s.workloads))).collect::<Result<_, _>>().ok()?,
+        Some(_) if json => serde_json::Deserializer::from_reader(reader)
+            .into_iter::<SlimJson>()
+            .map(|d| d.map(|s| (s.document, s.workloads)))
+            .collect::<Result<_, _>>()
+            .ok()?,
+        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options())
+            .map(|d| d.map(|s| (s.document, s.workloads)))
+            .collect::<Result<_, _>>()
+            .ok()?,
     };
     let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
     for (document, decoded) in slims {

@@ -156,7 +156,12 @@ where
             }
             .map_err(Into::into)?;
             let (until, max_bytes) = if watch { (None, u64::MAX) } else { (until, max_bytes) };
-            Ok(response.map(|inner| BoundedBody { inner, until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)), max_bytes, read: 0 }))
+            Ok(response.map(|inner| BoundedBody {
+                inner,
+                until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)),
+                max_bytes,
+                read: 0,
+            }))
         })
     }
 }

@@ -39,7 +39,11 @@ impl Target {
     }
 
     async fn replace(&self, name: &str, object: &DynamicObject) -> Result<DynamicObject, kube::Error> {
-        if self.status { self.api.replace_status(name, &self.params, object).await } else { self.api.replace(name, &self.params, object).await }
+        if self.status {
+            self.api.replace_status(name, &self.params, object).await
+        } else {
+            self.api.replace(name, &self.params, object).await
+        }
     }
 }
 
@@ -88,7 +92,10 @@ pub async fn replace_retrying(
             serde_json::from_value(new).map_err(|e| RetryError::Edit(anyhow::anyhow!("cannot encode the edited object: {e}")))?;
         match target.replace(name, &body).await {
             Ok(written) => {
-                return Ok(Replaced::Written { object: serde_json::to_value(written).expect("a Kubernetes object serializes to JSON"), attempts: attempt });
+                return Ok(Replaced::Written {
+                    object: serde_json::to_value(written).expect("a Kubernetes object serializes to JSON"),
+                    attempts: attempt,
+                });
             }
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
             Err(e) => return Err(RetryError::Write(e)),
@@ -117,7 +124,13 @@ impl Permission {
     /// Updating the pool CRD's status (`status.storedVersions`); a role limited to that CRD
     /// by `resourceNames` suffices (docs/rbac.md).
     pub fn crd_status_update() -> Permission {
-        Permission { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", subresource: Some("status"), name: Some(POOL_CRD_NAME) }
+        Permission {
+            verb: "update",
+            group: "apiextensions.k8s.io",
+            resource: "customresourcedefinitions",
+            subresource: Some("status"),
+            name: Some(POOL_CRD_NAME),
+        }
     }
 
     fn describe(&self) -> String {
@@ -172,7 +185,10 @@ impl PoolViews {
     /// Reads the CRD, then the pools through every version it serves, in pages of `page_size`.
     pub async fn read(conn: &Connection, page_size: u32) -> Result<PoolViews> {
         let crds: Api<DynamicObject> = Api::all_with(conn.client.clone(), &crd_resource());
-        let crd = crds.get(POOL_CRD_NAME).await.map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
+        let crd = crds
+            .get(POOL_CRD_NAME)
+            .await
+            .map_err(|e| conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}")))?;
         let crd_object = serde_json::to_value(&crd)?;
         let crd = CrdInfo::decode(&crd_object);
         let via = |version: &'static str| {

@@ -77,7 +77,10 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
         [
             // scheme://user:password@host
             (regex::Regex::new(r"(?i)([a-z][a-z0-9+.-]*://)[^/\s@]+@").expect("valid"), "${1}[redacted]@"),
-            (regex::Regex::new(r"(?i)((?:access_token|token|password|secret|api_key|apikey|key)=)[^&\s'\x22]+").expect("valid"), "${1}[redacted]"),
+            (
+                regex::Regex::new(r"(?i)((?:access_token|token|password|secret|api_key|apikey|key)=)[^&\s'\x22]+").expect("valid"),
+                "${1}[redacted]",
+            ),
             (regex::Regex::new(r"(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}").expect("valid"), "${1} [redacted]"),
         ]
     });
@@ -121,8 +124,10 @@ pub fn auth_failure(error: &(dyn std::error::Error + 'static), exec_command: Opt
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = current {
         if let Some(auth) = e.downcast_ref::<AuthError>() {
-            let plugin = exec_command.map(|c| format!("the exec credential plugin {c}")).unwrap_or_else(|| "the exec credential plugin".into());
-            const HIDDEN: &str = "its arguments, environment and output are not shown: they may hold credentials; run it yourself to see why";
+            let plugin =
+                exec_command.map(|c| format!("the exec credential plugin {c}")).unwrap_or_else(|| "the exec credential plugin".into());
+            const HIDDEN: &str =
+                "its arguments, environment and output are not shown: they may hold credentials; run it yourself to see why";
             return Some(match auth {
                 AuthError::AuthExecStart(io) => format!("cannot start {plugin}: {}", io.kind()),
                 AuthError::AuthExecRun { out, .. } => format!("{plugin} failed ({}); {HIDDEN}", out.status),

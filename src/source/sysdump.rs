@@ -88,12 +88,15 @@ mod tests {
 
         let docs = type_documents(
             "k8s-pods-20260101-120000.yaml",
-            vec![json!({"metadata": {"resourceVersion": "1"}, "items": [{"metadata": {"name": "p"}}, {"kind": "Pod", "apiVersion": "v1"}]})],
+            vec![
+                json!({"metadata": {"resourceVersion": "1"}, "items": [{"metadata": {"name": "p"}}, {"kind": "Pod", "apiVersion": "v1"}]}),
+            ],
         );
         assert_eq!(docs[0]["kind"], "List");
         assert_eq!(docs[0]["items"][0]["kind"], "Pod");
         assert_eq!(docs[0]["items"][0]["apiVersion"], "v1");
-        let docs = type_documents("cilium-configmap-20260101-120000.yaml", vec![json!({"metadata": {"name": "cilium-config"}, "data": {}})]);
+        let docs =
+            type_documents("cilium-configmap-20260101-120000.yaml", vec![json!({"metadata": {"name": "cilium-config"}, "data": {}})]);
         assert_eq!((docs[0]["kind"].as_str(), docs[0]["apiVersion"].as_str()), (Some("ConfigMap"), Some("v1")));
         let untouched = type_documents("pools.yaml", vec![json!({"items": []})]);
         assert!(untouched[0].get("kind").is_none());

@@ -6,15 +6,15 @@
 use super::cluster::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
-use futures::stream::{BoxStream, SelectAll};
 use futures::StreamExt;
+use futures::stream::{BoxStream, SelectAll};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::core::{DynamicResourceScope, Resource};
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::watcher;
-use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 use serde::Deserialize;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -182,8 +182,14 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// What one watch event means for the caller.
 enum Signal {
     /// The source with this index changed, or finished its (re)initial listing.
-    Changed { source: usize, listed: bool },
-    Failed { source: usize, error: watcher::Error },
+    Changed {
+        source: usize,
+        listed: bool,
+    },
+    Failed {
+        source: usize,
+        error: watcher::Error,
+    },
 }
 
 /// How one watched source is doing, for readiness and the exporter's own metrics.
@@ -247,7 +253,9 @@ where
                         }
                         // A (re)listing in progress: the store changes when it is done.
                         watcher::Event::Init | watcher::Event::InitApply(_) => {}
-                        watcher::Event::Apply(_) | watcher::Event::Delete(_) => return Some((Signal::Changed { source: self.source, listed: false }, self)),
+                        watcher::Event::Apply(_) | watcher::Event::Delete(_) => {
+                            return Some((Signal::Changed { source: self.source, listed: false }, self));
+                        }
                     }
                 }
                 Some(Err(error)) => {
@@ -287,7 +295,14 @@ pub struct Watch {
 }
 
 /// Starts one watch; its events become signals for the source with the next index.
-fn start<K>(cluster: &Cluster, resource: K::DynamicType, config: &watcher::Config, options: WatchOptions, signals: &mut SelectAll<BoxStream<'static, Signal>>, health: &mut Vec<SourceHealth>) -> Watched<K>
+fn start<K>(
+    cluster: &Cluster,
+    resource: K::DynamicType,
+    config: &watcher::Config,
+    options: WatchOptions,
+    signals: &mut SelectAll<BoxStream<'static, Signal>>,
+    health: &mut Vec<SourceHealth>,
+) -> Watched<K>
 where
     K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
@@ -298,8 +313,23 @@ where
     let name = K::plural(&resource);
     let group = K::group(&resource);
     let name = if group.is_empty() { name.into_owned() } else { format!("{name}.{group}") };
-    health.push(SourceHealth { resource: name, listed: false, failing_since: None, errors: 0, restarts: 0, streaming: options.streaming_lists });
-    let follow = Follow { api: cluster.api::<K>(&resource), config: config.clone(), streaming: options.streaming_lists, writer, events: None, failures: 0, source };
+    health.push(SourceHealth {
+        resource: name,
+        listed: false,
+        failing_since: None,
+        errors: 0,
+        restarts: 0,
+        streaming: options.streaming_lists,
+    });
+    let follow = Follow {
+        api: cluster.api::<K>(&resource),
+        config: config.clone(),
+        streaming: options.streaming_lists,
+        writer,
+        events: None,
+        failures: 0,
+        source,
+    };
     signals.push(futures::stream::unfold(follow, Follow::next).boxed());
     Watched { resource, store }
 }
@@ -413,7 +443,12 @@ mod tests {
     fn a_watched_pod_is_decoded_and_keeps_the_metadata_the_reflector_needs() {
         let decoded: Decoded<Pod> = serde_json::from_value(pod("web-1")).unwrap();
         assert_eq!(format!("{:?}", decoded.item), format!("{:?}", Pod::decode(&pod("web-1"))));
-        let expected = ObjectMeta { name: Some("web-1".into()), namespace: Some("shop".into()), resource_version: Some("42".into()), ..ObjectMeta::default() };
+        let expected = ObjectMeta {
+            name: Some("web-1".into()),
+            namespace: Some("shop".into()),
+            resource_version: Some("42".into()),
+            ..ObjectMeta::default()
+        };
         assert_eq!(decoded.metadata, expected);
         let other: Decoded<Pod> = serde_json::from_value(pod("web-2")).unwrap();
         assert!(Arc::ptr_eq(&decoded.item.namespace, &other.item.namespace), "one copy of a namespace across the watch");

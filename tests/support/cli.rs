@@ -21,7 +21,11 @@ pub fn plugin() -> assert_cmd::Command {
 /// Exit code, stdout and stderr of a finished command.
 pub fn output(command: &mut assert_cmd::Command) -> (i32, String, String) {
     let out = command.output().expect("the command runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).expect("UTF-8 stdout"), String::from_utf8(out.stderr).expect("UTF-8 stderr"))
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    )
 }
 
 /// Runs the plugin offline with `args`: exit code, stdout, stderr.

@@ -38,7 +38,10 @@ pub enum Fault {
 impl Fault {
     fn resources(&self) -> &'static [&'static str] {
         match self {
-            Fault::RepeatContinue { resources } | Fault::Trickle { resources, .. } | Fault::Inflate { resources, .. } | Fault::JunkItems { resources } => resources,
+            Fault::RepeatContinue { resources }
+            | Fault::Trickle { resources, .. }
+            | Fault::Inflate { resources, .. }
+            | Fault::JunkItems { resources } => resources,
         }
     }
 }
@@ -187,7 +190,12 @@ async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, Stri
 
 /// The request sent on to the real apiserver; its status and whole body.
 async fn forward(client: &kube::Client, method: &str, target: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
-    let request = http::Request::builder().method(method).uri(target).header("content-type", "application/json").body(kube::client::Body::from(body)).expect("a request");
+    let request = http::Request::builder()
+        .method(method)
+        .uri(target)
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body))
+        .expect("a request");
     match client.send(request).await {
         Ok(response) => {
             let status = response.status().as_u16();

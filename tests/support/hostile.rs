@@ -57,7 +57,9 @@ fn views(subcommand: &str, names: &Names) -> Vec<Vec<String>> {
         "inspect" => vec![words(&["inspect"])],
         "check" => vec![words(&["check"])],
         "ip" => vec![words(&["ip", "10.0.0.7", "10.0.1.9", "10.1.0.1", "192.0.2.1"])],
-        "reserve-range" => vec![words(&["reserve-range", "--list"]), vec!["reserve-range".into(), names.v2_pool.into(), "10.0.255.1".into()]],
+        "reserve-range" => {
+            vec![words(&["reserve-range", "--list"]), vec!["reserve-range".into(), names.v2_pool.into(), "10.0.255.1".into()]]
+        }
         "migrate" => vec![words(&["migrate"]), words(&["migrate", "--check"])],
         "completion" => vec![words(&["completion", "bash"])],
         "version" => vec![words(&["version"])],
@@ -112,9 +114,7 @@ impl Hostile {
     /// The objects: pools with labels, annotations and a reserved range, nodes holding blocks of
     /// them (and of a pool that does not exist), a pod with an owner, the cilium-config ConfigMap.
     pub fn objects(&self) -> Vec<Value> {
-        let meta = |name: &str| {
-            json!({"name": name, "labels": {self.label.0.clone(): self.label.1.clone()}, "annotations": {self.annotation.0.clone(): self.annotation.1.clone()}})
-        };
+        let meta = |name: &str| json!({"name": name, "labels": {self.label.0.clone(): self.label.1.clone()}, "annotations": {self.annotation.0.clone(): self.annotation.1.clone()}});
         let [a, b, old] = &self.pools;
         let [n1, n2] = &self.nodes;
         vec![

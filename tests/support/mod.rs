@@ -171,7 +171,10 @@ impl TestCluster {
         }
         let exports = parse_exports(&String::from_utf8_lossy(&output.stdout));
         let var = |name: &str| {
-            exports.get(name).cloned().unwrap_or_else(|| panic!("up.sh printed no `export {name}=`; stdout was:\n{}", String::from_utf8_lossy(&output.stdout)))
+            exports
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| panic!("up.sh printed no `export {name}=`; stdout was:\n{}", String::from_utf8_lossy(&output.stdout)))
         };
         let dir = PathBuf::from(var("TESTENV_DIR"));
         let kubeconfig = PathBuf::from(var("KUBECONFIG"));
@@ -292,7 +295,8 @@ impl TestCluster {
     /// without a kubelet). Lists are flattened.
     pub fn create_objects(&self, objects: Vec<Value>) {
         let objects: Vec<Value> = objects.into_iter().flat_map(flatten_list).map(strip_server_fields).collect();
-        let mut namespaces: Vec<String> = objects.iter().filter_map(|o| o.pointer("/metadata/namespace")?.as_str().map(str::to_string)).collect();
+        let mut namespaces: Vec<String> =
+            objects.iter().filter_map(|o| o.pointer("/metadata/namespace")?.as_str().map(str::to_string)).collect();
         namespaces.sort();
         namespaces.dedup();
         self.block_on(async {
@@ -308,8 +312,10 @@ impl TestCluster {
     }
 
     async fn ensure_namespace(&self, name: &str) {
-        let api: Api<DynamicObject> = Api::all_with(self.client(), &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Namespace"), "namespaces"));
-        let namespace: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).expect("namespace");
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client(), &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Namespace"), "namespaces"));
+        let namespace: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).expect("namespace");
         match api.create(&PostParams::default(), &namespace).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -535,10 +541,7 @@ pub fn cilium_node(name: &str, allocated: &[(&str, &[&str])], needed_ipv4: u64) 
 
 /// A CiliumEndpoint with the given addresses (`status.networking.addressing`).
 pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str]) -> Value {
-    let addressing: Vec<Value> = ips
-        .iter()
-        .map(|ip| if ip.contains(':') { json!({"ipv6": ip}) } else { json!({"ipv4": ip}) })
-        .collect();
+    let addressing: Vec<Value> = ips.iter().map(|ip| if ip.contains(':') { json!({"ipv6": ip}) } else { json!({"ipv4": ip}) }).collect();
     json!({
         "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
         "metadata": {"namespace": namespace, "name": name},
@@ -552,7 +555,8 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![PathBuf::new()];
     while let Some(relative) = pending.pop() {
-        for entry in std::fs::read_dir(dir.join(&relative)).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.join(&relative).display())) {
+        for entry in std::fs::read_dir(dir.join(&relative)).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.join(&relative).display()))
+        {
             let entry = entry.expect("directory entry");
             let path = relative.join(entry.file_name());
             if entry.file_type().expect("file type").is_dir() { pending.push(path) } else { files.push(path) }
@@ -698,7 +702,10 @@ impl WriteBarrier<'_> {
 
     /// Waits until a write of the pool reaches the API server's webhook call and holds it there.
     pub fn wait_for_write(&mut self, timeout: Duration) {
-        let call = self.calls.recv_timeout(timeout).unwrap_or_else(|_| panic!("no write of {} reached the API server within {timeout:?}", self.pool));
+        let call = self
+            .calls
+            .recv_timeout(timeout)
+            .unwrap_or_else(|_| panic!("no write of {} reached the API server within {timeout:?}", self.pool));
         self.held.push(call);
     }
 
@@ -722,15 +729,23 @@ impl TestCluster {
         let mut granted = GRANTED.lock().unwrap_or_else(|e| e.into_inner());
         if !granted.contains(&self.dir) {
             let name = "test-other-writer";
-            self.apply_yaml(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            self.apply_yaml(
+                &json!({"apiVersion": "v1", "kind": "List", "items": [
                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
                  "rules": [{"apiGroups": ["cilium.io"], "resources": ["ciliumpodippools"], "verbs": ["get", "list", "patch", "update"]}]},
                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OTHER_WRITER}]}]}).to_string());
+                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OTHER_WRITER}]}]})
+                .to_string(),
+            );
             // RBAC is cached by the API server: wait until it answers yes.
             let deadline = Instant::now() + Duration::from_secs(60);
-            while self.kubectl_command().args(["auth", "can-i", "patch", "ciliumpodippools.cilium.io", "--as", OTHER_WRITER]).output().is_ok_and(|o| !o.status.success()) {
+            while self
+                .kubectl_command()
+                .args(["auth", "can-i", "patch", "ciliumpodippools.cilium.io", "--as", OTHER_WRITER])
+                .output()
+                .is_ok_and(|o| !o.status.success())
+            {
                 assert!(Instant::now() < deadline, "{OTHER_WRITER} was not allowed to patch pools within 60 s");
                 std::thread::sleep(Duration::from_millis(100));
             }

@@ -18,7 +18,12 @@ pub(super) struct UsableCidr<'a> {
 /// The CIDRs the figures can use: parsed, at least one block large, in a pool the operator
 /// accepts. What is left out is a problem. Also every parsed CIDR in spec order with its index
 /// among the usable ones: the candidates a node block can belong to.
-pub(super) fn usable_cidrs<'a>(pool: &Pool, fam: &'a PoolFamily, accepted: bool, problems: &mut Problems) -> (Vec<UsableCidr<'a>>, Vec<(Prefix, Option<usize>)>) {
+pub(super) fn usable_cidrs<'a>(
+    pool: &Pool,
+    fam: &'a PoolFamily,
+    accepted: bool,
+    problems: &mut Problems,
+) -> (Vec<UsableCidr<'a>>, Vec<(Prefix, Option<usize>)>) {
     let mut usable: Vec<UsableCidr> = Vec::new();
     let mut owners: Vec<(Prefix, Option<usize>)> = Vec::new();
     let Some(mask) = fam.mask_size else { return (usable, owners) };
@@ -79,13 +84,12 @@ pub(super) fn operator_rejection(pool: &Pool) -> Option<String> {
     None
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::allocator::Count;
     use crate::allocator::analyze::analyze;
     use crate::allocator::analyze::test_objects::{pool_object, snapshot};
-    use crate::allocator::Count;
     use serde_json::{Value, json};
 
     #[test]
@@ -101,12 +105,17 @@ mod tests {
         assert!(why(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).unwrap().contains("more than 2^16"));
         assert_eq!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/8"], "maskSize": 28}})), None);
         // One bad family rejects the whole pool.
-        assert!(why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).is_some());
+        assert!(
+            why(json!({"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).is_some()
+        );
     }
 
     #[test]
     fn usable_cidrs_leave_out_what_has_no_blocks() {
-        let pool = Pool::decode(&pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.1.0/27", "10.0.2.0/25"], "maskSize": 26}})), None);
+        let pool = Pool::decode(
+            &pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/24", "10.0.1.0/27", "10.0.2.0/25"], "maskSize": 26}})),
+            None,
+        );
         let mut problems = Problems::default();
         let (usable, owners) = usable_cidrs(&pool, &pool.families[0], true, &mut problems);
         let names: Vec<&str> = usable.iter().map(|c| c.original).collect();
@@ -120,7 +129,6 @@ mod tests {
         assert!(usable.is_empty());
         assert_eq!(owners.len(), 3);
     }
-
 
     #[test]
     fn a_cidr_of_one_block_counts_and_only_large_ipv6_cidrs_have_too_many_blocks() {
@@ -137,7 +145,11 @@ mod tests {
         assert_eq!(problems(json!({"ipv6": {"cidrs": ["fd00::/100"], "maskSize": 116}})), []);
         assert_eq!(problems(json!({"ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})), []);
         assert_eq!(problems(json!({"ipv4": {"cidrs": ["10.0.0.0/8"], "maskSize": 28}})), []);
-        let too_many: Vec<String> = problems(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}})).into_iter().filter(|(k, _)| k == "ipv6-too-many-blocks").map(|(_, m)| m).collect();
+        let too_many: Vec<String> = problems(json!({"ipv6": {"cidrs": ["fd00::/99"], "maskSize": 116}}))
+            .into_iter()
+            .filter(|(k, _)| k == "ipv6-too-many-blocks")
+            .map(|(_, m)| m)
+            .collect();
         assert_eq!(too_many.len(), 1);
         assert!(too_many[0].starts_with("fd00::/99 splits into 2^17 blocks of /116;"), "{}", too_many[0]);
     }

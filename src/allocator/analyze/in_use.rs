@@ -119,7 +119,6 @@ impl PodWalk<'_> {
     }
 }
 
-
 /// In-use addresses inside `block`: `counted` beforehand when some node lists it.
 pub(super) fn used_in(block: &Prefix, in_use: &InUse, counted: Option<usize>) -> usize {
     counted.unwrap_or_else(|| in_use.family(block.family).count_in_range(block.first(), block.last()))
@@ -221,5 +220,4 @@ mod tests {
             proptest::prop_assert_eq!(in_use_of(pods, endpoints), expected.into_iter().collect::<Vec<_>>());
         }
     }
-
 }

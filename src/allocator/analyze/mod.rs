@@ -79,7 +79,8 @@ impl<'s> Analysis<'s> {
                 let mut problems = Problems::default();
                 let entries = pools::entries_by_pool(&snapshot.nodes);
                 let of_pool = |pool: &Pool| entries.get(pool.name.as_str()).map_or(&[][..], Vec::as_slice);
-                let pools: Vec<_> = snapshot.pools.iter().map(|pool| pools::pool_report(pool, of_pool(pool), in_use, listed, &mut problems)).collect();
+                let pools: Vec<_> =
+                    snapshot.pools.iter().map(|pool| pools::pool_report(pool, of_pool(pool), in_use, listed, &mut problems)).collect();
                 self.last_steps();
                 (pools, problems)
             },
@@ -102,13 +103,7 @@ impl<'s> Analysis<'s> {
         checks::cluster(snapshot, &pools, &nodes, &mut problems);
         super::modes::migration_problems(snapshot, &pools, &mut problems);
         let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
-        Report {
-            pools,
-            nodes,
-            problems: problems.finish(),
-            ipam,
-            used_sources: UsedSources { unmanaged_ips, ..in_use.sources },
-        }
+        Report { pools, nodes, problems: problems.finish(), ipam, used_sources: UsedSources { unmanaged_ips, ..in_use.sources } }
     }
 }
 
@@ -145,8 +140,10 @@ mod tests {
         // n holds 10.0.0.0/26 of p; its CiliumInternalIP 10.0.0.1 lies in it. Running pods at
         // 10.0.0.5 (in the block), 10.0.0.200 (in the CIDR, in no block) and 192.168.1.9 (in no
         // pool); a finished pod's 10.0.0.6 is not in use; an endpoint repeats 10.0.0.200.
-        let pod = |name: &str, phase: &str, ip: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "d"}, "spec": {"nodeName": "n"},
-            "status": {"phase": phase, "podIPs": [{"ip": ip}]}});
+        let pod = |name: &str, phase: &str, ip: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "d"}, "spec": {"nodeName": "n"},
+            "status": {"phase": phase, "podIPs": [{"ip": ip}]}})
+        };
         let mut node = node_object("n", &[("p", &["10.0.0.0/26"])]);
         node["spec"]["addresses"] = json!([{"type": "CiliumInternalIP", "ip": "10.0.0.1"}]);
         let snap = snapshot(vec![

@@ -14,8 +14,13 @@ use crate::model::{AddrRange, Family, Node, Pool, Prefix};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-
-pub(super) fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, listed: &ListedBlocks, problems: &mut Problems) -> PoolReport {
+pub(super) fn pool_report(
+    pool: &Pool,
+    entries: &[NodeEntry],
+    in_use: &InUse,
+    listed: &ListedBlocks,
+    problems: &mut Problems,
+) -> PoolReport {
     checks::pool_issues(problems, &pool.name, &pool.issues);
     let rejection = operator_rejection(pool);
     if let Some(why) = &rejection {
@@ -25,7 +30,11 @@ pub(super) fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, li
         name: pool.name.clone(),
         api_version: pool.api_version.clone(),
         dialect: pool.dialect,
-        families: pool.families.iter().map(|fam| family_report(pool, fam, rejection.is_none(), entries, in_use, listed, problems)).collect(),
+        families: pool
+            .families
+            .iter()
+            .map(|fam| family_report(pool, fam, rejection.is_none(), entries, in_use, listed, problems))
+            .collect(),
         allow_first_ip: pool.allow_first_ip,
         allow_last_ip: pool.allow_last_ip,
     }
@@ -33,7 +42,15 @@ pub(super) fn pool_report(pool: &Pool, entries: &[NodeEntry], in_use: &InUse, li
 
 /// One family of a pool: which CIDRs count, the blocks nodes hold in them, each CIDR's
 /// figures, then the family's totals.
-fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeEntry], in_use: &InUse, listed: &ListedBlocks, problems: &mut Problems) -> FamilyReport {
+fn family_report(
+    pool: &Pool,
+    fam: &PoolFamily,
+    accepted: bool,
+    entries: &[NodeEntry],
+    in_use: &InUse,
+    listed: &ListedBlocks,
+    problems: &mut Problems,
+) -> FamilyReport {
     checks::unmatched_pool_entries(problems, &pool.name, fam);
     let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
@@ -61,7 +78,8 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeE
         }
     }
     let occupied = occupied_blocks(entries, &held, fam.family, &usable, &owners, mask);
-    let cidrs = usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, &occupied, problems)).collect();
+    let cidrs =
+        usable.iter().zip(in_cidrs).map(|(cidr, allocated)| cidr_report(&pool.name, cidr, mask, allocated, &occupied, problems)).collect();
     family_totals(fam, &block_use, mask, cidrs, orphans)
 }
 
@@ -72,7 +90,14 @@ fn family_report(pool: &Pool, fam: &PoolFamily, accepted: bool, entries: &[NodeE
 /// for the pool is released, which clears every block it touches — also blocks a kept CIDR covers.
 /// Across nodes the union is taken; a release that clears another node's blocks depends on the
 /// informer's order, which no snapshot says.
-fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], held: &[HeldPair<'a>], family: Family, usable: &[UsableCidr], owners: &[(Prefix, Option<usize>)], mask: u8) -> IntervalSet {
+fn occupied_blocks<'a>(
+    entries: &[NodeEntry<'a>],
+    held: &[HeldPair<'a>],
+    family: Family,
+    usable: &[UsableCidr],
+    owners: &[(Prefix, Option<usize>)],
+    mask: u8,
+) -> IntervalSet {
     // The aligned address range of the blocks `block` touches in its owner CIDR.
     let touched = |block: &Prefix| -> Option<(u128, u128)> {
         let cidr = &usable[owners.iter().find(|(p, _)| p.overlaps(block)).and_then(|(_, usable)| *usable)?].prefix;
@@ -82,7 +107,11 @@ fn occupied_blocks<'a>(entries: &[NodeEntry<'a>], held: &[HeldPair<'a>], family:
     let listed = |&(_, alloc): &NodeEntry<'a>| alloc.blocks.iter().filter_map(|b| b.prefix).filter(move |b| b.family == family);
     // A node listing the pool in one entry (nearly all) occupies every block it lists: its held
     // blocks, read from `held` rather than from every node again.
-    let mut ranges: Vec<(u128, u128)> = held.chunk_by(|a, b| a.0 == b.0).filter(|run| run.iter().any(|&(_, _, alone)| alone)).filter_map(|run| touched(&run[0].0)).collect();
+    let mut ranges: Vec<(u128, u128)> = held
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.iter().any(|&(_, _, alone)| alone))
+        .filter_map(|run| touched(&run[0].0))
+        .collect();
     for node_entries in by_node(entries).filter(|node_entries| node_entries.len() > 1) {
         let [.., last] = node_entries else { continue };
         let kept: BTreeSet<Prefix> = listed(last).collect();
@@ -165,22 +194,37 @@ impl BlockUse<'_> {
     }
 }
 
-
 /// One CIDR's block states (allocated, withheld by valid reservations, free) as index sets.
-fn cidr_report(pool: &str, c: &UsableCidr, mask: u8, allocated: Vec<HeldBlock>, occupied: &IntervalSet, problems: &mut Problems) -> CidrReport {
+fn cidr_report(
+    pool: &str,
+    c: &UsableCidr,
+    mask: u8,
+    allocated: Vec<HeldBlock>,
+    occupied: &IntervalSet,
+    problems: &mut Problems,
+) -> CidrReport {
     let capacity = blocks::capacity(&c.prefix, mask);
     let last_index = (capacity - Count::from(1u64)).to_u128().expect("at most 2^128 blocks per CIDR");
     let in_cidr = occupied.intersection(&IntervalSet::single(c.prefix.first(), c.prefix.last()));
-    let allocated_idx = IntervalSet::from_ranges(in_cidr.ranges().iter().map(|&(start, end)| blocks::indices_overlapping(&c.prefix, mask, start, end)));
+    let allocated_idx =
+        IntervalSet::from_ranges(in_cidr.ranges().iter().map(|&(start, end)| blocks::indices_overlapping(&c.prefix, mask, start, end)));
     let mut reservations = Vec::new();
     let mut reserved_ranges = Vec::new();
     for r in c.reserved {
         match r.within(&c.prefix) {
             Ok(AddrRange { start, end }) => {
                 let (first_block, last_block) = blocks::indices_overlapping(&c.prefix, mask, start.value, end.value);
-                let allocated_overlapping = allocated.iter().filter(|b| b.prefix.first() <= end.value && start.value <= b.prefix.last()).cloned().collect();
+                let allocated_overlapping =
+                    allocated.iter().filter(|b| b.prefix.first() <= end.value && start.value <= b.prefix.last()).cloned().collect();
                 reserved_ranges.push(r.clone());
-                reservations.push(Reservation { start, end, reserved_addresses: Count::span(start.value, end.value), first_block, last_block, allocated_overlapping });
+                reservations.push(Reservation {
+                    start,
+                    end,
+                    reserved_addresses: Count::span(start.value, end.value),
+                    first_block,
+                    last_block,
+                    allocated_overlapping,
+                });
             }
             Err(why) => checks::invalid_reserved_range(problems, pool, r, c.original, &why),
         }
@@ -214,13 +258,15 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
     let allocated = || cidrs.iter().flat_map(|c| c.allocated.iter());
     // Sized up front (a held block adds one node, but for the rare shared block): growing it
     // rehashed every name again.
-    let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::with_capacity_and_hasher(allocated().count(), Default::default());
+    let mut blocks_per_node: HashMap<&str, usize, foldhash::fast::FixedState> =
+        HashMap::with_capacity_and_hasher(allocated().count(), Default::default());
     for node in allocated().flat_map(|b| b.nodes.iter()) {
         *blocks_per_node.entry(node).or_default() += 1;
     }
     let usable_per_block = block_use.usable(mask);
     let allocated_addresses = allocated_blocks * usable_per_block;
-    let used_addresses = block_use.in_use.count_in(family, &IntervalSet::from_ranges(allocated().map(|b| (b.prefix.first(), b.prefix.last()))));
+    let used_addresses =
+        block_use.in_use.count_in(family, &IntervalSet::from_ranges(allocated().map(|b| (b.prefix.first(), b.prefix.last()))));
     let median_blocks_per_node = median(blocks_per_node.values().map(|&c| c as f64).collect());
     let per_node = Count::from(median_blocks_per_node.map_or(1u64, |m| m.ceil().max(1.0) as u64));
     let reserved_spans = cidrs.iter().flat_map(|c| c.reservations.iter()).map(|r| (r.start.value, r.end.value));
@@ -314,7 +360,10 @@ mod tests {
         // A block whose blocks the node had occupied already is not the node's: not released.
         assert_eq!(occupied_indices(&cidr, 26, &[("p", &["10.0.0.0/25", "10.0.0.0/26"]), ("p", &["10.0.0.0/25"])]), [0, 1]);
         // held_blocks (used addresses, orphans, runway) reads the last entry only.
-        let snap = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": cidr, "maskSize": 26}})), node_object("n", &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.128/26"])])]);
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": cidr, "maskSize": 26}})),
+            node_object("n", &[("p", &["10.0.0.0/26"]), ("p", &["10.0.0.128/26"])]),
+        ]);
         let held = held_blocks(&entries_by_pool(&snap.nodes)["p"], Family::Ipv4);
         assert_eq!(held.iter().map(|(p, node, alone)| format!("{p} {node} {alone}")).collect::<Vec<_>>(), ["10.0.0.128/26 n false"]);
     }
@@ -331,7 +380,10 @@ mod tests {
     fn runway_and_next_block_follow_the_free_blocks() {
         // 8 blocks; n1 holds 2, n2 holds 1 (median 1.5, rounded up to 2); block 2 is reserved.
         let snap = snapshot(vec![
-            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26, "pool": [{"cidr": "10.0.0.0/23", "reservedRanges": [{"start": "10.0.0.130", "end": "10.0.0.130"}]}]}})),
+            pool_object(
+                "p",
+                json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26, "pool": [{"cidr": "10.0.0.0/23", "reservedRanges": [{"start": "10.0.0.130", "end": "10.0.0.130"}]}]}}),
+            ),
             node_object("n1", &[("p", &["10.0.0.0/26", "10.0.0.64/26"])]),
             node_object("n2", &[("p", &["10.0.0.192/26"])]),
         ]);
