@@ -81,7 +81,9 @@ impl ListWriter {
     fn create(path: &Path, format: Format, typed_list: bool, strip_type: bool) -> Result<ListWriter> {
         let mut out = BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
         match (format, typed_list) {
-            (Format::Json, false) => write!(out, "{{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{{\"resourceVersion\":\"\"}},\"items\":[")?,
+            (Format::Json, false) => {
+                write!(out, "{{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{{\"resourceVersion\":\"\"}},\"items\":[")?
+            }
             (Format::Json, true) => write!(out, "{{\"metadata\":{{\"resourceVersion\":\"987654\"}},\"items\":[")?,
             (Format::Yaml, false) => write!(out, "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n")?,
             (Format::Yaml, true) => write!(out, "metadata:\n  resourceVersion: \"987654\"\nitems:\n")?,
@@ -176,14 +178,22 @@ fn write_dump(scale: &Scale, args: &Args, dir: &Path) -> Result<()> {
 
 /// What else a sysdump holds: the Cilium ConfigMap, JSON Lines flows, logs and a binary profile.
 fn write_sysdump_extras(dir: &Path) -> Result<()> {
-    std::fs::write(dir.join(format!("cilium-configmap-{SYSDUMP_TS}.yaml")),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cilium-config\n  namespace: kube-system\ndata:\n  ipam: multi-pool\n  enable-ipv4: \"true\"\n  enable-ipv6: \"true\"\n")?;
+    std::fs::write(
+        dir.join(format!("cilium-configmap-{SYSDUMP_TS}.yaml")),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cilium-config\n  namespace: kube-system\ndata:\n  ipam: multi-pool\n  enable-ipv4: \"true\"\n  enable-ipv6: \"true\"\n",
+    )?;
     let flows: String = (0..200)
         .map(|i| format!("{{\"flow\":{{\"time\":\"2026-01-05T10:00:{:02}Z\",\"verdict\":\"FORWARDED\",\"IP\":{{\"source\":\"10.0.0.{}\",\"destination\":\"10.0.1.{}\"}}}}}}\n", i % 60, i % 250, (i * 7) % 250))
         .collect();
     std::fs::write(dir.join(format!("hubble-flows-cilium-abcde-{SYSDUMP_TS}.json")), flows)?;
-    std::fs::write(dir.join(format!("cilium-operator-logs-{SYSDUMP_TS}.log")), "level=info msg=\"Starting multi-pool allocator\"\n".repeat(500))?;
-    std::fs::write(dir.join(format!("cilium-agent-pprof-heap-{SYSDUMP_TS}.pprof")), (0..4096u32).map(|i| (i * 131 % 251) as u8).collect::<Vec<u8>>())?;
+    std::fs::write(
+        dir.join(format!("cilium-operator-logs-{SYSDUMP_TS}.log")),
+        "level=info msg=\"Starting multi-pool allocator\"\n".repeat(500),
+    )?;
+    std::fs::write(
+        dir.join(format!("cilium-agent-pprof-heap-{SYSDUMP_TS}.pprof")),
+        (0..4096u32).map(|i| (i * 131 % 251) as u8).collect::<Vec<u8>>(),
+    )?;
     Ok(())
 }
 
@@ -200,7 +210,8 @@ async fn load(scale: &Scale, concurrency: usize) -> Result<()> {
         objects.iter().filter_map(|(_, o)| o["metadata"]["namespace"].as_str().map(str::to_string)).collect();
     let namespace_api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("", "v1", "Namespace", "namespaces"));
     for namespace in &namespaces {
-        let object: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))?;
+        let object: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))?;
         match namespace_api.create(&PostParams::default(), &object).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 => {}
