@@ -23,3 +23,34 @@ cache_publish() {
   chmod 755 "$dir"
   mv -T "$dir" "$out"
 }
+
+# cache_go_tag: the Go toolchain as part of a cache key (go1.26.8-linux-amd64).
+cache_go_tag() {
+  go version | awk '{print $3 "-" $4}' | tr '/' '-'
+}
+
+# cache_lock ROOT KEY: wait while another build of KEY runs (that build's entry is then found by
+# the caller's second look). Holds fd 9 until the script ends.
+cache_lock() {
+  mkdir -p "$1"
+  command -v flock >/dev/null || return 0
+  exec 9>"$1/.$2.lock"
+  flock 9
+}
+
+# cache_run CMD...: a long build step in the background + `wait`, so that a signal is handled at
+# once (bash defers traps while a foreground child runs) and stops the child instead of letting it
+# finish an abandoned build. A script using it installs `trap cache_on_signal INT TERM HUP`.
+CACHE_CHILD=""
+cache_on_signal() {
+  [[ -n $CACHE_CHILD ]] && kill -TERM "$CACHE_CHILD" 2>/dev/null
+  exit 130
+}
+cache_run() {
+  local rc=0
+  "$@" &
+  CACHE_CHILD=$!
+  wait "$CACHE_CHILD" || rc=$?
+  CACHE_CHILD=""
+  return "$rc"
+}

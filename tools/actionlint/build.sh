@@ -29,7 +29,7 @@ pinned="$(awk '$1 == "github.com/rhysd/actionlint" && $2 ~ /^v/ { print $2; exit
 
 GO_VERSION="$(go version)"
 MOD_HASH="$(cat "$HERE/go.mod" "$HERE/go.sum" | sha256sum | cut -c1-16)"
-GO_TAG="$(awk '{print $3 "-" $4}' <<<"$GO_VERSION" | tr '/' '-')"   # go1.26.8-linux-amd64
+GO_TAG="$(cache_go_tag)"
 KEY="actionlint-${ACTIONLINT_VERSION}_${GO_TAG}_${MOD_HASH}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-actionlint"
 OUT="$CACHE_ROOT/$KEY"
@@ -50,12 +50,8 @@ publish_cached() {
 
 [[ ${ACTIONLINT_REBUILD:-} != 1 && -x $OUT/actionlint ]] && publish_cached
 
-mkdir -p "$CACHE_ROOT"
-if command -v flock >/dev/null; then   # concurrent cold builds: the second one finds the cache
-  exec 9>"$CACHE_ROOT/.$KEY.lock"
-  flock 9
-  [[ ${ACTIONLINT_REBUILD:-} != 1 && -x $OUT/actionlint ]] && publish_cached
-fi
+cache_lock "$CACHE_ROOT" "$KEY"   # concurrent cold builds: the second one finds the cache
+[[ ${ACTIONLINT_REBUILD:-} != 1 && -x $OUT/actionlint ]] && publish_cached
 
 TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'rm -rf "$TMP"' EXIT

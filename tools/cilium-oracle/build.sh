@@ -78,7 +78,7 @@ if [[ ${1:-} == --crds ]]; then
   exit 0
 fi
 
-GO_TAG="$(go version | awk '{print $3 "-" $4}' | tr '/' '-')"
+GO_TAG="$(cache_go_tag)"
 SRC_HASH="$(cd "$HERE" && cat build.sh go.mod go.sum main.go hook/*.go | sha256sum | cut -c1-16)"
 KEY="cilium-${CILIUM_VERSION}_${GO_TAG}_r${RECIPE}_${SRC_HASH}"
 OUT="$CACHE_ROOT/$KEY"
@@ -89,14 +89,10 @@ if [[ ${ORACLE_REBUILD:-} != 1 && ${ORACLE_TIDY:-} != 1 && -x $BIN ]]; then
   exit 0
 fi
 
-mkdir -p "$CACHE_ROOT"
-if command -v flock >/dev/null; then
-  exec 9>"$CACHE_ROOT/.$KEY.lock"
-  flock 9
-  if [[ ${ORACLE_REBUILD:-} != 1 && ${ORACLE_TIDY:-} != 1 && -x $BIN ]]; then
-    echo "$BIN" >&3
-    exit 0
-  fi
+cache_lock "$CACHE_ROOT" "$KEY"   # concurrent cold builds: the second one finds the cache
+if [[ ${ORACLE_REBUILD:-} != 1 && ${ORACLE_TIDY:-} != 1 && -x $BIN ]]; then
+  echo "$BIN" >&3
+  exit 0
 fi
 
 TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"

@@ -30,7 +30,7 @@ die() { log "ERROR: $*"; exit 1; }
 command -v go >/dev/null || die "go not found in PATH"
 
 GO_VERSION="$(go version)"
-GO_TAG="$(awk '{print $3 "-" $4}' <<<"$GO_VERSION" | tr '/' '-')"   # go1.26.8-linux-amd64
+GO_TAG="$(cache_go_tag)"
 KEY="prometheus-${PROMETHEUS_VERSION}_${GO_TAG}_r${RECIPE}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-prometheus"
 OUT="$CACHE_ROOT/$KEY"
@@ -53,27 +53,18 @@ publish_cached() {
 
 [[ ${PROMETHEUS_REBUILD:-} != 1 && -x $OUT/prometheus && -x $OUT/promtool ]] && publish_cached
 
-mkdir -p "$CACHE_ROOT"
-if command -v flock >/dev/null; then   # concurrent cold builds: the second one finds the cache
-  exec 9>"$CACHE_ROOT/.$KEY.lock"
-  flock 9
-  [[ ${PROMETHEUS_REBUILD:-} != 1 && -x $OUT/prometheus && -x $OUT/promtool ]] && publish_cached
-fi
+cache_lock "$CACHE_ROOT" "$KEY"   # concurrent cold builds: the second one finds the cache
+[[ ${PROMETHEUS_REBUILD:-} != 1 && -x $OUT/prometheus && -x $OUT/promtool ]] && publish_cached
 
 TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'rm -rf "$TMP"' EXIT
-# The build runs in the background + `wait`, so that a signal stops it at once (bash defers traps
-# while a foreground child runs).
-CHILD=""
-on_signal() { [[ -n $CHILD ]] && kill -TERM "$CHILD" 2>/dev/null; exit 130; }
-trap on_signal INT TERM HUP
-run() { local rc=0; "$@" & CHILD=$!; wait "$CHILD" || rc=$?; CHILD=""; return "$rc"; }
+trap cache_on_signal INT TERM HUP
 
 start=$SECONDS
 log "cold build: prometheus + promtool $PROMETHEUS_VERSION with $GO_VERSION (several minutes on 2 cores)"
 # -X: what Prometheus' own release build (promu) stamps, so --version names the release.
 LDFLAGS="-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION} -X github.com/prometheus/common/version.Branch=module"
-GOBIN="$TMP" run go install -trimpath -ldflags "$LDFLAGS" \
+GOBIN="$TMP" cache_run go install -trimpath -ldflags "$LDFLAGS" \
   "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" \
   "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
 smoke "$TMP" || die "smoke check failed for the fresh build in $TMP"

@@ -44,7 +44,7 @@ got_krew="$(modver "$KREW_MOD/go.mod" sigs.k8s.io/krew)"
 GO_VERSION="$(go version)"
 MOD_HASH="$(cat "$K8S_MOD/go.mod" "$K8S_MOD/go.sum" "$KREW_MOD/go.mod" "$KREW_MOD/go.sum" \
   | sha256sum | cut -c1-16)"
-GO_TAG="$(awk '{print $3 "-" $4}' <<<"$GO_VERSION" | tr '/' '-')"   # go1.26.8-linux-amd64
+GO_TAG="$(cache_go_tag)"
 KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_krew-${KREW_VERSION}_${GO_TAG}_r${RECIPE}_${MOD_HASH}"
 
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-testenv"
@@ -85,27 +85,18 @@ if [[ ${TESTENV_REBUILD:-} != 1 ]] && complete "$OUT"; then
   exit 0
 fi
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent cold builds of the same key (the second one then finds the cache).
-if command -v flock >/dev/null; then
-  exec 9>"$CACHE_ROOT/.$KEY.lock"
-  flock 9
-  if [[ ${TESTENV_REBUILD:-} != 1 ]] && complete "$OUT"; then
-    smoke "$OUT" || die "cached binaries in $OUT fail the smoke check; rerun with TESTENV_REBUILD=1"
-    log "cached (built concurrently): $OUT"
-    echo "$OUT" >&3
-    exit 0
-  fi
+cache_lock "$CACHE_ROOT" "$KEY"
+if [[ ${TESTENV_REBUILD:-} != 1 ]] && complete "$OUT"; then
+  smoke "$OUT" || die "cached binaries in $OUT fail the smoke check; rerun with TESTENV_REBUILD=1"
+  log "cached (built concurrently): $OUT"
+  echo "$OUT" >&3
+  exit 0
 fi
 
 TMP="$(cache_scratch "$CACHE_ROOT" "$KEY")"
 trap 'rm -rf "$TMP"' EXIT
-# Builds run in the background + `wait`, so a signal is handled at once (bash defers traps while a
-# foreground child runs) and the child is stopped instead of finishing a half-abandoned build.
-CHILD=""
-on_signal() { [[ -n $CHILD ]] && kill -TERM "$CHILD" 2>/dev/null; exit 130; }
-trap on_signal INT TERM HUP
-run() { local rc=0; "$@" & CHILD=$!; wait "$CHILD" || rc=$?; CHILD=""; return "$rc"; }
+trap cache_on_signal INT TERM HUP   # build steps run through cache_run (tools/cache.sh)
 
 log "cold build into $OUT"
 log "k8s $K8S_VERSION, etcd $ETCD_VERSION, krew $KREW_VERSION, $GO_VERSION"
@@ -122,23 +113,23 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 
 log "go mod download (k8s wrapper)"
-run go -C "$K8S_MOD" mod download
+cache_run go -C "$K8S_MOD" mod download
 log "building kube-apiserver + kubectl"
-run go -C "$K8S_MOD" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$TMP/" \
+cache_run go -C "$K8S_MOD" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$TMP/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
 log "  done after $((SECONDS - start)) s"
 
 log "building etcd"
-run go -C "$K8S_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/etcd" go.etcd.io/etcd/server/v3
+cache_run go -C "$K8S_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/etcd" go.etcd.io/etcd/server/v3
 log "  done after $((SECONDS - start)) s"
 
 log "go mod download (krew wrapper)"
-run go -C "$KREW_MOD" mod download
+cache_run go -C "$KREW_MOD" mod download
 log "building kubectl-krew + validate-krew-manifest"
 # Stamped like krew's own release build, so `kubectl krew version` names the version it is.
 KREW_LDFLAGS="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$KREW_VERSION"
-run go -C "$KREW_MOD" build -trimpath -ldflags "$KREW_LDFLAGS" -o "$TMP/kubectl-krew" sigs.k8s.io/krew/cmd/krew
-run go -C "$KREW_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/validate-krew-manifest" \
+cache_run go -C "$KREW_MOD" build -trimpath -ldflags "$KREW_LDFLAGS" -o "$TMP/kubectl-krew" sigs.k8s.io/krew/cmd/krew
+cache_run go -C "$KREW_MOD" build -trimpath -ldflags "-s -w" -o "$TMP/validate-krew-manifest" \
   sigs.k8s.io/krew/cmd/validate-krew-manifest
 log "  done after $((SECONDS - start)) s"
 
