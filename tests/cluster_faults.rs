@@ -124,3 +124,38 @@ fn unusable_list_items_are_counted_in_a_warning() {
     let warning = "warning: the list of ciliumnodes.cilium.io held 2 item(s) that are not objects with a metadata.name; they are left out of the figures";
     assert!(stderr.lines().any(|l| l == warning), "{stderr}");
 }
+
+#[test]
+fn verbose_shows_each_request_and_says_when_it_waits() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let delay = Duration::from_secs(3);
+    let proxy = FaultProxy::start(&cluster, Fault::Delay { resources: &["pods"], by: delay }, dir.path());
+    let (code, _, stderr, _) = run(&proxy, &["usage", "-v"]);
+    assert_eq!(code, 0, "{stderr}");
+    // `GET URL STATUS in N ms`, as kubectl -v=6 prints a request.
+    let answered = |resource: &str| -> Vec<u128> {
+        let prefix = format!("GET {}/", proxy.url);
+        stderr
+            .lines()
+            .filter(|l| l.starts_with(&prefix) && l.split('?').next().is_some_and(|path| path.ends_with(&format!("/{resource}"))))
+            .map(|l| {
+                let (_, after) = l.rsplit_once(" 200 OK in ").unwrap_or_else(|| panic!("status and time: {l}"));
+                after.strip_suffix(" ms").and_then(|ms| ms.parse().ok()).unwrap_or_else(|| panic!("milliseconds: {l}"))
+            })
+            .collect()
+    };
+    for resource in ["ciliumnodes", "ciliumendpoints"] {
+        assert_eq!(answered(resource).len(), 1, "one list request of {resource}: {stderr}");
+    }
+    let pods = answered("pods");
+    assert_eq!(pods.len(), 1, "{stderr}");
+    assert!(pods[0] >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");
+    let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
+    assert_eq!(waiting.len(), 1, "one waiting line, for the slow list only: {stderr}");
+    assert!(waiting[0].starts_with(&format!("waiting for {}: GET {}/api/v1/pods?", proxy.url, proxy.url)), "{stderr}");
+
+    let (code, _, quiet, _) = run(&proxy, &["usage"]);
+    assert_eq!(code, 0, "{quiet}");
+    assert!(!quiet.contains("GET ") && !quiet.contains("waiting for"), "requests only under -v: {quiet}");
+}

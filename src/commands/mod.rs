@@ -109,6 +109,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         as_group: global.as_group.clone(),
         timeout: global.request_timeout,
         cilium_namespace: global.cilium_namespace.clone(),
+        trace_requests: global.verbosity > 0,
     })
 }
 

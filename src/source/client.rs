@@ -4,6 +4,7 @@
 
 use super::limits::{BoundLayer, MAX_RESPONSE_BYTES, Refused};
 use super::secrets;
+use super::trace::TraceLayer;
 use crate::error::{cluster, input};
 use anyhow::Result;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
@@ -40,6 +41,8 @@ pub struct ConnectOptions {
     pub timeout: Option<Duration>,
     /// `--cilium-namespace`: where ConfigMap `cilium-config` (the IPAM mode) lives.
     pub cilium_namespace: String,
+    /// `-v`: every request on stderr (`source::trace`).
+    pub trace_requests: bool,
 }
 
 /// How long one request may take, from connecting to the last byte of its answer, when
@@ -111,7 +114,10 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
         cluster(format!("cannot build a client for {server}: {cause}"))
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
-    let client = builder.with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: MAX_RESPONSE_BYTES }).build();
+    let client = builder
+        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: MAX_RESPONSE_BYTES })
+        .with_layer(&TraceLayer { server: server.clone(), enabled: flags.trace_requests })
+        .build();
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
     Ok(Connection { client, server, context, user, timeout: deadlines.read, request_timeout: flags.timeout, exec_command })
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod pools;
 pub mod secrets;
 pub mod sysdump;
+pub mod trace;
 pub mod watch;
 
 pub use client::ConnectOptions;

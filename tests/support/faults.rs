@@ -33,6 +33,8 @@ pub enum Fault {
     /// The real answer with two items that are no usable objects added: a string and an object
     /// without metadata.name.
     JunkItems { resources: &'static [&'static str] },
+    /// The real answer, begun only after `by`: a slow server.
+    Delay { resources: &'static [&'static str], by: Duration },
 }
 
 impl Fault {
@@ -41,7 +43,8 @@ impl Fault {
             Fault::RepeatContinue { resources }
             | Fault::Trickle { resources, .. }
             | Fault::Inflate { resources, .. }
-            | Fault::JunkItems { resources } => resources,
+            | Fault::JunkItems { resources }
+            | Fault::Delay { resources, .. } => resources,
         }
     }
 }
@@ -128,6 +131,11 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Fault, sent: Arc<
                 items.push(json!("not an object"));
                 items.push(json!({"metadata": {"namespace": "nameless"}}));
             });
+            let _ = respond(stream, status, &body).await;
+        }
+        Fault::Delay { by, .. } => {
+            tokio::time::sleep(by).await;
+            let (status, body) = forward(&client, &method, &target, body).await;
             let _ = respond(stream, status, &body).await;
         }
         Fault::Trickle { every, .. } => {
