@@ -200,10 +200,13 @@ pub struct IpArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     kubectl ciliumpool check                          # every problem, with what to do\n  \
+    kubectl ciliumpool check blue green               # only the problems of these pools\n  \
     kubectl ciliumpool check --severity error -o name # the objects with errors, for scripts\n  \
     kubectl ciliumpool check -f ./sysdump/            # offline, from an extracted cilium sysdump\n\n\
 Exit codes: 0 no problem at or above --severity, 1 problems found.")]
 pub struct CheckArgs {
+    /// Pools whose problems to report (default: every problem, the cluster-wide ones too)
+    pub pools: Vec<String>,
     /// Only report problems of at least this severity
     #[arg(long, value_enum, default_value_t = MinSeverity::Info)]
     pub severity: MinSeverity,

@@ -227,3 +227,29 @@ fn notes_per_view() {
         insta::assert_snapshot!(name, notes.replace(&ex, "examples/snapshot"));
     }
 }
+
+#[test]
+fn check_of_named_pools_reports_exactly_their_problems() {
+    let ex = example();
+    let (_, stdout, _) = run(&["check", "-o", "json", "-f", &ex]);
+    let all = json_of(&stdout)["problems"].as_array().unwrap().clone();
+    let pools: std::collections::BTreeSet<&str> = all.iter().filter_map(|p| p["pool"].as_str()).collect();
+    assert!(
+        pools.len() >= 2 && all.iter().any(|p| p.get("pool").is_none()),
+        "the example has problems of several pools and cluster-wide ones"
+    );
+    for pool in &pools {
+        let (code, stdout, stderr) = run(&["check", pool, "-o", "json", "-f", &ex]);
+        let theirs: Vec<&serde_json::Value> = all.iter().filter(|p| p["pool"] == *pool).collect();
+        assert_eq!(code, 1, "{pool}: problems found: {stderr}");
+        let got = json_of(&stdout)["problems"].as_array().unwrap().clone();
+        assert_eq!(got.iter().collect::<Vec<_>>(), theirs, "{pool}");
+    }
+    let two: Vec<&str> = pools.iter().take(2).copied().collect();
+    let (_, stdout, _) = run(&["check", two[0], two[1], "-o", "json", "-f", &ex]);
+    let expected = all.iter().filter(|p| two.iter().any(|name| p["pool"] == *name)).count();
+    assert_eq!(json_of(&stdout)["problems"].as_array().unwrap().len(), expected);
+    let (code, stdout, stderr) = run(&["check", "no-such-pool", "-f", &ex]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty() && stderr.starts_with("error: pool \"no-such-pool\" not found"), "{stderr}");
+}
