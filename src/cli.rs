@@ -120,8 +120,16 @@ pub enum Command {
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     #[command(after_help = "Examples:\n  \
     kubectl ciliumpool version                        # the server part gives up after 2s\n  \
+    kubectl ciliumpool version --client               # the plugin only, no cluster contacted\n  \
     kubectl ciliumpool version -o json")]
-    Version,
+    Version(VersionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// The plugin's own version only; the cluster is not contacted (as kubectl version --client)
+    #[arg(long)]
+    pub client: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

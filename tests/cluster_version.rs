@@ -146,5 +146,17 @@ fn version_gives_up_on_a_silent_server_at_its_deadline() {
     assert_eq!(doc["plugin"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(doc["notes"], json!(["server: no answer within 2s"]));
     assert_eq!(doc["server"]["version"], Value::Null);
+
+    // --client: the plugin only, the server not even connected to (no note about it).
+    silent.set_nonblocking(true).expect("non-blocking listener");
+    let pending = |listener: &std::net::TcpListener| std::iter::from_fn(|| listener.accept().ok()).count();
+    assert!(pending(&silent) >= 1, "the run above connected");
+    let output =
+        Command::new(PLUGIN).args(["version", "--client", "-o", "json", "--kubeconfig"]).arg(&kubeconfig).output().expect("run plugin");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(doc["plugin"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!((&doc["server"], &doc["notes"]), (&Value::Null, &json!([])), "{doc}");
+    assert_eq!(pending(&silent), 0, "version --client connected to the server");
     drop(silent);
 }

@@ -166,7 +166,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
             Ok(0)
         }
         Command::Serve(args) => serve::run(args, ctx).await,
-        Command::Version => version::run(ctx).await,
+        Command::Version(args) => version::run(args, ctx).await,
     }
 }
 

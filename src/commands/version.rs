@@ -4,6 +4,7 @@
 //! an error: the plugin's own version is always an answer.
 
 use super::Context;
+use crate::cli::VersionArgs;
 use crate::render::version::{Build, PoolCrd, Server, VersionDocument};
 use crate::source::cluster::Cluster;
 use crate::source::{ConnectOptions, Input, cilium};
@@ -23,9 +24,10 @@ pub const BUILD: Build = Build {
     platform: env!("CILIUMPOOL_TARGET"),
 };
 
-pub async fn run(ctx: &Context) -> anyhow::Result<i32> {
+pub async fn run(args: VersionArgs, ctx: &Context) -> anyhow::Result<i32> {
     let mut doc = VersionDocument::new(BUILD);
     match &ctx.input {
+        _ if args.client => {}
         Input::Cluster(options) => {
             ask_cluster(options, &mut doc).await;
             // Notes quote client errors, which can quote kubeconfig credentials.
