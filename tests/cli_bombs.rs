@@ -157,7 +157,7 @@ fn an_oversized_member_is_refused_before_it_is_held() {
     let (code, stderr, rss) = measured(&["usage", "-f", archive.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     one_line(&stderr);
-    assert!(stderr.contains("dump.tar.gz:big.yaml: more than 1024 MiB"), "{stderr}");
+    assert!(stderr.contains("dump.tar.gz:big.yaml: more than 1Gi (--max-input-size)"), "{stderr}");
     assert!(rss < CEILING_KIB, "a 1 GiB member: peak RSS {} MiB", rss >> 10);
 }
 
@@ -258,4 +258,32 @@ fn commands_that_edit_files_refuse_archives() {
     }
     // Reading it is fine.
     assert_eq!(measured(&["usage", "-f", archive]).0, 0);
+}
+
+#[test]
+fn max_input_size_bounds_every_input_and_names_itself_in_the_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pool and 3 MiB of comments: legal, above a 1 MiB bound, below a 4 MiB one.
+    let path = file(dir.path(), "pools.yaml", |out| {
+        out.write_all(POOL.as_bytes()).unwrap();
+        repeated(out, b"#\n", 3 << 20);
+    });
+    let path = path.to_str().unwrap();
+    let (code, stderr, _) = measured(&["usage", "-f", path, "--max-input-size", "1Mi"]);
+    assert_eq!(code, 2, "{stderr}");
+    one_line(&stderr);
+    assert!(stderr.contains("more than 1Mi (--max-input-size)") && stderr.contains("raise --max-input-size"), "{stderr}");
+    let (code, stderr, _) = measured(&["usage", "-f", path, "--max-input-size", "4Mi"]);
+    assert_eq!(code, 0, "a raised bound reads it: {stderr}");
+
+    // Standard input obeys the same bound.
+    let out =
+        plugin_process().args(["usage", "-f", "-", "--max-input-size", "1Mi"]).stdin(std::fs::File::open(path).unwrap()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("standard input: more than 1Mi (--max-input-size)"), "{stderr}");
+
+    let (code, stderr, _) = measured(&["usage", "-f", path, "--max-input-size", "12"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--max-input-size") && stderr.contains("smaller than 1Ki"), "{stderr}");
 }

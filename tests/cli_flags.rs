@@ -107,3 +107,20 @@ fn strip_ansi(text: &str) -> String {
     }
     out
 }
+
+#[test]
+fn the_size_flags_default_to_the_documented_bounds() {
+    use clap::Parser;
+    let cli = ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "usage"]).unwrap();
+    assert_eq!(cli.global.max_input_size, ciliumpool::source::inputs::DEFAULT_MAX_INPUT_BYTES);
+    assert_eq!(cli.global.max_response_size, ciliumpool::source::limits::MAX_RESPONSE_BYTES);
+    let sized = |size: &str| {
+        ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "usage", "--max-input-size", size]).map(|c| c.global.max_input_size)
+    };
+    assert_eq!(sized("4Gi").unwrap(), 4 << 30);
+    assert_eq!(sized("1536Ki").unwrap(), 1536 << 10);
+    assert_eq!(sized("2048").unwrap(), 2048);
+    for bad in ["1G", "-1Mi", "Mi", "99999999999Ti", "100"] {
+        assert!(sized(bad).is_err(), "{bad} is refused");
+    }
+}

@@ -102,7 +102,7 @@ fn inflated_lists_are_refused_while_they_stream_in() {
     let line = one_error_line(code, &stdout, &stderr);
     // The first list refused ends the read (the others are dropped): any of the four.
     assert!(LISTS.iter().any(|list| line.contains(&format!("list {list}"))), "names the list: {line}");
-    for expected in ["larger than 128.0 MiB", "was not read further"] {
+    for expected in ["larger than 128Mi (--max-response-size", "was not read further"] {
         assert!(line.contains(expected), "names {expected:?}: {line}");
     }
     // Each answer was cut at the bound: beyond it, only what the sockets' buffers took was sent.
@@ -158,4 +158,18 @@ fn verbose_shows_each_request_and_says_when_it_waits() {
     let (code, _, quiet, _) = run(&proxy, &["usage"]);
     assert_eq!(code, 0, "{quiet}");
     assert!(!quiet.contains("GET ") && !quiet.contains("waiting for"), "requests only under -v: {quiet}");
+}
+
+#[test]
+fn max_response_size_bounds_each_answer_and_names_itself() {
+    let cluster = seeded_cluster();
+    let refused = cluster.plugin().args(["usage", "--max-response-size", "1Ki"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
+    let line = one_error_line(refused.status.code().unwrap(), &stdout, &stderr);
+    for expected in ["larger than 1Ki (--max-response-size", "raise --max-response-size"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    let read = cluster.plugin().args(["usage", "-o", "json", "--max-response-size", "64Ki"]).output().unwrap();
+    assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stderr));
+    assert_eq!(support::cli::json_of(&String::from_utf8_lossy(&read.stdout))["pools"][0]["name"], "blue");
 }

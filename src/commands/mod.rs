@@ -60,6 +60,8 @@ impl Context {
     pub fn from_cli(cli: &Cli, terminal: Terminal) -> Result<Context> {
         let global = &cli.global;
         check_combinations(&cli.command, !global.filename.is_empty(), global.output)?;
+        // Process-wide: every reader of -f input (files, stdin, archives, sysdumps) obeys it.
+        crate::source::inputs::set_max_input_bytes(global.max_input_size);
         let headers = !global.no_headers;
         Ok(Context {
             input: input_of(global),
@@ -110,6 +112,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         timeout: global.request_timeout,
         cilium_namespace: global.cilium_namespace.clone(),
         trace_requests: global.verbosity > 0,
+        max_response_bytes: global.max_response_size,
     })
 }
 

@@ -3,18 +3,20 @@
 //! those that hold no Kubernetes objects are skipped). Bounded against archive bombs: one member
 //! at a time is parsed as it is decompressed and then dropped, so memory follows the objects
 //! kept, not the members' sizes; each member is counted as it streams against the input limit
-//! (`inputs::MAX_INPUT_BYTES`), the whole archive against [`MAX_ARCHIVE_BYTES`] decompressed, and
+//! (`inputs::max_input_bytes`), the whole archive against [`max_archive_bytes()`] decompressed, and
 //! at most [`MAX_ARCHIVE_MEMBERS`] members are read.
 
-use super::inputs::{self, Inputs, MAX_INPUT_BYTES, SkippedFile, is_manifest_name, not_manifest_reason, stream_input, streamed_member};
+use super::inputs::{self, Inputs, SkippedFile, is_manifest_name, max_input_bytes, not_manifest_reason, stream_input, streamed_member};
 use crate::error::input;
 use anyhow::Result;
 use std::io::{Read, Seek};
 use std::path::Path;
 
 /// Decompressed bytes an archive may expand to in total (members skipped unread in a zip do not
-/// count; a tar stream is decompressed whole).
-pub const MAX_ARCHIVE_BYTES: u64 = 16 << 30;
+/// count; a tar stream is decompressed whole): 16 times `--max-input-size`, 16 GiB by default.
+pub fn max_archive_bytes() -> u64 {
+    max_input_bytes().saturating_mul(16)
+}
 /// Members an archive may list.
 pub const MAX_ARCHIVE_MEMBERS: usize = 1_000_000;
 
@@ -92,7 +94,7 @@ fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<(
         }
     }
     members.sort();
-    let mut budget = MAX_ARCHIVE_BYTES;
+    let mut budget = max_archive_bytes();
     for (member, index) in members {
         if member.ends_with('/') {
             continue;
@@ -111,11 +113,11 @@ fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<(
 fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| input(format!("{name}: not a readable tar archive: {e}"));
     // The whole stream is decompressed, skipped members too: bound all of it.
-    let mut archive = tar::Archive::new(Bounded { inner: reader, left: MAX_ARCHIVE_BYTES });
+    let mut archive = tar::Archive::new(Bounded { inner: reader, left: max_archive_bytes() });
     // Members come in the archive's order; what they hold is sorted by name below, as a zip's or
     // a walked directory's is. Each is parsed as it streams and its text dropped.
     let mut read = Inputs::default();
-    let mut budget = MAX_ARCHIVE_BYTES;
+    let mut budget = max_archive_bytes();
     for (count, entry) in archive.entries().map_err(|e| broken(&e))?.enumerate() {
         if count >= MAX_ARCHIVE_MEMBERS {
             return Err(input(format!("{name}: more than {MAX_ARCHIVE_MEMBERS} members; extract the files you need")));
@@ -157,15 +159,15 @@ fn not_a_file(kind: tar::EntryType) -> Option<&'static str> {
     }
 }
 
-/// One member, parsed as it is decompressed (at most `inputs::MAX_INPUT_BYTES`, and what is left
+/// One member, parsed as it is decompressed (at most `inputs::max_input_bytes`, and what is left
 /// of the archive's budget) and then dropped; only the objects kept of it stay.
 fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
-    let limit = MAX_INPUT_BYTES.min(*budget);
+    let limit = max_input_bytes().min(*budget);
     let too_large = || {
-        if limit < MAX_INPUT_BYTES {
+        if limit < max_input_bytes() {
             format!(
-                "{shown}: the archive expands to more than {} GiB; extract the files you need and pass them with -f",
-                MAX_ARCHIVE_BYTES >> 30
+                "{shown}: the archive expands to more than {} (16 × --max-input-size); extract the files you need and pass them with -f",
+                inputs::size(max_archive_bytes())
             )
         } else {
             inputs::too_large(&shown)
@@ -188,7 +190,10 @@ impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         if n as u64 > self.left {
-            return Err(std::io::Error::other(format!("expands to more than {} GiB", MAX_ARCHIVE_BYTES >> 30)));
+            return Err(std::io::Error::other(format!(
+                "expands to more than {} (16 × --max-input-size)",
+                inputs::size(max_archive_bytes())
+            )));
         }
         self.left -= n as u64;
         Ok(n)

@@ -2,7 +2,9 @@
 //! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 
-use super::limits::{BoundLayer, MAX_RESPONSE_BYTES, Refused};
+#[cfg(doc)]
+use super::limits::MAX_RESPONSE_BYTES;
+use super::limits::{BoundLayer, Refused};
 use super::secrets;
 use super::trace::TraceLayer;
 use crate::error::{cluster, input};
@@ -43,6 +45,8 @@ pub struct ConnectOptions {
     pub cilium_namespace: String,
     /// `-v`: every request on stderr (`source::trace`).
     pub trace_requests: bool,
+    /// `--max-response-size`: the most bytes one answer may have ([`MAX_RESPONSE_BYTES`] by default).
+    pub max_response_bytes: u64,
 }
 
 /// How long one request may take, from connecting to the last byte of its answer, when
@@ -115,7 +119,7 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
     let client = builder
-        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: MAX_RESPONSE_BYTES })
+        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: flags.max_response_bytes })
         .with_layer(&TraceLayer { server: server.clone(), enabled: flags.trace_requests })
         .build();
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
@@ -203,8 +207,8 @@ impl Connection {
                 )
             }
             Refused::TooLarge(bound) => format!(
-                "{verb} {what} on {server}: an answer was larger than {} (the bound on one answer; a page of {} objects is a few MiB) and was not read further; {bad_server}",
-                mib(*bound),
+                "{verb} {what} on {server}: an answer was larger than {} (--max-response-size; a page of {} objects is a few MiB) and was not read further; {bad_server}, or raise --max-response-size",
+                super::inputs::size(*bound),
                 super::limits::PAGE_SIZE
             ),
             Refused::RepeatedToken { page } => format!(

@@ -9,7 +9,7 @@
 //! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
 use super::inputs::{
-    Guarded, Inputs, LoadedFile, MAX_INPUT_BYTES, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, not_manifest_reason,
+    Guarded, Inputs, LoadedFile, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, max_input_bytes, not_manifest_reason,
     parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
 };
 use super::{archive, sysdump};
@@ -126,7 +126,7 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
     Ok(match path {
         // Streamed as a file is; what the stream reader leaves is parsed from the copy kept of it.
-        None => match stream_input(std::io::stdin().lock(), "standard input", MAX_INPUT_BYTES, &|| too_large("standard input"))?.0 {
+        None => match stream_input(std::io::stdin().lock(), "standard input", max_input_bytes(), &|| too_large("standard input"))?.0 {
             Streamed::Read(documents, workloads) => LoadedFile { name: "-".into(), documents, workloads },
             Streamed::Binary(why) => return Err(input(format!("standard input: {why}"))),
             Streamed::Whole(text) => LoadedFile::whole("-".into(), manifest::parse(&text, "-")?),
@@ -187,7 +187,7 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 /// when anything is out of the ordinary (the caller then reads it whole).
 fn stream_file(path: &Path) -> Option<(Vec<Value>, Workloads)> {
     let file = std::fs::File::open(path).ok()?;
-    parse_stream(Guarded(archive::Bounded { inner: file, left: MAX_INPUT_BYTES }))
+    parse_stream(Guarded(archive::Bounded { inner: file, left: max_input_bytes() }))
 }
 
 /// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory

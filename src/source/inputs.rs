@@ -11,14 +11,27 @@ use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 pub const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
-/// The most one input (a file, stdin) may hold. A `kubectl get -o yaml` of every pod of a
-/// large cluster is well below; `-f /dev/zero` or a runaway pipe is refused instead of filling
-/// memory (decoding takes several times the text's size).
-pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+/// The most one input (a file, stdin, an archive member) may hold unless `--max-input-size` says
+/// otherwise. A `kubectl get -o yaml` of every pod of a large cluster is well below; `-f
+/// /dev/zero` or a runaway pipe is refused instead of filling memory.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
+
+static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
+
+/// Sets `--max-input-size`; called once, before any input is read.
+pub fn set_max_input_bytes(bytes: u64) {
+    MAX_INPUT_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// The most one input may hold (`--max-input-size`).
+pub fn max_input_bytes() -> u64 {
+    MAX_INPUT_BYTES.load(Ordering::Relaxed)
+}
 
 /// A parsed input: its name (path or `-`) and the documents it holds.
 pub struct LoadedFile {
@@ -226,12 +239,26 @@ impl<R: Read> Read for Guarded<R> {
     }
 }
 
-/// The refusal of an input larger than [`MAX_INPUT_BYTES`].
+/// The refusal of an input larger than [`max_input_bytes`].
 pub fn too_large(name: &str) -> String {
-    format!("{name}: more than {} MiB; split the input (e.g. one file per resource kind)", MAX_INPUT_BYTES >> 20)
+    format!(
+        "{name}: more than {} (--max-input-size); split the input (e.g. one file per resource kind) or raise --max-input-size",
+        size(max_input_bytes())
+    )
 }
 
-/// Text of at most [`MAX_INPUT_BYTES`], refused at the first NUL byte (no manifest holds one:
+/// A byte count as `--max-input-size` takes it (`1Gi`, `512Mi`, or bytes).
+pub fn size(bytes: u64) -> String {
+    match [(40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")]
+        .into_iter()
+        .find(|(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift))
+    {
+        Some((shift, suffix)) => format!("{}{suffix}", bytes >> shift),
+        None => format!("{bytes} bytes"),
+    }
+}
+
+/// Text of at most [`max_input_bytes`], refused at the first NUL byte (no manifest holds one:
 /// binary data, `/dev/zero`) or past the limit, so that neither takes long.
 pub fn read_text(reader: impl Read, name: &str) -> Result<String> {
     read_text_or_binary(reader, name)?.map_err(|why| input(format!("{name}: {why}")))
@@ -252,7 +279,7 @@ pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::res
         if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
             return Ok(Err(format!("binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
         }
-        if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
+        if (bytes.len() + n) as u64 > max_input_bytes() {
             return Err(input(too_large(name)));
         }
         bytes.extend_from_slice(&chunk[..n]);

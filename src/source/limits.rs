@@ -21,7 +21,8 @@ use tower::BoxError;
 /// thousands of pods, which one unpaginated response would hold in memory twice.
 pub const PAGE_SIZE: u32 = 500;
 
-/// The most bytes one answer may have. The plugin lists [`PAGE_SIZE`] objects per page; real pages of
+/// The most bytes one answer may have unless `--max-response-size` says otherwise (the flag's
+/// default is written in `cli.rs`; a test keeps the two equal). The plugin lists [`PAGE_SIZE`] objects per page; real pages of
 /// Pods or CiliumNodes are a few MiB (500 × 10 KiB), so 128 MiB is 256 KiB per object.
 pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
 
