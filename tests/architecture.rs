@@ -394,3 +394,115 @@ fn the_cycle_checker_reads_paths_as_the_compiler_does() {
     assert_eq!(to("m::Other").as_deref(), Some("m"));
     assert_eq!(to("m::b::c").as_deref(), Some("m::b"));
 }
+
+/// Modules a layer may not reach though its layer is allowed: block geometry is computed once,
+/// in the allocator's report (`BlockRun`, `CidrReport::run`), and renderers only print it.
+const FORBIDDEN: &[(&str, &str)] = &[("render", "allocator::blocks")];
+
+/// The paths of `text` (a file defining `module`) that lead into `forbidden` (`a::b`).
+fn forbidden_uses(text: &str, module: &[String], forbidden: &str) -> Vec<String> {
+    let forbidden: Vec<&str> = forbidden.split("::").collect();
+    paths(&code(text), module)
+        .into_iter()
+        .filter(|p| p.len() >= forbidden.len() && p.iter().zip(&forbidden).all(|(a, b)| a == b))
+        .map(|p| p.join("::"))
+        .collect()
+}
+
+#[test]
+fn renderers_do_no_block_arithmetic() {
+    let mut broken = Vec::new();
+    for (layer, forbidden) in FORBIDDEN {
+        for file in files(layer) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for path in forbidden_uses(&text, &module_of(&file), forbidden) {
+                broken.push(format!("{} uses {path}", file.strip_prefix(src()).unwrap().display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "the report carries block geometry; these files compute it again:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_forbidden_path_checker_sees_every_spelling() {
+    let module = vec!["render".to_string(), "usage".to_string()];
+    let found = |text| forbidden_uses(text, &module, "allocator::blocks");
+    assert_eq!(found("use crate::allocator::{Count, blocks};\nfn f() { blocks::block_at(c, 26, 1) }"), ["allocator::blocks"]);
+    assert_eq!(found("let b = crate::allocator::blocks::block_size(f, 26);"), ["allocator::blocks::block_size"]);
+    assert_eq!(found("use super::super::allocator::blocks::block_at;"), ["allocator::blocks::block_at"]);
+    assert!(found("use crate::allocator::{BlockRun, Count};\n/// not crate::allocator::blocks\nfn f() {}").is_empty());
+}
+
+/// Production functions longer than this many lines (signature to closing brace) are few.
+const LONG_FUNCTION: usize = 60;
+const MOST_LONG_FUNCTIONS: usize = 5;
+/// No file has more production lines (not blank, not a comment, before its test module).
+const LONG_FILE: usize = 450;
+
+/// A file's production lines: everything before its top-level `#[cfg(test)]`.
+fn production_lines(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines.iter().position(|l| l.starts_with("#[cfg(test)]")).unwrap_or(lines.len());
+    lines[..end].to_vec()
+}
+
+/// Lines of code in `lines`: neither blank nor a comment.
+fn code_lines(lines: &[&str]) -> usize {
+    lines.iter().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//")).count()
+}
+
+/// Each function with a body in `lines` as (name, lines from `fn` to its closing brace, which
+/// sits at the indentation of the `fn` line: rustfmt's layout).
+fn function_lengths(lines: &[&str]) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let mut words = line
+            .trim_start()
+            .split_whitespace()
+            .skip_while(|w| w.starts_with("pub") || ["async", "const", "unsafe", "extern", "\"C\""].contains(w) || w.starts_with("pub("));
+        if words.next() != Some("fn") || line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = words.next().unwrap_or("").chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let end = lines[at + 1..]
+            .iter()
+            .position(|l| l.len() - l.trim_start().len() == indent && l.trim_start().starts_with('}'))
+            .map_or(lines.len(), |n| at + 1 + n);
+        found.push((name, end - at + 1));
+    }
+    found
+}
+
+#[test]
+fn functions_and_files_stay_short() {
+    let (mut long_functions, mut long_files) = (Vec::new(), Vec::new());
+    for file in all_files().into_iter().chain([src().join("main.rs")]) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(src()).unwrap().display().to_string();
+        let lines = production_lines(&text);
+        if code_lines(&lines) > LONG_FILE {
+            long_files.push(format!("src/{relative}: {} production lines", code_lines(&lines)));
+        }
+        for (name, length) in function_lengths(&lines).into_iter().filter(|(_, n)| *n > LONG_FUNCTION) {
+            long_functions.push(format!("src/{relative} {name}: {length} lines"));
+        }
+    }
+    assert!(long_files.is_empty(), "files over {LONG_FILE} production lines (split by concern):\n{}", long_files.join("\n"));
+    assert!(
+        long_functions.len() <= MOST_LONG_FUNCTIONS,
+        "{} functions over {LONG_FUNCTION} lines, at most {MOST_LONG_FUNCTIONS} (split along their story):\n{}",
+        long_functions.len(),
+        long_functions.join("\n")
+    );
+}
+
+#[test]
+fn the_length_counter_counts_as_rustfmt_lays_out() {
+    let text = "//! doc\nuse x;\n\npub(crate) fn a() {\n    let b = 1;\n\n    // why\n}\n\nimpl T {\n    pub async fn b(&self) -> u8 {\n        \
+                1\n    }\n    fn c(&self);\n}\n#[cfg(test)]\nmod tests {\n    fn d() {}\n}\n";
+    let lines = production_lines(text);
+    assert_eq!(lines.len(), 15, "the test module is not production code");
+    assert_eq!(function_lengths(&lines), [("a".to_string(), 5), ("b".to_string(), 3)]);
+    assert_eq!(code_lines(&lines), 10);
+}

@@ -144,7 +144,7 @@ fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow
         answer.withheld_by = cidr
             .reservations
             .iter()
-            .filter(|r| r.first_block <= index && index <= r.last_block)
+            .filter(|r| r.blocks.contains(index))
             .map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() })
             .collect();
     } else {

@@ -8,6 +8,7 @@ use super::count::Count;
 use super::interval::IntervalSet;
 use super::problem::{ProblemKind, Severity, node_object, pool_object};
 use super::report::{IpamReport, ModeFamilyReport, ModePoolReport, NodePodCidrs, PoolReport};
+use crate::model::node::ListedBlock;
 use crate::model::{Family, IpamMode, Prefix, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,9 +20,11 @@ fn capacity_unknown(mode: &IpamMode) -> String {
     }
 }
 
-/// The IPAM part of the report. `count_used` counts in-use addresses of a family inside ranges
-/// (`None` when pods and endpoints are unknown).
-pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet) -> Option<Count>) -> IpamReport {
+/// Counts in-use addresses of a family inside ranges (`None` when pods and endpoints are unknown).
+type CountUsed<'a> = &'a dyn Fn(Family, &IntervalSet) -> Option<Count>;
+
+/// The IPAM part of the report: the mode, its own pools, the nodes' podCIDRs.
+pub fn ipam_report(snapshot: &Snapshot, count_used: CountUsed) -> IpamReport {
     let mode = snapshot.ipam.as_ref().map(|c| c.mode.clone());
     let mut mode_pools = Vec::new();
     if let Some(mode) = mode.as_ref().filter(|m| **m != IpamMode::MultiPool) {
@@ -32,39 +35,49 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
             .filter(|p| snapshot.pool(p).is_none())
             .collect();
         for name in names {
-            let mut families = Vec::new();
-            for family in Family::ALL {
-                // block → (usable addresses, holders)
-                let mut held: BTreeMap<Prefix, (Count, BTreeSet<&str>)> = BTreeMap::new();
-                for node in &snapshot.nodes {
-                    for alloc in node.allocated.iter().filter(|a| &*a.pool == name) {
-                        let (first, last) = (alloc.allow_first_ip.unwrap_or(false), alloc.allow_last_ip.unwrap_or(false));
-                        for block in alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family) {
-                            let entry = held.entry(block).or_insert((blocks::usable(family, block.len, first, last), BTreeSet::new()));
-                            entry.1.insert(node.name.as_ref());
-                        }
-                    }
-                }
-                if held.is_empty() {
-                    continue;
-                }
-                let allocated_addresses: Count = held.values().map(|(usable, _)| *usable).sum();
-                let ranges = IntervalSet::from_ranges(held.keys().map(|b| (b.first(), b.last())));
-                let used_addresses = count_used(family, &ranges);
-                let nodes: BTreeSet<&str> = held.values().flat_map(|(_, n)| n.iter().copied()).collect();
-                families.push(ModeFamilyReport {
-                    family,
-                    allocated_blocks: Count::from(held.len()),
-                    allocated_addresses,
-                    used_addresses,
-                    idle_addresses: used_addresses.map(|u| allocated_addresses.saturating_sub(u)),
-                    nodes: nodes.len(),
-                });
-            }
+            let families = Family::ALL.into_iter().filter_map(|family| mode_family(snapshot, name, family, count_used)).collect();
             mode_pools.push(ModePoolReport { name: name.to_string(), families, capacity_unknown: capacity_unknown(mode) });
         }
     }
-    let pod_cidrs: Vec<NodePodCidrs> = snapshot
+    let pod_cidrs = pod_cidrs(snapshot, count_used);
+    let nothing_to_show =
+        matches!(mode, Some(IpamMode::Other(_))) && snapshot.pools.is_empty() && mode_pools.is_empty() && pod_cidrs.is_empty();
+    IpamReport { mode: mode.map_or_else(|| "unknown".to_string(), |m| m.name().to_string()), mode_pools, pod_cidrs, nothing_to_show }
+}
+
+/// One family of a mode's own pool `name`: the blocks nodes list under it; `None` when none.
+fn mode_family(snapshot: &Snapshot, name: &str, family: Family, count_used: CountUsed) -> Option<ModeFamilyReport> {
+    // block → (usable addresses, holders)
+    let mut held: BTreeMap<Prefix, (Count, BTreeSet<&str>)> = BTreeMap::new();
+    for node in &snapshot.nodes {
+        for alloc in node.allocated.iter().filter(|a| &*a.pool == name) {
+            let (first, last) = (alloc.allow_first_ip.unwrap_or(false), alloc.allow_last_ip.unwrap_or(false));
+            for block in alloc.blocks.iter().filter_map(|b| b.prefix).filter(|b| b.family == family) {
+                let entry = held.entry(block).or_insert((blocks::usable(family, block.len, first, last), BTreeSet::new()));
+                entry.1.insert(node.name.as_ref());
+            }
+        }
+    }
+    if held.is_empty() {
+        return None;
+    }
+    let allocated_addresses: Count = held.values().map(|(usable, _)| *usable).sum();
+    let ranges = IntervalSet::from_ranges(held.keys().map(|b| (b.first(), b.last())));
+    let used_addresses = count_used(family, &ranges);
+    let nodes: BTreeSet<&str> = held.values().flat_map(|(_, n)| n.iter().copied()).collect();
+    Some(ModeFamilyReport {
+        family,
+        allocated_blocks: Count::from(held.len()),
+        allocated_addresses,
+        used_addresses,
+        idle_addresses: used_addresses.map(|u| allocated_addresses.saturating_sub(u)),
+        nodes: nodes.len(),
+    })
+}
+
+/// Each node's cluster-pool podCIDRs and the addresses in use inside them.
+fn pod_cidrs(snapshot: &Snapshot, count_used: CountUsed) -> Vec<NodePodCidrs> {
+    snapshot
         .nodes
         .iter()
         .filter(|n| !n.pod_cidrs.is_empty())
@@ -81,10 +94,7 @@ pub fn ipam_report(snapshot: &Snapshot, count_used: &dyn Fn(Family, &IntervalSet
                 used_addresses: used.collect::<Option<Vec<Count>>>().map(|v| v.into_iter().sum()),
             }
         })
-        .collect();
-    let nothing_to_show =
-        matches!(mode, Some(IpamMode::Other(_))) && snapshot.pools.is_empty() && mode_pools.is_empty() && pod_cidrs.is_empty();
-    IpamReport { mode: mode.map_or_else(|| "unknown".to_string(), |m| m.name().to_string()), mode_pools, pod_cidrs, nothing_to_show }
+        .collect()
 }
 
 /// Cluster-pool → multi-pool (Cilium ≥ 1.20): the operator moves each node's podCIDRs into
@@ -128,39 +138,45 @@ pub fn migration_problems(snapshot: &Snapshot, pools: &[PoolReport], problems: &
     };
     for node in nodes {
         for cidr in &node.pod_cidrs {
-            let Some(prefix) = cidr.prefix else {
-                push(
-                    Severity::Error,
-                    node_object(&node.name),
-                    format!("spec.ipam.podCIDRs entry {:?} is not a CIDR", cidr.original),
-                    "fix the node's podCIDRs",
-                );
-                continue;
-            };
-            let fam = pool.families.iter().find(|f| f.family == prefix.family);
-            let covered = fam.is_some_and(|f| f.cidrs.iter().any(|c| c.prefix.contains_prefix(&prefix)));
-            let mask = fam.and_then(|f| f.mask_size);
-            if !covered {
-                push(
-                    Severity::Error,
-                    node_object(&node.name),
-                    format!("podCIDR {} is not inside any {} CIDR of pool {default}", cidr.original, prefix.family),
-                    &format!("add a CIDR covering {} to pool {default}", cidr.original),
-                );
-            } else if mask != Some(prefix.len) {
-                push(
-                    Severity::Error,
-                    node_object(&node.name),
-                    format!(
-                        "podCIDR {} is a /{} but pool {default} hands out /{} blocks",
-                        cidr.original,
-                        prefix.len,
-                        mask.map_or("?".to_string(), |m| m.to_string())
-                    ),
-                    &format!("the pool's {} maskSize must equal the podCIDRs' prefix length ({})", prefix.family, prefix.len),
-                );
+            if let Some((object, message, action)) = pod_cidr_problem(pool, default, &node.name, cidr) {
+                push(Severity::Error, object, message, &action);
             }
         }
+    }
+}
+
+/// What keeps one podCIDR of a node from moving into the default pool `pool`: (object,
+/// message, action), or `None` when the pool covers it as one of its blocks.
+fn pod_cidr_problem(pool: &PoolReport, default: &str, node: &str, cidr: &ListedBlock) -> Option<(String, String, String)> {
+    let Some(prefix) = cidr.prefix else {
+        return Some((
+            node_object(node),
+            format!("spec.ipam.podCIDRs entry {:?} is not a CIDR", cidr.original),
+            "fix the node's podCIDRs".into(),
+        ));
+    };
+    let fam = pool.families.iter().find(|f| f.family == prefix.family);
+    let covered = fam.is_some_and(|f| f.cidrs.iter().any(|c| c.prefix.contains_prefix(&prefix)));
+    let mask = fam.and_then(|f| f.mask_size);
+    if !covered {
+        Some((
+            node_object(node),
+            format!("podCIDR {} is not inside any {} CIDR of pool {default}", cidr.original, prefix.family),
+            format!("add a CIDR covering {} to pool {default}", cidr.original),
+        ))
+    } else if mask != Some(prefix.len) {
+        Some((
+            node_object(node),
+            format!(
+                "podCIDR {} is a /{} but pool {default} hands out /{} blocks",
+                cidr.original,
+                prefix.len,
+                mask.map_or("?".to_string(), |m| m.to_string())
+            ),
+            format!("the pool's {} maskSize must equal the podCIDRs' prefix length ({})", prefix.family, prefix.len),
+        ))
+    } else {
+        None
     }
 }
 

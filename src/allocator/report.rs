@@ -2,6 +2,7 @@
 //! plus problems. Field names of the serialized parts are the JSON contract
 //! (docs/design/json-contract.md).
 
+use super::blocks;
 use super::count::Count;
 use super::interval::IntervalSet;
 use super::problem::Problem;
@@ -9,6 +10,7 @@ use crate::model::pool::ReservedRange;
 use crate::model::{Addr, Dialect, Family, Prefix};
 use serde::Serialize;
 use smallvec::SmallVec;
+use std::fmt;
 use std::sync::Arc;
 
 #[derive(Clone, Debug, Serialize)]
@@ -118,6 +120,9 @@ pub struct CidrReport {
     pub reserved_ranges: Vec<ReservedRange>,
     #[serde(skip)]
     pub prefix: Prefix,
+    /// The family's block size, so the report names its blocks itself (`run`, `index_of`).
+    #[serde(skip)]
+    pub mask_size: u8,
     #[serde(skip)]
     pub allocated: Vec<HeldBlock>,
     /// Block indices withheld (reserved and not allocated).
@@ -131,6 +136,67 @@ pub struct CidrReport {
     /// Every block of the CIDR is reserved: it is being decommissioned.
     #[serde(skip)]
     pub draining: bool,
+}
+
+impl CidrReport {
+    /// The blocks with indices `first..=last` of this CIDR.
+    pub fn run(&self, first: u128, last: u128) -> BlockRun {
+        BlockRun::of(&self.prefix, self.mask_size, first, last)
+    }
+
+    /// The withheld blocks as runs of consecutive blocks, in address order.
+    pub fn withheld_runs(&self) -> impl Iterator<Item = BlockRun> + '_ {
+        self.withheld.ranges().iter().map(|&(first, last)| self.run(first, last))
+    }
+
+    /// The free blocks as runs of consecutive blocks, in address order.
+    pub fn free_runs(&self) -> impl Iterator<Item = BlockRun> + '_ {
+        self.free.ranges().iter().map(|&(first, last)| self.run(first, last))
+    }
+
+    /// The index of the first block of this CIDR that `held` covers: a listed block may contain
+    /// the whole CIDR, then its first block is the CIDR's.
+    pub fn index_of(&self, held: &HeldBlock) -> u128 {
+        blocks::block_index(&self.prefix, self.mask_size, held.prefix.first().max(self.prefix.first()))
+    }
+}
+
+/// Consecutive blocks of one CIDR: their indices and the blocks they name, computed here once
+/// so no renderer does block arithmetic (docs/architecture.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRun {
+    pub first_index: u128,
+    pub last_index: u128,
+    pub first: Prefix,
+    pub last: Prefix,
+}
+
+impl BlockRun {
+    pub fn of(cidr: &Prefix, mask_size: u8, first_index: u128, last_index: u128) -> BlockRun {
+        let (first, last) = (blocks::block_at(cidr, mask_size, first_index), blocks::block_at(cidr, mask_size, last_index));
+        BlockRun { first_index, last_index, first, last }
+    }
+
+    /// How many blocks the run has.
+    pub fn count(&self) -> Count {
+        Count::span(self.first_index, self.last_index)
+    }
+
+    /// How many addresses its blocks span.
+    pub fn addresses(&self) -> Count {
+        self.count() * blocks::block_size(self.first.family, self.first.len)
+    }
+
+    pub fn contains(&self, index: u128) -> bool {
+        self.first_index <= index && index <= self.last_index
+    }
+}
+
+/// `first` for one block, `first..last` for several.
+impl fmt::Display for BlockRun {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.first_index == self.last_index { write!(f, "{}", self.first) } else { write!(f, "{}..{}", self.first, self.last) }
+    }
 }
 
 /// A block listed by one or more nodes, with its use.
@@ -156,16 +222,15 @@ pub struct Reservation {
     pub start: Addr,
     pub end: Addr,
     pub reserved_addresses: Count,
-    /// Blocks the range touches (inclusive indices).
-    pub first_block: u128,
-    pub last_block: u128,
+    /// Blocks the range touches.
+    pub blocks: BlockRun,
     /// Touched blocks that are allocated (grandfathered, not evicted).
     pub allocated_overlapping: Vec<HeldBlock>,
 }
 
 impl Reservation {
     pub fn touched_blocks(&self) -> Count {
-        Count::span(self.first_block, self.last_block)
+        self.blocks.count()
     }
 }
 
@@ -305,10 +370,13 @@ mod tests {
             start: addr("10.0.0.130"),
             end: addr("10.0.1.10"),
             reserved_addresses: Count::from(137u64),
-            first_block: 2,
-            last_block: 4,
+            blocks: BlockRun::of(&Prefix::parse("10.0.0.0/16").unwrap(), 26, 2, 4),
             allocated_overlapping: Vec::new(),
         };
         assert_eq!(r.touched_blocks(), Count::from(3u64));
+        assert_eq!(r.blocks.to_string(), "10.0.0.128/26..10.0.1.0/26");
+        assert_eq!(r.blocks.addresses(), Count::from(192u64));
+        assert!(r.blocks.contains(2) && r.blocks.contains(4) && !r.blocks.contains(5));
+        assert_eq!(BlockRun::of(&Prefix::parse("fd00::/64").unwrap(), 120, 3, 3).to_string(), "fd00::300/120");
     }
 }

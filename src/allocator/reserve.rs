@@ -8,7 +8,7 @@ use super::count::Count;
 use super::interval::IntervalSet;
 use super::report::{CidrReport, FamilyReport, Report};
 use crate::model::edit::{self, RangeEdit};
-use crate::model::pool::{PoolCidr, ReservedRange};
+use crate::model::pool::{PoolCidr, PoolFamily, ReservedRange};
 use crate::model::{Addr, AddrRange, Dialect, Family, Pool, Prefix, Snapshot};
 use serde::Serialize;
 
@@ -96,6 +96,7 @@ pub struct Plan {
 }
 
 /// Validates `change` against `pool` for a cluster writing `dialect`; the error is one line.
+/// The story: the addresses asked for, the CIDR they go into, the edit beside the ranges there.
 pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&str>) -> Result<Plan, String> {
     if dialect == Dialect::V2alpha1 {
         return Err(edit::EditError::V2alpha1.to_string());
@@ -110,51 +111,47 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
     };
     let family = range.family();
     let fam = pool.family(family).filter(|f| !f.cidrs.is_empty()).ok_or_else(|| format!("pool {} has no {family} CIDRs", pool.name))?;
-    let candidates: Vec<&PoolCidr> = match cidr_flag {
-        Some(flag) => {
-            let wanted = Prefix::parse(flag.trim());
-            let chosen = fam
-                .cidrs
-                .iter()
-                .find(|c| c.original == flag)
-                .or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
-            vec![chosen.ok_or_else(|| format!("--cidr {flag} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?]
-        }
-        None => fam.cidrs.iter().collect(),
+    let candidates = candidates(pool, fam, cidr_flag)?;
+    let cidr = match change {
+        Change::Drain(text) => candidates
+            .iter()
+            .find(|c| c.prefix.is_some_and(|p| AddrRange::of_prefix(&p) == range))
+            .ok_or_else(|| format!("--drain {text} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?,
+        _ => containing(pool, &candidates, range, cidr_flag.is_some())?,
     };
-    let cidr = match action {
-        Action::Drain => {
-            candidates.iter().find(|c| c.prefix.is_some_and(|p| AddrRange::of_prefix(&p) == range)).ok_or_else(|| match change {
-                Change::Drain(text) => format!("--drain {text} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())),
-                _ => unreachable!("drain action comes from Change::Drain"),
-            })?
+    planned_edit(pool, cidr, action, range)
+}
+
+/// The CIDRs a range may go into: the `--cidr` one, else every CIDR of the family.
+fn candidates<'a>(pool: &Pool, fam: &'a PoolFamily, cidr_flag: Option<&str>) -> Result<Vec<&'a PoolCidr>, String> {
+    let Some(flag) = cidr_flag else { return Ok(fam.cidrs.iter().collect()) };
+    let wanted = Prefix::parse(flag.trim());
+    let chosen =
+        fam.cidrs.iter().find(|c| c.original == flag).or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
+    Ok(vec![chosen.ok_or_else(|| format!("--cidr {flag} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?])
+}
+
+/// The one candidate CIDR holding `range` whole.
+fn containing<'a>(pool: &Pool, candidates: &[&'a PoolCidr], range: AddrRange, chosen: bool) -> Result<&'a PoolCidr, String> {
+    let holding: Vec<&&PoolCidr> = candidates.iter().filter(|c| c.prefix.is_some_and(|p| range.inside(&p))).collect();
+    match holding.as_slice() {
+        [one] => Ok(**one),
+        [] if candidates.iter().filter(|c| c.prefix.is_some_and(|p| p.contains(range.start) || p.contains(range.end))).count() > 1 => {
+            Err(format!("{range} spans more than one CIDR of pool {}; reserve one range per CIDR", pool.name))
         }
-        _ => {
-            let containing: Vec<&&PoolCidr> = candidates.iter().filter(|c| c.prefix.is_some_and(|p| range.inside(&p))).collect();
-            match containing.as_slice() {
-                [one] => *one,
-                [] if candidates.iter().filter(|c| c.prefix.is_some_and(|p| p.contains(range.start) || p.contains(range.end))).count()
-                    > 1 =>
-                {
-                    return Err(format!("{range} spans more than one CIDR of pool {}; reserve one range per CIDR", pool.name));
-                }
-                [] => {
-                    return Err(format!(
-                        "{range} is not inside {} of pool {} ({})",
-                        if cidr_flag.is_some() { "the chosen CIDR" } else { "any CIDR" },
-                        pool.name,
-                        cidr_list(candidates.iter().copied())
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "{range} lies in more than one CIDR of pool {} (overlapping CIDRs); choose one with --cidr",
-                        pool.name
-                    ));
-                }
-            }
-        }
-    };
+        [] => Err(format!(
+            "{range} is not inside {} of pool {} ({})",
+            if chosen { "the chosen CIDR" } else { "any CIDR" },
+            pool.name,
+            cidr_list(candidates.iter().copied())
+        )),
+        _ => Err(format!("{range} lies in more than one CIDR of pool {} (overlapping CIDRs); choose one with --cidr", pool.name)),
+    }
+}
+
+/// The edit that reserves or drains `range` in `cidr`, checked against the ranges already there.
+fn planned_edit(pool: &Pool, cidr: &PoolCidr, action: Action, range: AddrRange) -> Result<Plan, String> {
+    let family = range.family();
     let existing: Vec<(&ReservedRange, Option<AddrRange>)> = cidr.reserved.iter().map(|r| (r, valid_in(r, cidr))).collect();
     let mut plan = Plan {
         action,
@@ -162,7 +159,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
         range: Some(range),
         entry: ReservedRange::of(range),
         cidr: cidr.original.clone(),
-        edit: RangeEdit { family, cidr: cidr.original.clone(), remove: Vec::new(), add: None },
+        edit: RangeEdit { family, cidr: cidr.original.clone(), remove: Vec::new(), add: Some(ReservedRange::of(range)) },
         replaced: Vec::new(),
         adjacent: Vec::new(),
     };
@@ -182,7 +179,6 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
                 ));
             }
             plan.adjacent = existing.iter().filter(|(_, p)| p.is_some_and(|p| p.adjacent(&range))).map(|(r, _)| (*r).clone()).collect();
-            plan.edit.add = Some(ReservedRange::of(range));
         }
         Action::Drain => {
             if existing.iter().any(|(_, p)| *p == Some(range)) {
@@ -190,7 +186,6 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
             }
             plan.replaced = existing.iter().map(|(r, _)| (*r).clone()).collect();
             plan.edit.remove = plan.replaced.clone();
-            plan.edit.add = Some(ReservedRange::of(range));
         }
     }
     Ok(plan)
@@ -372,11 +367,8 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
     let spans = |set: &IntervalSet, cidr: &CidrReport| -> Vec<BlockSpan> {
         set.ranges()
             .iter()
-            .map(|&(first, last)| BlockSpan {
-                first: blocks::block_at(&cidr.prefix, mask, first).to_string(),
-                last: blocks::block_at(&cidr.prefix, mask, last).to_string(),
-                blocks: Count::span(first, last),
-            })
+            .map(|&(first, last)| cidr.run(first, last))
+            .map(|run| BlockSpan { first: run.first.to_string(), last: run.last.to_string(), blocks: run.count() })
             .collect()
     };
     let (newly_withheld, released) = match (&cidr_before, &cidr_after) {
@@ -386,24 +378,8 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
     let (allocated_in_range, range_addresses, touched_blocks) = match (plan.range, cidr_after.as_ref().or(cidr_before.as_ref())) {
         (Some(range), Some(cidr)) => {
             let (lo, hi) = (range.start.value, range.end.value);
-            let touched = cidr
-                .allocated
-                .iter()
-                .filter(|b| b.prefix.first() <= hi && lo <= b.prefix.last())
-                .map(|held| {
-                    let (from, to) = (held.prefix.first().max(lo), held.prefix.last().min(hi));
-                    let pods_in_range = snapshot
-                        .pods
-                        .iter()
-                        .flatten()
-                        .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| ip.family == family && ip.value >= from && ip.value <= to))
-                        .map(|p| format!("{}/{}", p.namespace, p.name))
-                        .collect();
-                    TouchedBlock { block: held.prefix.to_string(), nodes: held.node_names(), pods_in_range }
-                })
-                .collect();
             let (first_block, last_block) = blocks::indices_overlapping(&cidr.prefix, mask, lo, hi);
-            (touched, Count::span(lo, hi), Count::span(first_block, last_block))
+            (allocated_in(snapshot, cidr, range), Count::span(lo, hi), Count::span(first_block, last_block))
         }
         // An invalid reservation counts for nothing; taking it out changes no figure.
         _ => (Vec::new(), Count::ZERO, Count::ZERO),
@@ -427,6 +403,27 @@ pub fn impact(snapshot: &Snapshot, before: &Report, after: &Report, pool: &str, 
         after: Figures::of(&fam_after),
         whole_family_reserved: !fam_after.cidrs.is_empty() && fam_after.cidrs.iter().all(|c| c.draining),
     }
+}
+
+/// The allocated blocks of `cidr` that `range` overlaps, each with the pods holding addresses
+/// of the range in it (they keep them: allocated blocks are not evicted).
+fn allocated_in(snapshot: &Snapshot, cidr: &CidrReport, range: AddrRange) -> Vec<TouchedBlock> {
+    let (lo, hi, family) = (range.start.value, range.end.value, range.family());
+    cidr.allocated
+        .iter()
+        .filter(|b| b.prefix.first() <= hi && lo <= b.prefix.last())
+        .map(|held| {
+            let (from, to) = (held.prefix.first().max(lo), held.prefix.last().min(hi));
+            let pods_in_range = snapshot
+                .pods
+                .iter()
+                .flatten()
+                .filter(|p| p.holds_pod_ips() && p.ips.iter().any(|ip| ip.family == family && ip.value >= from && ip.value <= to))
+                .map(|p| format!("{}/{}", p.namespace, p.name))
+                .collect();
+            TouchedBlock { block: held.prefix.to_string(), nodes: held.node_names(), pods_in_range }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -65,7 +65,6 @@ fn confirm(args: &MigrateArgs, ctx: &Context, question: &str) -> Result<bool> {
 // --- plan and apply -------------------------------------------------------------------------
 
 async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterView, ctx: &Context) -> Result<i32> {
-    let dialect = live.plan.dialect;
     if let Some(reason) = &live.plan.blocked {
         print_plan(&live.plan, &BTreeMap::new(), ctx)?;
         return Err(condition(format!("{reason}; nothing was written")));
@@ -82,19 +81,8 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         }
         return Err(missing);
     }
-    if let mode @ (DryRun::Client | DryRun::Server) = args.dry_run {
-        let mut server = BTreeMap::new();
-        if mode == DryRun::Server {
-            for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
-                let outcome = match write_pool(conn, &pool.name, dialect, true).await {
-                    WriteOutcome::Written(..) => "accepted".to_string(),
-                    other => other.describe(),
-                };
-                server.insert(pool.name.clone(), outcome);
-            }
-        }
-        print_plan(&live.plan, &server, ctx)?;
-        return Ok(if args.exit_code && writes > 0 { 1 } else { 0 });
+    if args.dry_run != DryRun::None {
+        return dry_run(args, conn, &live.plan, ctx).await;
     }
     if writes == 0 {
         ctx.human(&format!("Nothing to do: {}. No object was written.\n", view::counts_line(&live.plan)))?;
@@ -112,7 +100,29 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     }
     write_backup(&backup_path, conn, &live)?;
     warn_line!("backup written to {} (mode 0600)", backup_path.display());
+    let outcomes = write_pools(conn, &live.plan, ctx).await?;
+    summary(&outcomes, &live.plan, &backup_path, ctx)
+}
 
+/// `--dry-run`: the plan, and with `=server` what the API server says to each write.
+async fn dry_run(args: &MigrateArgs, conn: &client::Connection, plan: &Plan, ctx: &Context) -> Result<i32> {
+    let mut server = BTreeMap::new();
+    if args.dry_run == DryRun::Server {
+        for pool in plan.pools.iter().filter(|p| p.state.writes()) {
+            let outcome = match write_pool(conn, &pool.name, plan.dialect, true).await {
+                WriteOutcome::Written(..) => "accepted".to_string(),
+                other => other.describe(),
+            };
+            server.insert(pool.name.clone(), outcome);
+        }
+    }
+    print_plan(plan, &server, ctx)?;
+    Ok(if args.exit_code && plan.writes() > 0 { 1 } else { 0 })
+}
+
+/// Writes every pool the plan converts, one line each as it is written.
+async fn write_pools(conn: &client::Connection, plan: &Plan, ctx: &Context) -> Result<Vec<(String, WriteOutcome)>> {
+    let writes = plan.writes();
     let progress = if ctx.interactive {
         let style = indicatif::ProgressStyle::with_template("migrating [{bar:30}] {pos}/{len} {msg}")
             .expect("valid template")
@@ -122,9 +132,9 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         indicatif::ProgressBar::hidden()
     };
     let mut outcomes: Vec<(String, WriteOutcome)> = Vec::new();
-    for pool in live.plan.pools.iter().filter(|p| p.state.writes()) {
+    for pool in plan.pools.iter().filter(|p| p.state.writes()) {
         progress.set_message(pool.name.clone());
-        let outcome = write_pool(conn, &pool.name, dialect, false).await;
+        let outcome = write_pool(conn, &pool.name, plan.dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
         progress.suspend(|| {
             ctx.human(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe()))))
@@ -133,6 +143,12 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         progress.inc(1);
     }
     progress.finish_and_clear();
+    Ok(outcomes)
+}
+
+/// The summary line after the writes, and the exit code: 3 when a pool failed, 1 when some are
+/// blocked.
+fn summary(outcomes: &[(String, WriteOutcome)], plan: &Plan, backup_path: &Path, ctx: &Context) -> Result<i32> {
     let mut out = String::new();
     let count = |f: fn(&WriteOutcome) -> bool| outcomes.iter().filter(|(_, o)| f(o)).count();
     let failed = count(|o| matches!(o, WriteOutcome::Failed(_)));
@@ -142,7 +158,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
         count(|o| matches!(o, WriteOutcome::Written(Change::Reshape, _))),
         count(|o| matches!(o, WriteOutcome::AlreadyMigrated)),
         count(|o| matches!(o, WriteOutcome::Gone)),
-        live.plan.count(State::Conflict),
+        plan.count(State::Conflict),
         backup_path.display()
     ));
     ctx.human(&out)?;
@@ -151,7 +167,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
             "{failed} pool(s) could not be migrated (see above); rerun `kubectl ciliumpool migrate` to complete the migration"
         )));
     }
-    if warn_blocked(&live.plan) {
+    if warn_blocked(plan) {
         return Ok(1);
     }
     warn_line!("next: `kubectl ciliumpool migrate --status`, then `kubectl ciliumpool migrate --finalize`");
@@ -315,6 +331,13 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
 
 // --- offline ----------------------------------------------------------------------------------
 
+/// One input file and its conversion.
+struct ConvertedFile {
+    name: String,
+    path: Option<PathBuf>,
+    outcome: manifests::Outcome,
+}
+
 fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     let target = match args.schema {
         Schema::Upstream => Dialect::UpstreamV2,
@@ -331,11 +354,13 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     } else {
         files::warn_duplicates(&parsed);
     }
-    let mut results = Vec::new();
-    for file in texts {
-        let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
-        results.push((file.name, file.path, file.text, outcome));
-    }
+    let results = texts
+        .into_iter()
+        .map(|file| {
+            let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
+            Ok(ConvertedFile { name: file.name, path: file.path, outcome })
+        })
+        .collect::<Result<Vec<_>>>()?;
     // Every pool document is checked, not only those that needed converting: a directory
     // holding an invalid pool is neither rewritten nor certified. A pool of the other v2 dialect
     // is left as it is, and `--check` does not pass it.
@@ -346,68 +371,81 @@ fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
             if invalid.len() > 1 { format!(" ({} invalid pools in all)", invalid.len()) } else { String::new() }
         )));
     }
-    if !args.check {
-        for problem in &wrong_shape {
-            warn_line!("warning: {problem}");
-        }
-    }
-    let pending: Vec<_> = results.iter().filter(|r| r.3.converted > 0).collect();
     if args.check {
-        let mut out = String::new();
-        for (name, _, _, outcome) in &pending {
-            out.push_str(&format!(
-                "{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n",
-                crate::escape::Field(name),
-                outcome.converted,
-                target.name()
-            ));
-        }
-        for problem in &wrong_shape {
-            out.push_str(&format!("{}\n", crate::escape::Field(problem)));
-        }
-        if pending.is_empty() && wrong_shape.is_empty() && ctx.style.headers {
-            out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
-        }
-        ctx.human(&out)?;
-        return Ok(if pending.is_empty() && wrong_shape.is_empty() { 0 } else { 1 });
+        return check_manifests(&results, &wrong_shape, target, ctx);
+    }
+    for problem in &wrong_shape {
+        warn_line!("warning: {problem}");
     }
     if args.in_place {
-        if results.iter().any(|r| r.1.is_none()) {
-            return Err(input("--in-place cannot rewrite standard input"));
-        }
-        // Every file is staged before the first is replaced: an unwritable one stops the run
-        // with nothing written.
-        let mut staged = Vec::new();
-        for (name, path, _, outcome) in &pending {
-            let path = path.as_ref().expect("checked above");
-            staged.push(
-                atomic::stage(path, outcome.text.as_bytes(), 0o644)
-                    .with_context(|| format!("cannot rewrite {name}; nothing was written"))?,
-            );
-        }
-        let converted: Vec<usize> = pending.iter().map(|r| r.3.converted).collect();
-        for (written, n) in atomic::commit(staged)?.iter().zip(converted) {
-            warn_line!("{written}: converted {n} CiliumPodIPPool(s)");
-        }
-        if pending.is_empty() {
-            warn_line!("nothing to convert");
-        }
-        return Ok(0);
+        return rewrite_in_place(&results);
     }
-    // Several files become one stream, each file marked as `helm template` marks its output: a
-    // `---` line and a `# Source: <path>` comment (the file's own leading bare `---` is that
-    // line). One file is printed as it is, so that converting the output again changes nothing.
+    print_converted(&results, ctx)
+}
+
+/// `--check`: the files with pools to convert and the pools of the other dialect; exit 1 if any.
+fn check_manifests(results: &[ConvertedFile], wrong_shape: &[String], target: Dialect, ctx: &Context) -> Result<i32> {
+    let pending: Vec<_> = results.iter().filter(|r| r.outcome.converted > 0).collect();
     let mut out = String::new();
-    for (name, _, _, outcome) in &results {
+    for file in &pending {
+        out.push_str(&format!(
+            "{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n",
+            crate::escape::Field(&file.name),
+            file.outcome.converted,
+            target.name()
+        ));
+    }
+    for problem in wrong_shape {
+        out.push_str(&format!("{}\n", crate::escape::Field(problem)));
+    }
+    if pending.is_empty() && wrong_shape.is_empty() && ctx.style.headers {
+        out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
+    }
+    ctx.human(&out)?;
+    Ok(if pending.is_empty() && wrong_shape.is_empty() { 0 } else { 1 })
+}
+
+/// `--in-place`: every converted file rewritten, all staged before the first is replaced so an
+/// unwritable one stops the run with nothing written.
+fn rewrite_in_place(results: &[ConvertedFile]) -> Result<i32> {
+    if results.iter().any(|r| r.path.is_none()) {
+        return Err(input("--in-place cannot rewrite standard input"));
+    }
+    let pending: Vec<_> = results.iter().filter(|r| r.outcome.converted > 0).collect();
+    let mut staged = Vec::new();
+    for file in &pending {
+        let path = file.path.as_ref().expect("checked above");
+        staged.push(
+            atomic::stage(path, file.outcome.text.as_bytes(), 0o644)
+                .with_context(|| format!("cannot rewrite {}; nothing was written", file.name))?,
+        );
+    }
+    let converted: Vec<usize> = pending.iter().map(|r| r.outcome.converted).collect();
+    for (written, n) in atomic::commit(staged)?.iter().zip(converted) {
+        warn_line!("{written}: converted {n} CiliumPodIPPool(s)");
+    }
+    if pending.is_empty() {
+        warn_line!("nothing to convert");
+    }
+    Ok(0)
+}
+
+/// The converted manifests on stdout. Several files become one stream, each file marked as
+/// `helm template` marks its output: a `---` line and a `# Source: <path>` comment (the file's
+/// own leading bare `---` is that line). One file is printed as it is, so that converting the
+/// output again changes nothing.
+fn print_converted(results: &[ConvertedFile], ctx: &Context) -> Result<i32> {
+    let mut out = String::new();
+    for file in results {
         if results.len() == 1 {
-            out.push_str(&outcome.text);
+            out.push_str(&file.outcome.text);
             break;
         }
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str(&format!("---\n# Source: {}\n", crate::escape::field(name)));
-        out.push_str(outcome.text.strip_prefix("---\n").unwrap_or(&outcome.text));
+        out.push_str(&format!("---\n# Source: {}\n", crate::escape::field(&file.name)));
+        out.push_str(file.outcome.text.strip_prefix("---\n").unwrap_or(&file.outcome.text));
     }
     // Into a pipe or a file the manifest is the files' own bytes (`| diff`, `> converted.yaml`);
     // a person at a terminal sees what the documents the plugin did not rewrite hold escaped.

@@ -6,6 +6,7 @@
 //! analysing the snapshot before and after the edit.
 
 use super::{Context, emit, require_pools};
+use crate::allocator::Report;
 use crate::allocator::reserve::{self, Change, Prepared};
 use crate::cli::{DryRun, ReserveArgs};
 use crate::error::{self, input};
@@ -211,6 +212,26 @@ fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> any
     }
 }
 
+/// The change prepared against the pool as read at one resourceVersion.
+struct Planned {
+    prepared: Prepared,
+    version: String,
+}
+
+/// Puts `current` (the pool as read now) into the snapshot and prepares the request against it.
+fn plan_live(snapshot: &mut Snapshot, current: &Value, v2_shape: Option<Dialect>, request: &Request, force: bool) -> Result<Planned> {
+    let pool = Pool::decode(current, v2_shape);
+    let dialect = v2_shape.unwrap_or(pool.dialect);
+    let version = current.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    match snapshot.pools.iter_mut().find(|p| p.name == pool.name) {
+        Some(slot) => *slot = pool,
+        None => snapshot.pools.push(pool),
+    }
+    Ok(Planned { prepared: prepare(snapshot, request, dialect, force)?, version })
+}
+
+/// Plan → confirm → write, as `migrate` does: the pool is read and the change prepared, the
+/// preview shown and confirmed once, then the write retries on its own without asking again.
 async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut snapshot: Snapshot, request: &Request) -> Result<i32> {
     let connection = &cluster.connection;
     if snapshot.crd.as_ref().is_some_and(|c| !c.serves("v2")) {
@@ -219,53 +240,25 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     let v2_shape = snapshot.crd.as_ref().and_then(|c| c.v2_dialect);
     let object_name = format!("ciliumpodippools.cilium.io/{}", request.pool);
     let target = pools::Target::pools(&connection.client, args.dry_run == DryRun::Server);
-    // What the last attempt read and prepared; `conflicts` counts the attempts before it.
-    let mut last: Option<(Prepared, String)> = None;
-    let (mut conflicts, mut declined) = (0, false);
-    let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| {
-        if let Some((_, read_version)) = &last {
-            conflicts += 1;
-            warn_line!("ciliumpodippool {} changed since it was read (resourceVersion {read_version}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})", request.pool);
-        }
-        let pool = Pool::decode(&current, v2_shape);
-        let dialect = v2_shape.unwrap_or(pool.dialect);
-        let read_version = current.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-        match snapshot.pools.iter_mut().find(|p| p.name == pool.name) {
-            Some(slot) => *slot = pool,
-            None => snapshot.pools.push(pool),
-        }
-        let prepared = prepare(&snapshot, request, dialect, args.force)?;
-        let edited = prepared.edited.clone();
-        let first = last.is_none();
-        last = Some((prepared, read_version));
-        if first {
-            let (prepared, read_version) = last.as_ref().expect("set above");
-            let preview = view::preview(&prepared.impact, &ctx.style);
-            let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
-            match ctx.format.is_document() {
-                // stdout is for the document; whoever answers the question still sees the cost.
-                true if will_ask => eprint!("{}", crate::escape::block(&preview, ctx.style.color)),
-                true => {}
-                false => ctx.print(&preview)?,
-            }
-            if args.dry_run == DryRun::Client {
-                let outcome = Outcome { written: false, resource_version: Some(read_version.clone()), conflicts, file: None, previewed: false };
-                ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
-                return Ok(None);
-            }
-            if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
-                declined = true;
-                return Ok(None);
-            }
-        }
-        Ok(Some(edited))
-    })
-    .await;
+    let current = target.read(&request.pool).await.map_err(|e| connection.request_failed(e, "get", &object_name))?;
+    let planned = plan_live(&mut snapshot, &current, v2_shape, request, args.force)?;
+    let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
+    show_preview(ctx, &planned.prepared, will_ask)?;
+    if args.dry_run == DryRun::Client {
+        let outcome =
+            Outcome { written: false, resource_version: Some(planned.version.clone()), conflicts: 0, file: None, previewed: false };
+        ctx.print(&result_text(ctx, &snapshot.origin, &planned.prepared, args.dry_run, outcome))?;
+        return Ok(0);
+    }
+    if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
+        return super::declined();
+    }
+    let mut write = ConfirmedWrite { snapshot: &mut snapshot, v2_shape, request, force: args.force, confirmed: planned, conflicts: 0 };
+    let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| write.edit(&current)).await;
+    let (prepared, conflicts) = (&write.confirmed.prepared, write.conflicts);
     match written {
-        Ok(Replaced::Unchanged) if declined => super::declined(),
         Ok(Replaced::Unchanged) => Ok(0),
         Ok(Replaced::Written { object, .. }) => {
-            let (prepared, _) = last.as_ref().expect("an edit was prepared before the write");
             verify_written(&object, prepared, v2_shape)?;
             let outcome = Outcome {
                 written: args.dry_run == DryRun::None,
@@ -284,6 +277,54 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             "ciliumpodippool {} kept changing: {attempts} conflicting writes; nothing was written — retry later",
             request.pool
         ))),
+    }
+}
+
+/// The preview of a live change: on stdout, or on stderr when stdout is for the document and
+/// someone is asked (whoever answers the question still sees the cost).
+fn show_preview(ctx: &Context, prepared: &Prepared, will_ask: bool) -> Result<()> {
+    let preview = view::preview(&prepared.impact, &ctx.style);
+    match ctx.format.is_document() {
+        true if will_ask => eprint!("{}", crate::escape::block(&preview, ctx.style.color)),
+        true => {}
+        false => ctx.print(&preview)?,
+    }
+    Ok(())
+}
+
+/// The write of a confirmed change, asked for the object to write each time the pool is read.
+struct ConfirmedWrite<'a> {
+    snapshot: &'a mut Snapshot,
+    v2_shape: Option<Dialect>,
+    request: &'a Request,
+    force: bool,
+    /// The change as confirmed, then as re-planned against each newer version of the pool.
+    confirmed: Planned,
+    /// Times the pool changed between a read and the write.
+    conflicts: u32,
+}
+
+impl ConfirmedWrite<'_> {
+    /// The edited pool. When the pool changed since it was planned (another writer, or a 409),
+    /// the change is planned again: written if it is still the edit the user confirmed,
+    /// refused otherwise (exit 3) — the answer was given to that edit, not to another one.
+    fn edit(&mut self, current: &Value) -> Result<Option<Value>> {
+        let version = current.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+        if version != self.confirmed.version {
+            self.conflicts += 1;
+            let (pool, read, conflicts) = (&self.request.pool, &self.confirmed.version, self.conflicts);
+            warn_line!(
+                "ciliumpodippool {pool} changed since it was read (resourceVersion {read}); re-reading and re-validating ({conflicts}/{MAX_CONFLICTS})"
+            );
+            let planned = plan_live(self.snapshot, current, self.v2_shape, self.request, self.force)?;
+            if planned.prepared.plan != self.confirmed.prepared.plan {
+                return Err(error::cluster(format!(
+                    "ciliumpodippool {pool} changed since the preview and the change would now differ from the one confirmed; nothing was written — run the command again to see the new preview"
+                )));
+            }
+            self.confirmed = planned;
+        }
+        Ok(Some(self.confirmed.prepared.edited.clone()))
     }
 }
 
@@ -347,30 +388,47 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
             names.join(", ")
         ));
     }
-    let pool = if pools.len() == 1 {
-        pools[0]
-    } else {
-        let items: Vec<String> = pools
-            .iter()
-            .map(|p| {
-                let figures: Vec<String> = report
-                    .pool(&p.name)
-                    .into_iter()
-                    .flat_map(|r| r.families.iter())
-                    .map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks))
-                    .collect();
-                format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
-            })
-            .collect();
-        let Some(choice) = prompter.select("Pool", &items)? else { return Ok(None) };
-        pools[choice]
+    let Some(pool) = pick_pool(prompter, &report, &pools)? else { return Ok(None) };
+    let Some(cidr) = pick_cidr(prompter, &report, pool)? else { return Ok(None) };
+    let cidr = &cidr;
+    let dialect = if pool.dialect == Dialect::V2alpha1 { Dialect::UpstreamV2 } else { pool.dialect };
+    let validate = |text: &str| -> Result<(), String> {
+        let range = reserve::parse_range(text)?;
+        reserve::prepare(snapshot, &pool.name, dialect, &Change::Reserve(range), Some(cidr), args.force).map(|_| ())
     };
+    let Some(text) = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)? else { return Ok(None) };
+    let range = reserve::parse_range(&text).map_err(input)?;
+    Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
+}
+
+/// The pool to edit: the only one, or the one picked (each shown with its blocks allocated).
+fn pick_pool<'a>(prompter: &dyn Prompter, report: &Report, pools: &[&'a Pool]) -> Result<Option<&'a Pool>> {
+    if let [only] = pools {
+        return Ok(Some(only));
+    }
+    let items: Vec<String> = pools
+        .iter()
+        .map(|p| {
+            let figures: Vec<String> = report
+                .pool(&p.name)
+                .into_iter()
+                .flat_map(|r| r.families.iter())
+                .map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks))
+                .collect();
+            format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
+        })
+        .collect();
+    Ok(prompter.select("Pool", &items)?.map(|choice| pools[choice]))
+}
+
+/// The CIDR of `pool` to reserve in: the only one, or the one picked (each with its blocks).
+fn pick_cidr(prompter: &dyn Prompter, report: &Report, pool: &Pool) -> Result<Option<String>> {
     let cidrs: Vec<(crate::model::Family, String)> =
         pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c.original.clone()))).collect();
     if cidrs.is_empty() {
         return Err(input(format!("pool {} has no CIDRs", pool.name)));
     }
-    let cidr_items: Vec<String> = cidrs
+    let items: Vec<String> = cidrs
         .iter()
         .map(|(family, cidr)| {
             let c = report.pool(&pool.name).and_then(|r| r.family(*family)).and_then(|f| f.cidrs.iter().find(|c| &c.cidr == cidr));
@@ -382,22 +440,11 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
             })
         })
         .collect();
-    let choice = match cidr_items.len() {
-        1 => 0,
-        _ => match prompter.select("CIDR", &cidr_items)? {
-            Some(choice) => choice,
-            None => return Ok(None),
-        },
+    let choice = match items.len() {
+        1 => Some(0),
+        _ => prompter.select("CIDR", &items)?,
     };
-    let (_, cidr) = &cidrs[choice];
-    let dialect = if pool.dialect == Dialect::V2alpha1 { Dialect::UpstreamV2 } else { pool.dialect };
-    let validate = |text: &str| -> Result<(), String> {
-        let range = reserve::parse_range(text)?;
-        reserve::prepare(snapshot, &pool.name, dialect, &Change::Reserve(range), Some(cidr), args.force).map(|_| ())
-    };
-    let Some(text) = prompter.text(&format!("Range to reserve in {cidr} (A-B, A..B, IP or CIDR)"), &validate)? else { return Ok(None) };
-    let range = reserve::parse_range(&text).map_err(input)?;
-    Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
+    Ok(choice.map(|choice| cidrs[choice].1.clone()))
 }
 
 #[cfg(test)]

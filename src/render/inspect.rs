@@ -2,7 +2,7 @@
 
 use super::usage::pool_names;
 use super::{Render, Style, Tone, bar, human, line, percent, table};
-use crate::allocator::{Count, PoolReport, Problem, Report, blocks};
+use crate::allocator::{Count, FamilyReport, PoolReport, Problem, Report};
 use crate::model::{CrdInfo, Pool, Snapshot};
 use serde::Serialize;
 
@@ -151,53 +151,51 @@ fn block_detail(held: &crate::allocator::HeldBlock) -> BlockDetail {
     BlockDetail { block: held.prefix.to_string(), nodes: held.node_names(), used_addresses: held.used }
 }
 
+impl<'a> FamilyDetail<'a> {
+    fn new(fam: &'a FamilyReport, draining: &[DrainingPods]) -> Self {
+        let mut reservations = Vec::new();
+        for cidr in &fam.cidrs {
+            for r in &cidr.reservations {
+                reservations.push(ReservationDetail {
+                    cidr: cidr.cidr.clone(),
+                    start: r.start.to_string(),
+                    end: r.end.to_string(),
+                    reserved_addresses: r.reserved_addresses,
+                    withheld_blocks: r.touched_blocks(),
+                    first_withheld_block: r.blocks.first.to_string(),
+                    last_withheld_block: r.blocks.last.to_string(),
+                    allocated_overlapping: r.allocated_overlapping.iter().map(block_detail).collect(),
+                });
+            }
+        }
+        let draining = fam
+            .cidrs
+            .iter()
+            .filter(|c| c.draining)
+            .map(|c| DrainingDetail {
+                cidr: &c.cidr,
+                allocated_blocks: c.allocated_blocks,
+                held_by: c.allocated.iter().map(block_detail).collect(),
+                pods: draining.iter().find(|d| d.cidr == c.cidr).map_or_else(Vec::new, |d| d.pods.clone()),
+            })
+            .collect();
+        FamilyDetail {
+            figures: fam,
+            usable_per_block: fam.usable_per_block,
+            nodes_holding: fam.nodes_holding,
+            median_blocks_per_node: fam.median_blocks_per_node,
+            runway_nodes: fam.runway_nodes,
+            reservations,
+            draining,
+            orphans: fam.orphans.iter().map(block_detail).collect(),
+        }
+    }
+}
+
 impl<'a> PoolDetail<'a> {
     fn new(inspected: Inspected<'a>, report: &'a Report) -> Self {
         let (pool, pool_report) = (inspected.pool, inspected.report);
-        let families = pool_report
-            .families
-            .iter()
-            .map(|fam| {
-                let mut reservations = Vec::new();
-                if let Some(mask) = fam.mask_size {
-                    for cidr in &fam.cidrs {
-                        for r in &cidr.reservations {
-                            reservations.push(ReservationDetail {
-                                cidr: cidr.cidr.clone(),
-                                start: r.start.to_string(),
-                                end: r.end.to_string(),
-                                reserved_addresses: r.reserved_addresses,
-                                withheld_blocks: r.touched_blocks(),
-                                first_withheld_block: blocks::block_at(&cidr.prefix, mask, r.first_block).to_string(),
-                                last_withheld_block: blocks::block_at(&cidr.prefix, mask, r.last_block).to_string(),
-                                allocated_overlapping: r.allocated_overlapping.iter().map(block_detail).collect(),
-                            });
-                        }
-                    }
-                }
-                let draining = fam
-                    .cidrs
-                    .iter()
-                    .filter(|c| c.draining)
-                    .map(|c| DrainingDetail {
-                        cidr: &c.cidr,
-                        allocated_blocks: c.allocated_blocks,
-                        held_by: c.allocated.iter().map(block_detail).collect(),
-                        pods: inspected.draining.iter().find(|d| d.cidr == c.cidr).map_or_else(Vec::new, |d| d.pods.clone()),
-                    })
-                    .collect();
-                FamilyDetail {
-                    figures: fam,
-                    usable_per_block: fam.usable_per_block,
-                    nodes_holding: fam.nodes_holding,
-                    median_blocks_per_node: fam.median_blocks_per_node,
-                    runway_nodes: fam.runway_nodes,
-                    reservations,
-                    draining,
-                    orphans: fam.orphans.iter().map(block_detail).collect(),
-                }
-            })
-            .collect();
+        let families = pool_report.families.iter().map(|fam| FamilyDetail::new(fam, &inspected.draining)).collect();
         let nodes = report
             .nodes
             .iter()
@@ -237,6 +235,30 @@ pub fn pool_details(
     draining: &[DrainingPods],
     style: &Style,
 ) -> String {
+    let mut out = pool_fields(pool, crd, style);
+    for fam in &report.families {
+        out.push('\n');
+        out.push_str(&family_summary(fam, style));
+        out.push_str(&indent(&table(&["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"], cidr_rows(fam), style)));
+        out.push_str(&reservation_lines(fam, style));
+        out.push_str(&draining_lines(fam, draining, style));
+        out.push_str(&holder_lines(fam, style));
+    }
+    out.push_str("\nProblems:\n");
+    if problems.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for p in problems {
+        out.push_str(&line(
+            &format!("  {} {}: {}", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message),
+            style,
+        ));
+    }
+    out
+}
+
+/// The pool's own fields, one `Name:  value` line each.
+fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
     let mut out = String::new();
     // Every line goes through `line`: names, annotations and messages are data, escaped as one line.
     let mut field = |name: &str, value: String| out.push_str(&line(&format!("{:<15}{}", format!("{name}:"), value), style));
@@ -260,136 +282,130 @@ pub fn pool_details(
     field("allowFirstIP", pool.allow_first_ip.to_string());
     field("allowLastIP", pool.allow_last_ip.to_string());
 
-    for fam in &report.families {
-        let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
-        out.push('\n');
-        out.push_str(&line(
-            &format!(
-                "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
-                style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
-                human(fam.usable_per_block),
-                human(fam.allocated_blocks),
-                human(fam.allocated_blocks + fam.free_blocks),
-                percent(fam.utilization()),
-                bar(fam.utilization(), style),
-            ),
-            style,
-        ));
-        let rows = fam
-            .cidrs
-            .iter()
-            .map(|c| {
-                let state = if c.draining {
-                    if c.allocated_blocks.is_zero() {
-                        "drained: safe to remove from cidrs".to_string()
-                    } else {
-                        format!("draining: {} block(s) still held", human(c.allocated_blocks))
-                    }
-                } else if c.free_blocks.is_zero() {
-                    "full".to_string()
+    out
+}
+
+/// The headline of one family: block size, allocation and its bar.
+fn family_summary(fam: &FamilyReport, style: &Style) -> String {
+    let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
+    line(
+        &format!(
+            "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
+            style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
+            human(fam.usable_per_block),
+            human(fam.allocated_blocks),
+            human(fam.allocated_blocks + fam.free_blocks),
+            percent(fam.utilization()),
+            bar(fam.utilization(), style),
+        ),
+        style,
+    )
+}
+
+/// One row per CIDR: its blocks and its state (active, full, draining, drained).
+fn cidr_rows(fam: &FamilyReport) -> Vec<Vec<String>> {
+    fam.cidrs
+        .iter()
+        .map(|c| {
+            let state = if c.draining {
+                if c.allocated_blocks.is_zero() {
+                    "drained: safe to remove from cidrs".to_string()
                 } else {
-                    "active".to_string()
-                };
-                vec![
-                    c.cidr.clone(),
-                    human(c.capacity_blocks),
-                    human(c.allocated_blocks),
-                    human(c.withheld_blocks),
-                    human(c.free_blocks),
-                    state,
-                ]
-            })
-            .collect();
-        out.push_str(&indent(&table(&["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"], rows, style)));
-        let Some(mask_size) = fam.mask_size else { continue };
-        let block_addresses = blocks::block_size(fam.family, mask_size);
-        for cidr in &fam.cidrs {
-            for r in &cidr.reservations {
-                let touched = r.touched_blocks();
-                let first = blocks::block_at(&cidr.prefix, mask_size, r.first_block);
-                let span = if r.first_block == r.last_block {
-                    first.to_string()
-                } else {
-                    format!("{first}..{}", blocks::block_at(&cidr.prefix, mask_size, r.last_block))
-                };
-                out.push_str(&line(
-                    &format!(
-                        "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({span})",
-                        r.start,
-                        r.end,
-                        cidr.cidr,
-                        human(r.reserved_addresses),
-                        human(touched),
-                        human(touched * block_addresses),
-                    ),
-                    style,
-                ));
-                for held in &r.allocated_overlapping {
-                    out.push_str(&line(
-                        &format!(
-                            "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it",
-                            held.prefix,
-                            held.nodes.join(","),
-                            human(held.used),
-                            held.nodes.join(", "),
-                        ),
-                        style,
-                    ));
+                    format!("draining: {} block(s) still held", human(c.allocated_blocks))
                 }
-            }
-        }
-        for d in draining.iter().filter(|d| fam.cidrs.iter().any(|c| c.cidr == d.cidr)) {
-            let cidr = fam.cidrs.iter().find(|c| c.cidr == d.cidr).expect("filtered above");
-            if cidr.allocated_blocks.is_zero() {
-                out.push_str(&line(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs", d.cidr, fam.family), style));
+            } else if c.free_blocks.is_zero() {
+                "full".to_string()
             } else {
-                let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
+                "active".to_string()
+            };
+            vec![c.cidr.clone(), human(c.capacity_blocks), human(c.allocated_blocks), human(c.withheld_blocks), human(c.free_blocks), state]
+        })
+        .collect()
+}
+
+/// Each reserved range, what it withholds, and the allocated blocks it does not evict.
+fn reservation_lines(fam: &FamilyReport, style: &Style) -> String {
+    let mut out = String::new();
+    for cidr in &fam.cidrs {
+        for r in &cidr.reservations {
+            out.push_str(&line(
+                &format!(
+                    "  Reserved {}-{} in {}: reserves {} address(es), withholds {} block(s) = {} addresses ({})",
+                    r.start,
+                    r.end,
+                    cidr.cidr,
+                    human(r.reserved_addresses),
+                    human(r.touched_blocks()),
+                    human(r.blocks.addresses()),
+                    r.blocks,
+                ),
+                style,
+            ));
+            for held in &r.allocated_overlapping {
                 out.push_str(&line(
                     &format!(
-                        "  Draining {}: still held by {}; {} pod(s) inside{}",
-                        d.cidr,
-                        nodes.join(", "),
-                        d.pods.len(),
-                        if d.pods.is_empty() { "" } else { ":" }
+                        "    allocated {} on {} ({} IPs used) is not evicted: drain node {} to free it",
+                        held.prefix,
+                        held.nodes.join(","),
+                        human(held.used),
+                        held.nodes.join(", "),
                     ),
                     style,
                 ));
-                out.push_str(&wrapped(&d.pods, "    ", "pods"));
             }
-        }
-        let mut holders: Vec<(String, Count)> = Vec::new();
-        for held in fam.cidrs.iter().flat_map(|c| c.allocated.iter()) {
-            for node in &held.nodes {
-                match holders.iter_mut().find(|(n, _)| **n == **node) {
-                    Some((_, n)) => *n += Count::from(1u64),
-                    None => holders.push((node.to_string(), Count::from(1u64))),
-                }
-            }
-        }
-        holders.sort();
-        let listed: Vec<String> = holders.iter().map(|(n, c)| format!("{n} ({c})")).collect();
-        out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
-        out.push_str(&wrapped(&listed, "    ", "nodes"));
-        if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
-            let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
-            out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
-        }
-        match fam.next_block {
-            Some(next) => {
-                out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n"))
-            }
-            None => out.push_str("  Next block: none — no free block\n"),
         }
     }
-    out.push_str("\nProblems:\n");
-    if problems.is_empty() {
-        out.push_str("  <none>\n");
+    out
+}
+
+/// The draining CIDRs: empty ones, or the nodes and pods still inside.
+fn draining_lines(fam: &FamilyReport, draining: &[DrainingPods], style: &Style) -> String {
+    let mut out = String::new();
+    for d in draining.iter().filter(|d| fam.cidrs.iter().any(|c| c.cidr == d.cidr)) {
+        let cidr = fam.cidrs.iter().find(|c| c.cidr == d.cidr).expect("filtered above");
+        if cidr.allocated_blocks.is_zero() {
+            out.push_str(&line(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs", d.cidr, fam.family), style));
+        } else {
+            let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
+            out.push_str(&line(
+                &format!(
+                    "  Draining {}: still held by {}; {} pod(s) inside{}",
+                    d.cidr,
+                    nodes.join(", "),
+                    d.pods.len(),
+                    if d.pods.is_empty() { "" } else { ":" }
+                ),
+                style,
+            ));
+            out.push_str(&wrapped(&d.pods, "    ", "pods"));
+        }
     }
-    for p in problems {
-        out.push_str(&line(
-            &format!("  {} {}: {}", style.paint(p.severity.name(), super::check::tone(p.severity)), p.kind.name(), p.message),
-            style,
-        ));
+    out
+}
+
+/// The nodes holding blocks, the orphan blocks, the next block.
+fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
+    let mut out = String::new();
+    let mut holders: Vec<(String, Count)> = Vec::new();
+    for held in fam.cidrs.iter().flat_map(|c| c.allocated.iter()) {
+        for node in &held.nodes {
+            match holders.iter_mut().find(|(n, _)| **n == **node) {
+                Some((_, n)) => *n += Count::from(1u64),
+                None => holders.push((node.to_string(), Count::from(1u64))),
+            }
+        }
+    }
+    holders.sort();
+    let listed: Vec<String> = holders.iter().map(|(n, c)| format!("{n} ({c})")).collect();
+    out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
+    out.push_str(&wrapped(&listed, "    ", "nodes"));
+    if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
+        let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
+        out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
+    }
+    match fam.next_block {
+        Some(next) => out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n")),
+        None => out.push_str("  Next block: none — no free block\n"),
     }
     out
 }

@@ -2,7 +2,7 @@
 
 use super::{Render, SCHEMA_VERSION, Sourced, Style, Tone, human, line, table};
 use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};
-use crate::allocator::{Count, PoolReport, Problem, blocks};
+use crate::allocator::{Count, PoolReport, Problem};
 use crate::model::Origin;
 use crate::model::ip::range_text;
 use serde::Serialize;
@@ -161,6 +161,12 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         };
         out.push_str(&line(&format!("  Allocated block {} on {nodes}: {pods}{note}", held.block), style));
     }
+    out.push_str(&figures(impact, style));
+    out
+}
+
+/// The pool family's figures before and after the change, side by side, indented.
+fn figures(impact: &Impact, style: &Style) -> String {
     let (b, a) = (&impact.before, &impact.after);
     let row = |name: &str, get: &dyn Fn(&Figures) -> String| vec![name.to_string(), get(b), get(a)];
     let runway = |f: &Figures| f.runway_nodes.map_or("-".to_string(), |n| format!("{} node(s)", human(n)));
@@ -179,8 +185,7 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         rows,
         &Style { headers: true, ..*style },
     );
-    out.push_str(&figures.lines().map(|l| format!("  {l}\n")).collect::<String>());
-    out
+    figures.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 fn span_text(span: &BlockSpan) -> String {
@@ -215,7 +220,6 @@ pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
     let mut out = Vec::new();
     for pool in pools {
         for fam in &pool.families {
-            let Some(mask) = fam.mask_size else { continue };
             for cidr in &fam.cidrs {
                 for r in &cidr.reservations {
                     out.push(ListedRange {
@@ -225,8 +229,8 @@ pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
                         start: r.start.to_string(),
                         end: r.end.to_string(),
                         reserved_addresses: r.reserved_addresses,
-                        first_block: blocks::block_at(&cidr.prefix, mask, r.first_block).to_string(),
-                        last_block: blocks::block_at(&cidr.prefix, mask, r.last_block).to_string(),
+                        first_block: r.blocks.first.to_string(),
+                        last_block: r.blocks.last.to_string(),
                         blocks: r.touched_blocks(),
                         allocated_blocks: r
                             .allocated_overlapping

@@ -2,7 +2,7 @@
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
 use super::{Render, SCHEMA_VERSION, Style, Tone, bar, human, percent, table};
-use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources, blocks};
+use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
 
@@ -327,39 +327,20 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
     };
     for pool in pools {
         for fam in &pool.families {
-            let Some(mask) = fam.mask_size else { continue };
             for cidr in &fam.cidrs {
                 // (first block index, row) so the rows come out in address order.
                 let mut cidr_rows: Vec<(u128, Vec<String>)> = Vec::new();
                 for held in &cidr.allocated {
-                    // A listed block may contain the whole CIDR: its first block is the CIDR's.
-                    let index = blocks::block_index(&cidr.prefix, mask, held.prefix.first().max(cidr.prefix.first()));
                     cidr_rows.push((
-                        index,
+                        cidr.index_of(held),
                         held_row(held.prefix.to_string(), &pool.name, "allocated", &held.nodes, human(held.used), human(held.usable)),
                     ));
                 }
-                for (state, set) in [("withheld", &cidr.withheld), ("free", &cidr.free)] {
-                    for &(first, last) in set.ranges() {
-                        let start = blocks::block_at(&cidr.prefix, mask, first);
-                        let text = if first == last {
-                            start.to_string()
-                        } else {
-                            format!("{start}..{}", blocks::block_at(&cidr.prefix, mask, last))
-                        };
-                        cidr_rows.push((
-                            first,
-                            vec![
-                                text,
-                                pool.name.clone(),
-                                state.into(),
-                                human(Count::span(first, last)),
-                                "-".into(),
-                                "-".into(),
-                                "-".into(),
-                            ],
-                        ));
-                    }
+                let runs = cidr.withheld_runs().map(|run| ("withheld", run)).chain(cidr.free_runs().map(|run| ("free", run)));
+                for (state, run) in runs {
+                    let row =
+                        vec![run.to_string(), pool.name.clone(), state.into(), human(run.count()), "-".into(), "-".into(), "-".into()];
+                    cidr_rows.push((run.first_index, row));
                 }
                 cidr_rows.sort_by_key(|(i, _)| *i);
                 rows.extend(cidr_rows.into_iter().map(|(_, r)| r));

@@ -28,6 +28,12 @@ pub struct Target {
 }
 
 impl Target {
+    /// The object as stored now.
+    pub async fn read(&self, name: &str) -> Result<Value, kube::Error> {
+        let current = self.api.get(name).await?;
+        Ok(serde_json::to_value(current).expect("a Kubernetes object serializes to JSON"))
+    }
+
     /// CiliumPodIPPools through cilium.io/v2.
     pub fn pools(client: &kube::Client, dry_run: bool) -> Target {
         Target { api: pools_api(client, "v2"), params: params(dry_run), status: false }
@@ -85,8 +91,7 @@ pub async fn replace_retrying(
     mut edit: impl FnMut(Value) -> Result<Option<Value>>,
 ) -> Result<Replaced, RetryError> {
     for attempt in 1..=attempts {
-        let current = target.api.get(name).await.map_err(RetryError::Read)?;
-        let current = serde_json::to_value(current).expect("a Kubernetes object serializes to JSON");
+        let current = target.read(name).await.map_err(RetryError::Read)?;
         let Some(new) = edit(current).map_err(RetryError::Edit)? else { return Ok(Replaced::Unchanged) };
         let body: DynamicObject =
             serde_json::from_value(new).map_err(|e| RetryError::Edit(anyhow::anyhow!("cannot encode the edited object: {e}")))?;

@@ -213,7 +213,7 @@ fn cidr_report(
     for r in c.reserved {
         match r.within(&c.prefix) {
             Ok(AddrRange { start, end }) => {
-                let (first_block, last_block) = blocks::indices_overlapping(&c.prefix, mask, start.value, end.value);
+                let (first, last) = blocks::indices_overlapping(&c.prefix, mask, start.value, end.value);
                 let allocated_overlapping =
                     allocated.iter().filter(|b| b.prefix.first() <= end.value && start.value <= b.prefix.last()).cloned().collect();
                 reserved_ranges.push(r.clone());
@@ -221,15 +221,14 @@ fn cidr_report(
                     start,
                     end,
                     reserved_addresses: Count::span(start.value, end.value),
-                    first_block,
-                    last_block,
+                    blocks: BlockRun::of(&c.prefix, mask, first, last),
                     allocated_overlapping,
                 });
             }
             Err(why) => checks::invalid_reserved_range(problems, pool, r, c.original, &why),
         }
     }
-    let reserved_idx = IntervalSet::from_ranges(reservations.iter().map(|r| (r.first_block, r.last_block)));
+    let reserved_idx = IntervalSet::from_ranges(reservations.iter().map(|r| (r.blocks.first_index, r.blocks.last_index)));
     let withheld = reserved_idx.difference(&allocated_idx);
     let free = IntervalSet::single(0, last_index).difference(&allocated_idx.union(&reserved_idx));
     CidrReport {
@@ -240,6 +239,7 @@ fn cidr_report(
         free_blocks: free.len(),
         reserved_ranges,
         prefix: c.prefix,
+        mask_size: mask,
         allocated,
         withheld,
         free,
