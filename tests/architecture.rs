@@ -458,7 +458,6 @@ fn function_lengths(lines: &[&str]) -> Vec<(String, usize)> {
     for (at, line) in lines.iter().enumerate() {
         let indent = line.len() - line.trim_start().len();
         let mut words = line
-            .trim_start()
             .split_whitespace()
             .skip_while(|w| w.starts_with("pub") || ["async", "const", "unsafe", "extern", "\"C\""].contains(w) || w.starts_with("pub("));
         if words.next() != Some("fn") || line.trim_end().ends_with(';') {
