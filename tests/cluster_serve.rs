@@ -173,7 +173,7 @@ enum Role {
     /// The ClusterRole without `watch` of CiliumNodes.
     NoWatchOfNodes,
     /// Without the Role (and its binding) for `cilium-config`.
-    NoCiliumConfigRole,
+    NoCiliumConfigAccess,
 }
 
 /// Applies deploy/serviceaccount.yaml and deploy/rbac.yaml (as `account`, changed as `role` says)
@@ -193,7 +193,7 @@ fn grant(cluster: &TestCluster, account: &str, role: Role, dir: &Path) -> PathBu
             let verbs: Vec<Value> = shared["verbs"].as_array().unwrap().iter().filter(|v| *v != "watch").cloned().collect();
             rules.push(json!({"apiGroups": ["cilium.io"], "resources": ["ciliumnodes"], "verbs": verbs}));
         }
-        Role::NoCiliumConfigRole => objects.retain(|o| o["kind"] != "Role" && o["kind"] != "RoleBinding"),
+        Role::NoCiliumConfigAccess => objects.retain(|o| o["kind"] != "Role" && o["kind"] != "RoleBinding"),
     }
     cluster.apply_yaml(&json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string());
     let user = format!("system:serviceaccount:{NAMESPACE}:{account}");
@@ -257,7 +257,7 @@ fn one_verb_less_breaks_a_named_part(cluster: &TestCluster, dir: &Path) {
     assert_eq!(code, 503, "not ready without the watch: {reason}");
     drop(serve);
 
-    let mut serve = Serve::start(&grant(cluster, "ciliumpool-noconfig", Role::NoCiliumConfigRole, dir));
+    let mut serve = Serve::start(&grant(cluster, "ciliumpool-noconfig", Role::NoCiliumConfigAccess, dir));
     serve.wait_ready();
     let (_, metrics) = get(&serve.address, "/metrics", None).unwrap();
     assert!(metrics.contains("ciliumpool_source_info{source=\"cluster\",ipam_mode=\"unknown\"} 1"), "{metrics}");
