@@ -38,9 +38,12 @@ pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
     #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = CONNECTION)]
     pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use
-    #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
-    pub context: Option<String>,
+    /// The kubeconfig context to use; several (A,B or repeated) read them all as a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, value_name = "NAME", value_delimiter = ',', help_heading = CONNECTION)]
+    pub context: Vec<String>,
+    /// Read every context of the kubeconfig as a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, conflicts_with = "context", help_heading = CONNECTION)]
+    pub all_contexts: bool,
     /// The kubeconfig cluster to use
     #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
     pub cluster: Option<String>,
@@ -65,6 +68,9 @@ pub struct GlobalArgs {
     /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
     #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath, help_heading = INPUT_OUTPUT)]
     pub filename: Vec<String>,
+    /// With -f: each input is one cluster of a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
+    pub fleet: bool,
     /// Output format
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table, help_heading = INPUT_OUTPUT)]
     pub output: Output,
