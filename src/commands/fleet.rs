@@ -94,7 +94,7 @@ fn view<'a, R>(analysed: &'a [Analysed], problems: Vec<&'a FleetProblem>, view: 
         .iter()
         .map(|a| Cluster { name: &a.name, result: a.result.as_ref().map(|(s, r)| view(s, r)).map_err(String::as_str) })
         .collect();
-    View { clusters, problems }
+    View { clusters, problems, problem_table: false }
 }
 
 fn usage(args: &crate::cli::UsageArgs, analysed: &[Analysed], problems: &[FleetProblem], ctx: &Context) -> Result<i32> {
@@ -124,11 +124,12 @@ fn check(severity: MinSeverity, analysed: &[Analysed], problems: &[FleetProblem]
         MinSeverity::Info => Severity::Info,
     };
     let between = problems.iter().filter(|p| p.problem.severity <= floor).collect();
-    let fleet = view(analysed, between, |s, r| {
+    let checks = view(analysed, between, |s, r| {
         let problems: Vec<_> = r.problems.iter().filter(|p| p.severity <= floor).collect();
         let hidden = r.problems.len() - problems.len();
         crate::render::check::Check { origin: &s.origin, problems, hidden, ipam: &r.ipam }
     });
+    let fleet = View { problem_table: true, ..checks };
     ctx.show(&fleet)?;
     let found = !fleet.problems.is_empty() || fleet.clusters.iter().any(|c| c.result.as_ref().is_ok_and(|c| !c.problems.is_empty()));
     Ok(i32::from(found))
@@ -147,7 +148,7 @@ fn ip(addresses: &[Addr], analysed: &[Analysed], problems: &[FleetProblem], ctx:
             Cluster { name: &a.name, result: ip.map_err(String::as_str) }
         })
         .collect();
-    let fleet = View { clusters, problems: problems.iter().collect() };
+    let fleet = View { clusters, problems: problems.iter().collect(), problem_table: false };
     ctx.show(&fleet)?;
     // An address counts as found when some cluster has it in a pool.
     let nowhere = (0..addresses.len()).any(|i| answers.iter().filter(|a| !a.is_empty()).all(|a| a[i].in_no_pool()));

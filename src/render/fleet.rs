@@ -32,6 +32,8 @@ pub struct Cluster<'a, R> {
 pub struct Fleet<'a, R> {
     pub clusters: Vec<Cluster<'a, R>>,
     pub problems: Vec<&'a FleetProblem>,
+    /// The problems between clusters are a table of the text (`check`), not only counted.
+    pub problem_table: bool,
 }
 
 #[derive(Serialize)]
@@ -83,7 +85,7 @@ impl<R: Member> Render for Fleet<'_, R> {
             .into_iter()
             .map(|(header, rows)| table(&header.iter().map(String::as_str).collect::<Vec<_>>(), rows, style))
             .collect();
-        if !self.problems.is_empty() {
+        if self.problem_table && !self.problems.is_empty() {
             let problems: Vec<&crate::allocator::Problem> = self.problems.iter().map(|p| &p.problem).collect();
             let (header, rows) = blocks(&problems_table(&problems, wide, &Style::plain())).remove(0);
             let clusters = self.problems.iter().map(|p| p.clusters.join(","));
@@ -114,7 +116,10 @@ fn summary<R: Member>(fleet: &Fleet<R>) -> String {
     let read: Vec<(&str, &R)> = fleet.clusters.iter().filter_map(|c| Some((c.name, c.result.as_ref().ok()?))).collect();
     let pools: usize = read.iter().map(|(_, r)| r.fullest().0).sum();
     let unread = fleet.clusters.len() - read.len();
-    let mut line = format!("{pools} pools in {} clusters", fleet.clusters.len());
+    let mut line = format!("{} clusters", fleet.clusters.len());
+    if pools > 0 {
+        line = format!("{pools} pools in {line}");
+    }
     if unread > 0 {
         line.push_str(&format!(" ({unread} not read)"));
     }
