@@ -72,6 +72,12 @@ pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i3
         Command::Ip(_) => ip(&addresses, &analysed, &problems, ctx)?,
         _ => unreachable!("check_flags allows usage, check and ip only"),
     };
+    // Whatever -o says, each cluster not read is one line on stderr (JSON has it as `error` too).
+    for a in &analysed {
+        if let Err(why) = &a.result {
+            warn_line!("cluster {}: not read: {why}", a.name);
+        }
+    }
     let unread: Vec<&str> = analysed.iter().filter(|a| a.result.is_err()).map(|a| a.name.as_str()).collect();
     if !unread.is_empty() {
         return Err(cluster(format!("{} of {} clusters could not be read: {}", unread.len(), analysed.len(), unread.join(", "))));

@@ -96,14 +96,8 @@ impl<R: Member> Render for Fleet<'_, R> {
     }
 
     fn notes(&self, _wide: bool, _style: &Style) -> String {
-        let mut out = String::new();
-        for cluster in &self.clusters {
-            if let Err(why) = &cluster.result {
-                out.push_str(&format!("cluster {}: not read: {why}\n", cluster.name));
-            }
-        }
-        out.push_str(&summary(self));
-        out
+        // The clusters not read are said on stderr by the command, whatever the format.
+        summary(self)
     }
 
     fn openmetrics(&self) -> Option<String> {
