@@ -38,9 +38,12 @@ pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
     #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = CONNECTION)]
     pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use
-    #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
-    pub context: Option<String>,
+    /// The kubeconfig context to use; several (A,B or repeated) read them all as a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, value_name = "NAME", value_delimiter = ',', help_heading = CONNECTION)]
+    pub context: Vec<String>,
+    /// Read every context of the kubeconfig as a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, conflicts_with = "context", help_heading = CONNECTION)]
+    pub all_contexts: bool,
     /// The kubeconfig cluster to use
     #[arg(long, global = true, value_name = "NAME", help_heading = CONNECTION)]
     pub cluster: Option<String>,
@@ -71,6 +74,9 @@ pub struct GlobalArgs {
     /// The most bytes one -f input (a file, stdin, an archive member) may hold, e.g. 4Gi; an archive may expand to 16 times this in all
     #[arg(long, global = true, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size, help_heading = INPUT_OUTPUT)]
     pub max_input_size: u64,
+    /// With -f: each input is one cluster of a fleet (usage, check, ip: docs/fleet.md)
+    #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
+    pub fleet: bool,
     /// Output format
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table, help_heading = INPUT_OUTPUT)]
     pub output: Output,

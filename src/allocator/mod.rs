@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod blocks;
 pub mod checks;
 pub mod count;
+pub mod fleet;
 pub mod interval;
 pub mod lookup;
 pub mod modes;

@@ -50,6 +50,14 @@ pub enum ProblemKind {
     /// A pool name or the IPAM mode holds characters a terminal would act on (`escape::is_unsafe`):
     /// shown escaped, and left out of `-o openmetrics`, whose label values cannot escape them.
     UnprintableName,
+    /// Fleet (docs/fleet.md): pool CIDRs of two clusters overlap.
+    FleetOverlappingCidrs,
+    /// Fleet: two clusters have the same cilium-config `cluster-name`.
+    FleetDuplicateClusterName,
+    /// Fleet: two clusters have the same cilium-config `cluster-id`.
+    FleetDuplicateClusterId,
+    /// Fleet: a pod address is in use in two clusters.
+    FleetSharedPodIp,
 }
 
 impl ProblemKind {

@@ -11,17 +11,19 @@ use anyhow::Result;
 
 pub async fn run(args: IpArgs, ctx: &Context) -> Result<i32> {
     // Every argument is validated before anything is read.
-    let addresses = args
-        .addresses
-        .iter()
-        .map(|text| {
-            Addr::parse(text).ok_or_else(|| {
-                input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", field(text)))
-            })
-        })
-        .collect::<Result<Vec<Addr>>>()?;
+    let addresses = parse(&args.addresses)?;
     let (snapshot, report) = analyze(ctx).await?;
     let answers: Vec<IpAnswer> = addresses.into_iter().map(|a| lookup(&snapshot, &report, a)).collect();
     ctx.show(&Ip { origin: &snapshot.origin, mode: &report.ipam.mode, answers: &answers })?;
     Ok(if answers.iter().any(IpAnswer::in_no_pool) { 1 } else { 0 })
+}
+
+/// The addresses asked about; the first that is not one is refused (exit 2).
+pub fn parse(addresses: &[String]) -> Result<Vec<Addr>> {
+    let parse = |text: &String| {
+        Addr::parse(text).ok_or_else(|| {
+            input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", field(text)))
+        })
+    };
+    addresses.iter().map(parse).collect()
 }

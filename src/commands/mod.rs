@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod complete;
+pub mod fleet;
 pub mod inspect;
 pub mod ip;
 pub mod migrate;
@@ -27,6 +28,8 @@ use std::io::Write;
 pub struct Context {
     /// Files (`-f`) or the cluster's connection flags.
     pub input: Input,
+    /// Several clusters at once (`--fleet`, `--context A,B`, `--all-contexts`): `usage`, `check`, `ip`.
+    pub fleet: Option<crate::source::fleet::Fleet>,
     /// `-n`: the namespace pods (and their CiliumEndpoints) are read from; `None`: all.
     pub namespace: Option<String>,
     /// `-v`: diagnostics on stderr.
@@ -63,8 +66,10 @@ impl Context {
         // Process-wide: every reader of -f input (files, stdin, archives, sysdumps) obeys it.
         crate::source::inputs::set_max_input_bytes(global.max_input_size);
         let headers = !global.no_headers;
+        fleet::check_flags(&cli.command, global)?;
         Ok(Context {
             input: input_of(global),
+            fleet: fleet::of(global),
             namespace: global.namespace.clone(),
             verbose: global.verbosity > 0,
             format: match global.output {
@@ -86,6 +91,7 @@ impl Context {
     pub fn plain(input: Input) -> Context {
         Context {
             input,
+            fleet: None,
             namespace: None,
             verbose: false,
             format: Format::Table,
@@ -104,7 +110,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
     }
     Input::Cluster(ConnectOptions {
         kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
+        context: global.context.first().cloned(),
         cluster: global.cluster.clone(),
         user: global.user.clone(),
         as_user: global.as_user.clone(),
@@ -155,6 +161,9 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
 
 /// Runs a command; returns the exit code for a successful run (0, or 1 for "found it").
 pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
+    if let Some(clusters) = &ctx.fleet {
+        return fleet::run(command, clusters, ctx).await;
+    }
     match command {
         Command::Usage(args) => usage::run(args, ctx).await,
         Command::Inspect(args) => inspect::run(args, ctx).await,

@@ -29,7 +29,7 @@ pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
 }
 
 /// The `usage` result the flags ask for.
-fn view<'a>(args: &'a UsageArgs, snapshot: &'a Snapshot, report: &'a Report) -> Usage<'a> {
+pub(super) fn view<'a>(args: &'a UsageArgs, snapshot: &'a Snapshot, report: &'a Report) -> Usage<'a> {
     let table = if args.show_blocks {
         Table::Blocks
     } else if args.by == ByKind::Node {

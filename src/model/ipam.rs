@@ -49,6 +49,10 @@ pub struct IpamConfig {
     pub cluster_pool_migration: bool,
     /// `namespace/name` of the ConfigMap, for messages.
     pub source: String,
+    /// `cluster-name` and `cluster-id`: a Cluster Mesh tells clusters apart by them (docs/fleet.md);
+    /// `None` when the key is absent (the agent then uses `default` and 0).
+    pub cluster_name: Option<String>,
+    pub cluster_id: Option<String>,
 }
 
 impl IpamConfig {
@@ -65,6 +69,8 @@ impl IpamConfig {
             default_pool: key("ipam-default-ip-pool").unwrap_or(DEFAULT_POOL).to_string(),
             cluster_pool_migration: key("enable-cluster-pool-to-multi-pool-migration") == Some("true"),
             source: format!("{namespace}/{CONFIG_MAP_NAME}"),
+            cluster_name: key("cluster-name").map(str::to_string),
+            cluster_id: key("cluster-id").map(str::to_string),
         })
     }
 }
@@ -88,6 +94,9 @@ mod tests {
         .unwrap();
         assert!(migrating.cluster_pool_migration);
         assert_eq!(migrating.default_pool, "main");
+        assert_eq!(absent.cluster_name, None);
+        let meshed = IpamConfig::decode(&cm(json!({"cluster-name": "east", "cluster-id": "7"}))).unwrap();
+        assert_eq!((meshed.cluster_name.as_deref(), meshed.cluster_id.as_deref()), (Some("east"), Some("7")));
         assert_eq!(IpamMode::parse("azure"), IpamMode::Other("azure".into()));
         assert!(IpamConfig::decode(&json!({"metadata": {"name": "other"}})).is_none());
     }

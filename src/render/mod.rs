@@ -3,6 +3,7 @@
 //! [`output`] in the format asked for, so that `-o` means the same for every command.
 
 pub mod check;
+pub mod fleet;
 pub mod inspect;
 pub mod ip;
 pub mod metrics;

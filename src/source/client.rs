@@ -148,6 +148,13 @@ fn load_kubeconfig(explicit: Option<&str>) -> Result<Option<Kubeconfig>> {
     Ok(merged)
 }
 
+/// The names of every context of the kubeconfig kubectl would use (`--all-contexts`), in its order.
+pub fn context_names(explicit: Option<&str>) -> Result<Vec<String>> {
+    let file = load_kubeconfig(explicit)?
+        .ok_or_else(|| input("no kubeconfig found: --all-contexts reads the contexts of --kubeconfig, $KUBECONFIG or ~/.kube/config"))?;
+    Ok(file.contexts.into_iter().map(|c| c.name).collect())
+}
+
 /// One kubeconfig file. A parse error names the line only: the parser's own message quotes the
 /// lines around it, and those hold credentials.
 fn read_kubeconfig(path: &std::path::Path) -> Result<Kubeconfig> {

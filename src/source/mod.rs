@@ -6,6 +6,7 @@ pub mod cilium;
 pub mod client;
 pub mod cluster;
 pub mod files;
+pub mod fleet;
 pub mod inputs;
 pub mod limits;
 pub mod pools;

@@ -1,0 +1,162 @@
+//! `usage`, `check` and `ip` over several clusters at once (docs/fleet.md): each cluster read and
+//! analysed as alone, the fleet checks between them, one view of all. A cluster that cannot be read
+//! does not hide the others; the run then ends with exit 3 after printing what was read.
+
+use super::{Context, input_of, warn_unread};
+use crate::allocator::fleet::{self, FleetProblem, Member};
+use crate::allocator::lookup::{IpAnswer, lookup};
+use crate::allocator::{Report, Severity};
+use crate::cli::{Command, GlobalArgs, MinSeverity};
+use crate::error::{cluster, input};
+use crate::model::{Addr, Snapshot};
+use crate::render::fleet::{Cluster, Fleet as View};
+use crate::source::Input;
+use crate::source::fleet::{Fleet, Read};
+use anyhow::Result;
+
+/// The fleet the flags ask for, if any: `--fleet` with `-f`, several `--context`s, `--all-contexts`.
+pub fn of(global: &GlobalArgs) -> Option<Fleet> {
+    let options = || match input_of(global) {
+        Input::Cluster(options) => options,
+        Input::Files(_) => unreachable!("no -f when contexts are read"),
+    };
+    if global.fleet {
+        Some(Fleet::Files(global.filename.clone()))
+    } else if global.all_contexts {
+        Some(Fleet::AllContexts(options()))
+    } else if global.context.len() > 1 {
+        Some(Fleet::Contexts(options(), global.context.clone()))
+    } else {
+        None
+    }
+}
+
+/// Refuses fleet flags where they mean nothing (exit 2, before anything is read).
+pub fn check_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
+    let offline = !global.filename.is_empty();
+    let live_fleet = global.all_contexts || global.context.len() > 1;
+    if global.fleet && !offline {
+        return Err(input("--fleet reads one cluster per -f input; for live clusters use --context A,B or --all-contexts"));
+    }
+    if live_fleet && offline {
+        return Err(input("--context A,B and --all-contexts read live clusters; they cannot be combined with -f (use -f A -f B --fleet)"));
+    }
+    let fleet = global.fleet || live_fleet;
+    match command {
+        Command::Usage(args) if fleet && args.watch => Err(input("--watch follows one cluster; drop --watch to read a fleet")),
+        Command::Usage(_) | Command::Check(_) | Command::Ip(_) => Ok(()),
+        _ if fleet => Err(input("a fleet (--fleet, several --context, --all-contexts) is read by usage, check and ip only")),
+        _ => Ok(()),
+    }
+}
+
+/// One cluster read and analysed, or why it could not be read.
+struct Analysed {
+    name: String,
+    result: Result<(Snapshot, Report), String>,
+}
+
+pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i32> {
+    let addresses = match &command {
+        Command::Ip(args) => super::ip::parse(&args.addresses)?,
+        _ => Vec::new(),
+    };
+    let reads = crate::source::fleet::read(clusters, ctx.namespace.as_deref(), ctx.verbose).await?;
+    let analysed: Vec<Analysed> = reads.into_iter().map(analyse).collect();
+    let members: Vec<Member> =
+        analysed.iter().filter_map(|a| Some(Member { name: &a.name, snapshot: &a.result.as_ref().ok()?.0 })).collect();
+    let problems = fleet::check(&members);
+    let code = match command {
+        Command::Usage(args) => usage(&args, &analysed, &problems, ctx)?,
+        Command::Check(args) => check(args.severity, &analysed, &problems, ctx)?,
+        Command::Ip(_) => ip(&addresses, &analysed, &problems, ctx)?,
+        _ => unreachable!("check_flags allows usage, check and ip only"),
+    };
+    // Whatever -o says, each cluster not read is one line on stderr (JSON has it as `error` too).
+    for a in &analysed {
+        if let Err(why) = &a.result {
+            warn_line!("cluster {}: not read: {why}", a.name);
+        }
+    }
+    let unread: Vec<&str> = analysed.iter().filter(|a| a.result.is_err()).map(|a| a.name.as_str()).collect();
+    if !unread.is_empty() {
+        return Err(cluster(format!("{} of {} clusters could not be read: {}", unread.len(), analysed.len(), unread.join(", "))));
+    }
+    Ok(code)
+}
+
+fn analyse(read: Read) -> Analysed {
+    let result = read.snapshot.map(|snapshot| {
+        warn_unread(&snapshot);
+        let report = crate::allocator::analyze(&snapshot);
+        (snapshot, report)
+    });
+    Analysed { name: read.name, result }
+}
+
+/// Each cluster's result built by `view`, in a fleet view.
+fn view<'a, R>(analysed: &'a [Analysed], problems: Vec<&'a FleetProblem>, view: impl Fn(&'a Snapshot, &'a Report) -> R) -> View<'a, R> {
+    let clusters = analysed
+        .iter()
+        .map(|a| Cluster { name: &a.name, result: a.result.as_ref().map(|(s, r)| view(s, r)).map_err(String::as_str) })
+        .collect();
+    View { clusters, problems, problem_table: false }
+}
+
+fn usage(args: &crate::cli::UsageArgs, analysed: &[Analysed], problems: &[FleetProblem], ctx: &Context) -> Result<i32> {
+    // A pool asked for must be in some cluster; clusters without it show no row for it.
+    for name in &args.pools {
+        if !analysed.iter().any(|a| a.result.as_ref().is_ok_and(|(s, _)| s.pool(name).is_some())) {
+            return Err(input(format!("pool {name:?} is in no cluster of the fleet")));
+        }
+    }
+    let fleet = view(analysed, problems.iter().collect(), |s, r| super::usage::view(args, s, r));
+    ctx.show(&fleet)?;
+    let mut breached = false;
+    for cluster in &fleet.clusters {
+        let Ok(usage) = &cluster.result else { continue };
+        for line in usage.thresholds.breach_lines(&usage.pools()) {
+            ctx.note(&format!("{}: {line}\n", cluster.name));
+            breached = true;
+        }
+    }
+    Ok(i32::from(breached))
+}
+
+fn check(severity: MinSeverity, analysed: &[Analysed], problems: &[FleetProblem], ctx: &Context) -> Result<i32> {
+    let floor = match severity {
+        MinSeverity::Error => Severity::Error,
+        MinSeverity::Warning => Severity::Warning,
+        MinSeverity::Info => Severity::Info,
+    };
+    let between = problems.iter().filter(|p| p.problem.severity <= floor).collect();
+    let checks = view(analysed, between, |s, r| {
+        let problems: Vec<_> = r.problems.iter().filter(|p| p.severity <= floor).collect();
+        let hidden = r.problems.len() - problems.len();
+        crate::render::check::Check { origin: &s.origin, problems, hidden, ipam: &r.ipam }
+    });
+    let fleet = View { problem_table: true, ..checks };
+    ctx.show(&fleet)?;
+    let found = !fleet.problems.is_empty() || fleet.clusters.iter().any(|c| c.result.as_ref().is_ok_and(|c| !c.problems.is_empty()));
+    Ok(i32::from(found))
+}
+
+fn ip(addresses: &[Addr], analysed: &[Analysed], problems: &[FleetProblem], ctx: &Context) -> Result<i32> {
+    let answers: Vec<Vec<IpAnswer>> = analysed
+        .iter()
+        .map(|a| a.result.as_ref().map(|(s, r)| addresses.iter().map(|&addr| lookup(s, r, addr)).collect()).unwrap_or_default())
+        .collect();
+    let clusters = analysed
+        .iter()
+        .zip(&answers)
+        .map(|(a, answers)| {
+            let ip = a.result.as_ref().map(|(s, r)| crate::render::ip::Ip { origin: &s.origin, mode: &r.ipam.mode, answers });
+            Cluster { name: &a.name, result: ip.map_err(String::as_str) }
+        })
+        .collect();
+    let fleet = View { clusters, problems: problems.iter().collect(), problem_table: false };
+    ctx.show(&fleet)?;
+    // An address counts as found when some cluster has it in a pool.
+    let nowhere = (0..addresses.len()).any(|i| answers.iter().filter(|a| !a.is_empty()).all(|a| a[i].in_no_pool()));
+    Ok(i32::from(nowhere))
+}

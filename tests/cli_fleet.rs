@@ -1,0 +1,127 @@
+//! A fleet on files (docs/fleet.md): `-f east.yaml -f west.yaml --fleet` reads one cluster per
+//! input. Each cluster's part of the fleet document equals that cluster's own document read alone,
+//! and the fleet checks find what the example fleet was built with: the same cluster-id, pool
+//! CIDRs that overlap with blocks held in the overlap by both clusters, a pod address in both.
+
+mod support;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use support::cli::{json_of, run};
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/fleet").join(name).display().to_string()
+}
+
+fn fleet(args: &[&str]) -> (i32, String, String) {
+    let (east, west) = (example("east.yaml"), example("west.yaml"));
+    run(&[args, &["-f", &east, "-f", &west, "--fleet"]].concat())
+}
+
+#[test]
+fn each_clusters_part_is_its_own_document() {
+    for command in [&["usage", "-o", "json"][..], &["check", "-o", "json"], &["ip", "10.10.128.7", "10.20.0.9", "-o", "json"]] {
+        let (_, stdout, stderr) = fleet(command);
+        let doc = json_of(&stdout);
+        let clusters = doc["clusters"].as_array().unwrap_or_else(|| panic!("{command:?}: {stdout}{stderr}"));
+        let names: Vec<&str> = clusters.iter().map(|c| c["cluster"].as_str().unwrap()).collect();
+        assert_eq!(names, ["east", "west"], "named after cilium-config cluster-name");
+        for (cluster, file) in clusters.iter().zip(["east.yaml", "west.yaml"]) {
+            let mut part = cluster.clone();
+            part.as_object_mut().unwrap().remove("cluster");
+            let alone = json_of(&run(&[command, &["-f", &example(file)]].concat()).1);
+            assert_eq!(part, alone, "{command:?} {file}");
+        }
+    }
+}
+
+fn fleet_problems(doc: &Value) -> Vec<(String, String, Vec<String>)> {
+    let problems = doc["fleetProblems"].as_array().unwrap();
+    problems
+        .iter()
+        .map(|p| {
+            let clusters = p["clusters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+            (p["severity"].as_str().unwrap().to_string(), p["kind"].as_str().unwrap().to_string(), clusters)
+        })
+        .collect()
+}
+
+#[test]
+fn check_finds_what_breaks_a_cluster_mesh() {
+    let (code, stdout, stderr) = fleet(&["check", "-o", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc = json_of(&stdout);
+    let both = vec!["east".to_string(), "west".to_string()];
+    let error = |kind: &str| ("error".to_string(), kind.to_string(), both.clone());
+    assert_eq!(fleet_problems(&doc), [error("fleet-overlapping-cidrs"), error("fleet-duplicate-cluster-id"), error("fleet-shared-pod-ip")]);
+    let messages: Vec<&str> = doc["fleetProblems"].as_array().unwrap().iter().map(|p| p["message"].as_str().unwrap()).collect();
+    assert!(messages[0].contains("in 10.10.128.0/17") && messages[0].contains("east: east-2 and west: west-1"), "{}", messages[0]);
+    assert!(messages[2].contains("10.10.128.7 (shop/cart-2 in east, shop/pay-1 in west)"), "{}", messages[2]);
+    // --severity filters the fleet problems as it filters each cluster's.
+    let (_, stdout, _) = fleet(&["check", "-o", "json", "--severity", "error"]);
+    assert_eq!(fleet_problems(&json_of(&stdout)).len(), 3);
+}
+
+#[test]
+fn a_cluster_against_itself_breaks_everything_and_names_fall_back_to_files() {
+    let east = example("east.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("east-copy.yaml");
+    std::fs::copy(&east, &copy).unwrap();
+    let (code, stdout, stderr) = run(&["check", "-o", "json", "-f", &east, "-f", copy.to_str().unwrap(), "--fleet"]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc = json_of(&stdout);
+    let kinds: Vec<String> = fleet_problems(&doc)
+        .into_iter()
+        .map(|(_, kind, clusters)| {
+            assert_eq!(clusters, ["east.yaml", "east-copy.yaml"], "the same cluster-name twice: file names tell them apart");
+            kind
+        })
+        .collect();
+    assert_eq!(kinds, ["fleet-overlapping-cidrs", "fleet-duplicate-cluster-name", "fleet-duplicate-cluster-id", "fleet-shared-pod-ip"]);
+}
+
+#[test]
+fn ip_says_which_cluster_holds_an_address() {
+    let (code, stdout, stderr) = fleet(&["ip", "10.10.128.7", "10.20.0.9", "-o", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc = json_of(&stdout);
+    let pool = |cluster: usize, address: usize| doc["clusters"][cluster]["addresses"][address]["pool"].clone();
+    assert_eq!([pool(0, 0), pool(1, 0), pool(0, 1), pool(1, 1)], [Value::from("blue"), "green".into(), Value::Null, "red".into()]);
+    let (code, stdout, _) = fleet(&["ip", "10.10.128.7", "10.99.0.1"]);
+    assert_eq!(code, 1, "10.99.0.1 is in no pool of any cluster");
+    let first = stdout.lines().next().unwrap();
+    assert!(first.starts_with("CLUSTER"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("west") && l.contains("pay-1")), "{stdout}");
+}
+
+#[test]
+fn tables_metrics_and_the_summary() {
+    let (code, stdout, stderr) = fleet(&["usage"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[0].starts_with("CLUSTER") && rows[0].contains("POOL"), "{stdout}");
+    let pools: Vec<(&str, &str)> = rows[1..4].iter().map(|r| r.split_whitespace().collect::<Vec<_>>()).map(|r| (r[0], r[1])).collect();
+    assert_eq!(pools, [("east", "blue"), ("west", "green"), ("west", "red")]);
+    assert!(stderr.contains("3 pools in 2 clusters; fullest pool: blue (ipv4) in east at 1.2%; 3 problem(s) between clusters"), "{stderr}");
+    let (code, metrics, _) = fleet(&["usage", "-o", "openmetrics"]);
+    assert_eq!(code, 0);
+    let types: Vec<&str> = metrics.lines().filter(|l| l.starts_with("# TYPE")).collect();
+    let mut unique = types.clone();
+    unique.dedup();
+    assert_eq!(types, unique, "each family once");
+    assert!(metrics.contains("ciliumpool_cluster_up{cluster=\"west\"} 1"), "{metrics}");
+    assert!(metrics.contains("ciliumpool_free_blocks{cluster=\"west\",pool=\"red\",family=\"ipv4\"} 255"), "{metrics}");
+    assert!(metrics.ends_with("# EOF\n"));
+}
+
+#[test]
+fn fleet_flags_where_they_mean_nothing_are_refused() {
+    let (code, _, stderr) = run(&["usage", "--fleet"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--fleet reads one cluster per -f input"), "{stderr}");
+    let (code, _, stderr) = fleet(&["inspect", "blue"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = run(&["usage", "--context", "a,b", "-f", &example("east.yaml")]);
+    assert_eq!(code, 2, "{stderr}");
+}

@@ -1,0 +1,151 @@
+//! A fleet of three real control planes (docs/fleet.md), read with one kubeconfig of three
+//! contexts: alpha and beta have overlapping pool CIDRs with blocks held in the overlap by both, the
+//! same cluster-id and a pod address in common; gamma is apart. Each cluster's part of the fleet
+//! equals its single-context run, the same fleet dumped to files gives the same answers, and a
+//! cluster whose kube-apiserver is stopped is reported while the others still print (exit 3).
+//! The three control planes run on one thread, so they hold one permit (tests/support).
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use support::{Dialect, TestCluster, cilium_node, pod};
+
+fn config(name: &str, id: u32) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+           "data": {"ipam": "multi-pool", "cluster-name": name, "cluster-id": id.to_string()}})
+}
+
+fn pool(name: &str, cidr: &str) -> Value {
+    json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": name},
+           "spec": {"ipv4": {"cidrs": [cidr], "maskSize": 24}}})
+}
+
+/// (cluster-name, cluster-id, pool, its CIDR, the node's block, a pod address)
+const CLUSTERS: [(&str, u32, &str, &str, &str, &str); 3] = [
+    ("alpha", 1, "blue", "10.60.0.0/16", "10.60.128.0/24", "10.60.128.5"),
+    ("beta", 1, "green", "10.60.128.0/17", "10.60.129.0/24", "10.60.128.5"),
+    ("gamma", 3, "red", "10.70.0.0/16", "10.70.0.0/24", "10.70.0.5"),
+];
+
+fn start(spec: &(&str, u32, &str, &str, &str, &str)) -> TestCluster {
+    let (name, id, pool_name, cidr, block, ip) = *spec;
+    let cluster = TestCluster::start(Dialect::UpstreamV2);
+    let node = format!("{name}-node");
+    cluster.create_objects(vec![
+        config(name, id),
+        pool(pool_name, cidr),
+        cilium_node(&node, &[(pool_name, &[block])], 1),
+        pod("shop", &format!("{name}-web"), &node, &[ip]),
+    ]);
+    cluster
+}
+
+/// One kubeconfig with a context per cluster (`c1`, `c2`, `c3`), written from their own.
+fn kubeconfig(clusters: &[TestCluster], path: &Path) {
+    let mut merged = json!({"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [], "current-context": "c1"});
+    for (i, cluster) in clusters.iter().enumerate() {
+        let name = format!("c{}", i + 1);
+        let text = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
+        let own: Value = serde_saphyr::from_str(&text).expect("the testenv's kubeconfig");
+        let mut entry = |list: &str, item: &str, body: Value| {
+            merged[list].as_array_mut().unwrap().push(json!({"name": name, item: body}));
+        };
+        entry("clusters", "cluster", own["clusters"][0]["cluster"].clone());
+        entry("users", "user", own["users"][0]["user"].clone());
+        entry("contexts", "context", json!({"cluster": name, "user": name}));
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&merged).unwrap()).unwrap();
+}
+
+fn plugin(kubeconfig: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = support::cli::plugin().args(["--kubeconfig", kubeconfig.to_str().unwrap()]).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), doc, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn kinds(doc: &Value) -> Vec<(String, String, Value)> {
+    let list = doc["fleetProblems"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    list.iter().map(|p| (p["severity"].as_str().unwrap().into(), p["kind"].as_str().unwrap().into(), p["clusters"].clone())).collect()
+}
+
+/// Dumps a cluster as `kubectl get -o yaml` would for a user: pools, nodes, pods, cilium-config.
+fn dump(cluster: &TestCluster, dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let objects = cluster.kubectl(&["get", "ciliumpodippools,ciliumnodes", "-o", "yaml"]);
+    let pods = cluster.kubectl(&["get", "pods", "-A", "-o", "yaml"]);
+    let config = cluster.kubectl(&["get", "configmap", "cilium-config", "-n", "kube-system", "-o", "yaml"]);
+    for (file, text) in [("objects.yaml", objects), ("pods.yaml", pods), ("cilium-config.yaml", config)] {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+}
+
+#[test]
+fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported() {
+    let clusters: Vec<TestCluster> = CLUSTERS.iter().map(start).collect();
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("kubeconfig");
+    kubeconfig(&clusters, &config);
+
+    let (code, usage, stderr) = plugin(&config, &["usage", "-o", "json", "--context", "c1,c2", "--context", "c3"]);
+    assert_eq!(code, 0, "{stderr}");
+    let parts = usage["clusters"].as_array().unwrap();
+    assert_eq!(parts.iter().map(|c| c["cluster"].clone()).collect::<Vec<_>>(), ["c1", "c2", "c3"]);
+    for (i, part) in parts.iter().enumerate() {
+        let mut part = part.clone();
+        part.as_object_mut().unwrap().remove("cluster");
+        let context = format!("c{}", i + 1);
+        let (_, alone, _) = plugin(&config, &["usage", "-o", "json", "--context", &context]);
+        assert_eq!(part, alone, "{context}: the fleet's part equals the single-context run");
+        assert_eq!(alone["pools"][0]["name"], CLUSTERS[i].2);
+    }
+
+    let (code, check, stderr) = plugin(&config, &["check", "-o", "json", "--all-contexts"]);
+    assert_eq!(code, 1, "{stderr}");
+    let pair = json!(["c1", "c2"]);
+    let error = |kind: &str| ("error".to_string(), kind.to_string(), pair.clone());
+    assert_eq!(kinds(&check), [error("fleet-overlapping-cidrs"), error("fleet-duplicate-cluster-id"), error("fleet-shared-pod-ip")]);
+    assert!(check["fleetProblems"][0]["message"].as_str().unwrap().contains("c1: alpha-node and c2: beta-node"), "{check}");
+
+    // The same fleet from files: the same problems, the same pool figures per cluster.
+    let dirs: Vec<String> = clusters
+        .iter()
+        .enumerate()
+        .map(|(i, cluster)| {
+            let dir = scratch.path().join(format!("dump-{i}"));
+            dump(cluster, &dir);
+            dir.display().to_string()
+        })
+        .collect();
+    let files: Vec<&str> = dirs.iter().flat_map(|d| ["-f", d.as_str()]).collect();
+    let (code, offline, stderr) = plugin(&config, &[&["check", "-o", "json", "--fleet"], &files[..]].concat());
+    assert_eq!(code, 1, "{stderr}");
+    let names = json!(["alpha", "beta"]);
+    let offline_kinds: Vec<(String, String)> = kinds(&offline).into_iter().map(|(s, k, c)| (assert_eq!(c, names), (s, k)).1).collect();
+    let live_kinds: Vec<(String, String)> = kinds(&check).into_iter().map(|(s, k, _)| (s, k)).collect();
+    assert_eq!(offline_kinds, live_kinds);
+    let (_, offline_usage, _) = plugin(&config, &[&["usage", "-o", "json", "--fleet"], &files[..]].concat());
+    for i in 0..3 {
+        assert_eq!(offline_usage["clusters"][i]["pools"], usage["clusters"][i]["pools"], "cluster {i} from files");
+    }
+
+    // gamma stops answering: it is reported, alpha and beta still print, exit 3.
+    clusters[2].signal_apiserver("STOP");
+    let (code, stopped, stderr) = plugin(&config, &["usage", "-o", "json", "--all-contexts", "--request-timeout", "3s"]);
+    clusters[2].signal_apiserver("CONT");
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(stopped["clusters"][0]["pools"], usage["clusters"][0]["pools"]);
+    assert_eq!(stopped["clusters"][1]["pools"], usage["clusters"][1]["pools"]);
+    assert!(stopped["clusters"][2]["pools"].is_null(), "{stopped}");
+    let why = stopped["clusters"][2]["error"].as_str().unwrap_or_else(|| panic!("{stopped}"));
+    assert!(why.contains(&clusters[2].server), "{why}");
+    assert!(stderr.contains("cluster c3: not read") && stderr.contains("1 of 3 clusters could not be read: c3"), "{stderr}");
+    for cluster in &clusters {
+        let secret = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
+        for line in secret.lines().filter(|l| l.contains("data:")) {
+            let value = line.split_once(':').unwrap().1.trim();
+            assert!(!stderr.contains(value) && !stopped.to_string().contains(value), "a credential in the output");
+        }
+    }
+}
