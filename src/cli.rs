@@ -86,9 +86,100 @@ pub enum Output {
     Json,
     Yaml,
     Name,
-    /// OpenMetrics text (usage only): for the Prometheus textfile collector or a Pushgateway
+    /// OpenMetrics text (usage): for the Prometheus textfile collector or a Pushgateway
     #[value(name = "openmetrics")]
     OpenMetrics,
+}
+
+impl Output {
+    /// The value as `-o` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Output::Table => "table",
+            Output::Wide => "wide",
+            Output::Json => "json",
+            Output::Yaml => "yaml",
+            Output::Name => "name",
+            Output::OpenMetrics => "openmetrics",
+        }
+    }
+}
+
+// The output contract (docs/design/json-contract.md#formats): the `-o` formats each view prints.
+// A command line asking for another is refused before anything is read or written.
+const USAGE: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name, Output::OpenMetrics];
+const LISTS: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name];
+const INSPECT: &[Output] = &[Output::Table, Output::Json, Output::Yaml, Output::Name];
+const RESERVE: &[Output] = INSPECT;
+const DOCUMENTS: &[Output] = &[Output::Table, Output::Json, Output::Yaml];
+const TEXT: &[Output] = &[Output::Table];
+
+/// What a command line prints, as far as `-o` goes: its name in a refusal and the formats it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    pub name: &'static str,
+    pub formats: &'static [Output],
+}
+
+impl View {
+    /// `None` when the view prints `output`, else the one-line refusal (kubectl's wording).
+    pub fn refusal(&self, output: Output) -> Option<String> {
+        if self.formats.contains(&output) {
+            return None;
+        }
+        let allowed: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
+        Some(format!(
+            "unable to match a printer suitable for the output format \"{}\" of {}, allowed formats are: {}",
+            output.name(),
+            self.name,
+            allowed.join(", ")
+        ))
+    }
+}
+
+impl Command {
+    /// The view this command line selects (`offline`: with `-f`), and the formats it prints.
+    pub fn view(&self, offline: bool) -> View {
+        let view = |name, formats| View { name, formats };
+        match self {
+            Command::Usage(a) if a.show_blocks => view("usage --show-blocks", DOCUMENTS),
+            Command::Usage(a) if a.by == ByKind::Node => view("usage --by node", DOCUMENTS),
+            // A stream of frames is not one OpenMetrics exposition (it ends with `# EOF`): serve is.
+            Command::Usage(a) if a.watch => view("usage --watch", LISTS),
+            Command::Usage(_) => view("usage", USAGE),
+            Command::Inspect(_) => view("inspect", INSPECT),
+            Command::Check(_) => view("check", LISTS),
+            Command::Ip(_) => view("ip", LISTS),
+            Command::ReserveRange(a) if a.list => view("reserve-range --list", INSPECT),
+            Command::ReserveRange(_) => view("reserve-range", DOCUMENTS),
+            // Offline, manifests are printed as they are written (YAML), or files are named.
+            Command::Migrate(_) if offline => view("migrate -f", TEXT),
+            Command::Migrate(a) if a.status => view("migrate --status", DOCUMENTS),
+            Command::Migrate(a) if a.dry_run != DryRun::None => view("migrate --dry-run", DOCUMENTS),
+            Command::Migrate(_) => view("migrate", TEXT),
+            Command::Completion(_) => view("completion", TEXT),
+            Command::Serve(_) => view("serve", TEXT),
+            Command::Version => view("version", DOCUMENTS),
+        }
+    }
+}
+
+/// `-o` of one subcommand: the global flag, whose `--help` lists only the formats some view of the
+/// command prints. The others still parse, so that `Context::from_cli` refuses them in one line.
+fn output_arg(formats: &'static [Output]) -> clap::Arg {
+    use clap::builder::TypedValueParser;
+    let values = Output::value_variants().iter().map(|o| {
+        let value = o.to_possible_value().expect("no variant is skipped");
+        value.hide(!formats.contains(o))
+    });
+    clap::Arg::new("output")
+        .short('o')
+        .long("output")
+        .global(true)
+        .value_parser(clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value")))
+        .default_value("table")
+        .help("Output format")
+        .help_heading(INPUT_OUTPUT)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,26 +192,33 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Free, reserved, allocated and used addresses and blocks per pool
-    #[command(visible_alias = "utilization")]
+    #[command(visible_alias = "utilization", arg = output_arg(USAGE))]
     Usage(UsageArgs),
     /// One pool in depth: versions, reservations, draining CIDRs, nodes, next block, problems
+    #[command(arg = output_arg(INSPECT))]
     Inspect(InspectArgs),
     /// Consistency report for the whole cluster (exit 1 when problems are found)
+    #[command(arg = output_arg(LISTS))]
     Check(CheckArgs),
     /// Where addresses stand: pool, CIDR, block and its state, reservation, the pod or node holding them (exit 1 when one is in no pool)
+    #[command(arg = output_arg(LISTS))]
     Ip(IpArgs),
     /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
+    #[command(arg = output_arg(RESERVE))]
     ReserveRange(ReserveArgs),
     /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
+    #[command(arg = output_arg(DOCUMENTS))]
     Migrate(MigrateArgs),
     /// Print a shell completion script
+    #[command(arg = output_arg(TEXT))]
     Completion(CompletionArgs),
     /// Serve the figures of usage as Prometheus metrics (/metrics, /healthz, /readyz) until SIGTERM
+    #[command(arg = output_arg(TEXT))]
     Serve(ServeArgs),
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     #[command(after_help = "Examples:\n  \
     kubectl ciliumpool version                        # the server part gives up after 2s\n  \
-    kubectl ciliumpool version -o json")]
+    kubectl ciliumpool version -o json", arg = output_arg(DOCUMENTS))]
     Version,
 }
 
@@ -134,7 +232,7 @@ pub enum ByKind {
 #[command(after_help = "Examples:\n  \
     kubectl ciliumpool usage                          # every pool, IPv4 and IPv6\n  \
     kubectl ciliumpool usage blue --show-blocks       # one row per block: node, state, range\n  \
-    kubectl ciliumpool usage --by node -o wide\n  \
+    kubectl ciliumpool usage --by node                # one row per node and pool\n  \
     kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8   # exit 1 when breached (CI, cron)\n  \
     kubectl ciliumpool usage -o openmetrics > /var/lib/node_exporter/ciliumpool.prom\n  \
     kubectl ciliumpool usage --watch")]
