@@ -99,8 +99,11 @@ fn name_records(invocation: &Invocation, doc: &Value) -> Option<usize> {
                 .collect::<BTreeSet<_>>()
                 .len(),
         ),
-        "ip" => Some(doc["addresses"].as_array()?.iter().filter(|a| !a["pool"].is_null()).count()),
-        "reserve-range" if invocation.args.iter().any(|a| a == "--list") => len("reservedRanges"),
+        // Each pool once (a record names an object, not an address or a range).
+        "ip" => Some(doc["addresses"].as_array()?.iter().filter_map(|a| a["pool"].as_str()).collect::<BTreeSet<_>>().len()),
+        "reserve-range" if invocation.args.iter().any(|a| a == "--list") => {
+            Some(doc["reservedRanges"].as_array()?.iter().filter_map(|r| r["pool"].as_str()).collect::<BTreeSet<_>>().len())
+        }
         _ => None,
     }
 }
