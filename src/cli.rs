@@ -175,6 +175,7 @@ fn output_arg(formats: &'static [Output]) -> clap::Arg {
     clap::Arg::new("output")
         .short('o')
         .long("output")
+        .value_name("OUTPUT")
         .global(true)
         .value_parser(clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value")))
         .default_value("table")
