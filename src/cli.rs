@@ -21,6 +21,7 @@ use std::time::Duration;
     kubectl ciliumpool <command> --help               # each command's flags and examples\n\n\
 Exit codes: 0 success, 1 a condition you asked about was found (or a question was answered no), 2 invalid input (nothing written), 3 cluster or API failure, 130 interrupted (Ctrl-C)."
 )]
+#[command(mut_subcommands = with_formats)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -164,23 +165,31 @@ impl Command {
     }
 }
 
-/// `-o` of one subcommand: the global flag, whose `--help` lists only the formats some view of the
-/// command prints. The others still parse, so that `Context::from_cli` refuses them in one line.
-fn output_arg(formats: &'static [Output]) -> clap::Arg {
+/// Every format some view of `subcommand` prints: what its `-o` help lists.
+fn formats_of(subcommand: &str) -> &'static [Output] {
+    match subcommand {
+        "usage" => USAGE,
+        "inspect" => INSPECT,
+        "check" | "ip" => LISTS,
+        "reserve-range" => RESERVE,
+        "migrate" | "version" => DOCUMENTS,
+        _ => TEXT,
+    }
+}
+
+/// Gives each subcommand its own copy of the global flags, in their order, whose `-o` help lists
+/// only the formats the command prints (clap does not propagate a global flag a subcommand has).
+/// The other formats still parse, so that `Context::from_cli` refuses them in one line.
+fn with_formats(subcommand: clap::Command) -> clap::Command {
     use clap::builder::TypedValueParser;
-    let values = Output::value_variants().iter().map(|o| {
-        let value = o.to_possible_value().expect("no variant is skipped");
-        value.hide(!formats.contains(o))
-    });
-    clap::Arg::new("output")
-        .short('o')
-        .long("output")
-        .value_name("OUTPUT")
-        .global(true)
-        .value_parser(clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value")))
-        .default_value("table")
-        .help("Output format")
-        .help_heading(INPUT_OUTPUT)
+    let formats = formats_of(subcommand.get_name());
+    let values = Output::value_variants().iter().map(|o| o.to_possible_value().expect("no variant is skipped").hide(!formats.contains(o)));
+    let output = clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value"));
+    let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
+    globals.get_arguments().fold(subcommand, |subcommand, arg| {
+        let arg = if arg.get_id() == "output" { arg.clone().value_parser(output.clone()) } else { arg.clone() };
+        subcommand.arg(arg)
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -193,33 +202,26 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Free, reserved, allocated and used addresses and blocks per pool
-    #[command(visible_alias = "utilization", arg = output_arg(USAGE))]
+    #[command(visible_alias = "utilization")]
     Usage(UsageArgs),
     /// One pool in depth: versions, reservations, draining CIDRs, nodes, next block, problems
-    #[command(arg = output_arg(INSPECT))]
     Inspect(InspectArgs),
     /// Consistency report for the whole cluster (exit 1 when problems are found)
-    #[command(arg = output_arg(LISTS))]
     Check(CheckArgs),
     /// Where addresses stand: pool, CIDR, block and its state, reservation, the pod or node holding them (exit 1 when one is in no pool)
-    #[command(arg = output_arg(LISTS))]
     Ip(IpArgs),
     /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
-    #[command(arg = output_arg(RESERVE))]
     ReserveRange(ReserveArgs),
     /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
-    #[command(arg = output_arg(DOCUMENTS))]
     Migrate(MigrateArgs),
     /// Print a shell completion script
-    #[command(arg = output_arg(TEXT))]
     Completion(CompletionArgs),
     /// Serve the figures of usage as Prometheus metrics (/metrics, /healthz, /readyz) until SIGTERM
-    #[command(arg = output_arg(TEXT))]
     Serve(ServeArgs),
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     #[command(after_help = "Examples:\n  \
     kubectl ciliumpool version                        # the server part gives up after 2s\n  \
-    kubectl ciliumpool version -o json", arg = output_arg(DOCUMENTS))]
+    kubectl ciliumpool version -o json")]
     Version,
 }
 

@@ -265,8 +265,6 @@ fn a_name_cannot_forge_a_record_of_o_name() {
     h.nodes[0] = "n\nciliumnode.cilium.io/forged".to_string();
     for (args, records) in [
         (&["usage", "-o", "name"][..], 3),
-        (&["usage", "--by", "node", "-o", "name"], 3),
-        (&["usage", "--show-blocks", "-o", "name"], 3),
         (&["inspect", "-o", "name"], 3),
         (&["ip", "10.1.0.1", "-o", "name"], 1),
         (&["reserve-range", "--list", "-o", "name"], 1),
