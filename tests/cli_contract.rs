@@ -57,10 +57,12 @@ fn refused_formats(stderr: &str, format: &str) -> Option<BTreeSet<String>> {
     Some(allowed.split(", ").map(str::to_string).collect())
 }
 
-/// The formats `<subcommand> --help` lists for `-o`.
+/// The formats `<subcommand> -h` lists for `-o`.
 fn help_formats(subcommand: &str) -> BTreeSet<String> {
-    let (code, help, _) = output(plugin().args([subcommand, "--help"]));
-    assert_eq!(code, 0, "{subcommand} --help");
+    let (code, help, _) = output(plugin().args([subcommand, "-h"]));
+    assert_eq!(code, 0, "{subcommand} -h");
+    // One line per flag, however the help wraps it.
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let at = help.find("-o, --output").unwrap_or_else(|| panic!("{subcommand} --help has no -o:\n{help}"));
     let listed = &help[at..];
     let start = listed.find("[possible values: ").expect("possible values listed") + "[possible values: ".len();
