@@ -21,6 +21,7 @@ use std::time::Duration;
     kubectl ciliumpool <command> --help               # each command's flags and examples\n\n\
 Exit codes: 0 success, 1 a condition you asked about was found (or a question was answered no), 2 invalid input (nothing written), 3 cluster or API failure, 130 interrupted (Ctrl-C)."
 )]
+#[command(mut_subcommands = with_formats)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -98,9 +99,109 @@ pub enum Output {
     Json,
     Yaml,
     Name,
-    /// OpenMetrics text (usage only): for the Prometheus textfile collector or a Pushgateway
+    /// OpenMetrics text (usage): for the Prometheus textfile collector or a Pushgateway
     #[value(name = "openmetrics")]
     OpenMetrics,
+}
+
+impl Output {
+    /// The value as `-o` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Output::Table => "table",
+            Output::Wide => "wide",
+            Output::Json => "json",
+            Output::Yaml => "yaml",
+            Output::Name => "name",
+            Output::OpenMetrics => "openmetrics",
+        }
+    }
+}
+
+// The output contract (docs/design/json-contract.md#formats): the `-o` formats each view prints.
+// A command line asking for another is refused before anything is read or written.
+const USAGE: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name, Output::OpenMetrics];
+const LISTS: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name];
+const INSPECT: &[Output] = &[Output::Table, Output::Json, Output::Yaml, Output::Name];
+const RESERVE: &[Output] = INSPECT;
+const DOCUMENTS: &[Output] = &[Output::Table, Output::Json, Output::Yaml];
+const TEXT: &[Output] = &[Output::Table];
+
+/// What a command line prints, as far as `-o` goes: its name in a refusal and the formats it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    pub name: &'static str,
+    pub formats: &'static [Output],
+}
+
+impl View {
+    /// `None` when the view prints `output`, else the one-line refusal (kubectl's wording).
+    pub fn refusal(&self, output: Output) -> Option<String> {
+        if self.formats.contains(&output) {
+            return None;
+        }
+        let allowed: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
+        Some(format!(
+            "unable to match a printer suitable for the output format \"{}\" of {}, allowed formats are: {}",
+            output.name(),
+            self.name,
+            allowed.join(", ")
+        ))
+    }
+}
+
+impl Command {
+    /// The view this command line selects (`offline`: with `-f`), and the formats it prints.
+    pub fn view(&self, offline: bool) -> View {
+        let view = |name, formats| View { name, formats };
+        match self {
+            Command::Usage(a) if a.show_blocks => view("usage --show-blocks", DOCUMENTS),
+            Command::Usage(a) if a.by == ByKind::Node => view("usage --by node", DOCUMENTS),
+            // A stream of frames is not one OpenMetrics exposition (it ends with `# EOF`): serve is.
+            Command::Usage(a) if a.watch => view("usage --watch", LISTS),
+            Command::Usage(_) => view("usage", USAGE),
+            Command::Inspect(_) => view("inspect", INSPECT),
+            Command::Check(_) => view("check", LISTS),
+            Command::Ip(_) => view("ip", LISTS),
+            Command::ReserveRange(a) if a.list => view("reserve-range --list", INSPECT),
+            Command::ReserveRange(_) => view("reserve-range", DOCUMENTS),
+            // Offline, manifests are printed as they are written (YAML), or files are named.
+            Command::Migrate(_) if offline => view("migrate -f", TEXT),
+            Command::Migrate(a) if a.status => view("migrate --status", DOCUMENTS),
+            Command::Migrate(a) if a.dry_run != DryRun::None => view("migrate --dry-run", DOCUMENTS),
+            Command::Migrate(_) => view("migrate", TEXT),
+            Command::Completion(_) => view("completion", TEXT),
+            Command::Serve(_) => view("serve", TEXT),
+            Command::Version(_) => view("version", DOCUMENTS),
+        }
+    }
+}
+
+/// Every format some view of `subcommand` prints: what its `-o` help lists.
+fn formats_of(subcommand: &str) -> &'static [Output] {
+    match subcommand {
+        "usage" => USAGE,
+        "inspect" => INSPECT,
+        "check" | "ip" => LISTS,
+        "reserve-range" => RESERVE,
+        "migrate" | "version" => DOCUMENTS,
+        _ => TEXT,
+    }
+}
+
+/// Gives each subcommand its own copy of the global flags, in their order, whose `-o` help lists
+/// only the formats the command prints (clap does not propagate a global flag a subcommand has).
+/// The other formats still parse, so that `Context::from_cli` refuses them in one line.
+fn with_formats(subcommand: clap::Command) -> clap::Command {
+    use clap::builder::TypedValueParser;
+    let formats = formats_of(subcommand.get_name());
+    let values = Output::value_variants().iter().map(|o| o.to_possible_value().expect("no variant is skipped").hide(!formats.contains(o)));
+    let output = clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value"));
+    let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
+    globals.get_arguments().fold(subcommand, |subcommand, arg| {
+        let arg = if arg.get_id() == "output" { arg.clone().value_parser(output.clone()) } else { arg.clone() };
+        subcommand.arg(arg)
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -154,7 +255,7 @@ pub enum ByKind {
 #[command(after_help = "Examples:\n  \
     kubectl ciliumpool usage                          # every pool, IPv4 and IPv6\n  \
     kubectl ciliumpool usage blue --show-blocks       # one row per block: node, state, range\n  \
-    kubectl ciliumpool usage --by node -o wide\n  \
+    kubectl ciliumpool usage --by node                # one row per node and pool\n  \
     kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8   # exit 1 when breached (CI, cron)\n  \
     kubectl ciliumpool usage -o openmetrics > /var/lib/node_exporter/ciliumpool.prom\n  \
     kubectl ciliumpool usage --watch")]

@@ -217,7 +217,7 @@ fn walks_and_reads_are_bounded() {
     let (code, stdout, stderr) =
         output(plugin().args(["usage", "-o", "name", "-f"]).arg(dir.path()).timeout(std::time::Duration::from_secs(60)));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, "ciliumpodippool/blue\n");
+    assert_eq!(stdout, "ciliumpodippool.cilium.io/blue\n");
     assert!(!stderr.contains("defined"), "the symlinked copy is the same file, not a duplicate: {stderr}");
 
     let (code, _, stderr) = output(plugin().args(["usage", "-f", "/dev/zero"]).timeout(std::time::Duration::from_secs(60)));
@@ -246,7 +246,7 @@ fn inputs_kubectl_accepts_are_read() {
     );
     for (path, pool) in [(&flow, "blue"), (&docs, "red"), (&big, "green")] {
         let (code, stdout, stderr) = output(plugin().args(["usage", "-o", "name", "-f"]).arg(path));
-        assert_eq!((code, stdout.as_str()), (0, format!("ciliumpodippool/{pool}\n").as_str()), "{}: {stderr}", path.display());
+        assert_eq!((code, stdout.as_str()), (0, format!("ciliumpodippool.cilium.io/{pool}\n").as_str()), "{}: {stderr}", path.display());
     }
     // The flow-style file is edited in place too.
     let (code, _, stderr) = output(plugin().args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&flow));

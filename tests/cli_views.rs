@@ -61,7 +61,7 @@ fn thresholds_name_what_breached_mark_the_rows_and_filter_names() {
         assert_eq!(marked, expected.len(), "only breaching rows are marked:\n{stdout}");
         // -o name lists each breaching pool once, and no other.
         let (_, names, _) = run(&["usage", flag, value, "-o", "name", "-f", &ex]);
-        let mut pools: Vec<String> = expected.iter().map(|(p, _)| format!("ciliumpodippool/{p}")).collect();
+        let mut pools: Vec<String> = expected.iter().map(|(p, _)| format!("ciliumpodippool.cilium.io/{p}")).collect();
         pools.dedup();
         assert_eq!(names.lines().collect::<Vec<_>>(), pools, "{flag} {value}");
     }

@@ -45,8 +45,8 @@ fn cluster_and_user_flags_override_the_context() {
     assert_eq!(code, 3, "the right cluster with the stranger's token: {err}");
     assert!(err.contains("401") || err.to_lowercase().contains("unauthorized"), "{err}");
     let (code, out, err) = run(&["--cluster", &real_cluster, "--user", &real_user]);
-    assert_eq!((code, out.as_str()), (0, "ciliumpodippool/blue\n"), "{err}");
+    assert_eq!((code, out.as_str()), (0, "ciliumpodippool.cilium.io/blue\n"), "{err}");
     // The context flag names both at once.
     let (code, out, err) = run(&["--context", config["contexts"][0]["name"].as_str().unwrap()]);
-    assert_eq!((code, out.as_str()), (0, "ciliumpodippool/blue\n"), "{err}");
+    assert_eq!((code, out.as_str()), (0, "ciliumpodippool.cilium.io/blue\n"), "{err}");
 }

@@ -217,7 +217,7 @@ fn impersonated_users_and_groups() {
     }
     let out = cluster.plugin().args(["usage", "-o", "name", "--as", "nobody", "--as-group", "pool-readers"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "ciliumpodippool/blue\nciliumpodippool/red\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ciliumpodippool.cilium.io/blue\nciliumpodippool.cilium.io/red\n");
     // A reserve-range as that group is refused (the group only reads) and names the user.
     let out = cluster
         .plugin()

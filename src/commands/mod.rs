@@ -80,8 +80,8 @@ impl Context {
                 Output::Name => Format::Name,
                 Output::OpenMetrics => Format::OpenMetrics,
             },
-            style: Style { color: terminal.color, headers },
-            stderr_style: Style { color: terminal.stderr_color, headers },
+            style: Style { color: terminal.color, headers, width: table_width(terminal, global.output) },
+            stderr_style: Style { color: terminal.stderr_color, headers, width: None },
             stdout_terminal: terminal.stdout,
             interactive: terminal.interactive,
         })
@@ -101,6 +101,20 @@ impl Context {
             interactive: false,
         }
     }
+}
+
+/// How wide a table may be: on a terminal, its width and at most `render::TABLE_WIDTH`; into a
+/// pipe and with `-o wide`, unlimited (the full text, as kubectl prints it).
+fn table_width(terminal: Terminal, output: Output) -> Option<usize> {
+    if !terminal.stdout || output != Output::Table {
+        return None;
+    }
+    let (_, columns) = console::Term::stdout().size();
+    // A terminal that does not say its size (0 columns) gets the default width.
+    Some(match usize::from(columns) {
+        0 => render::TABLE_WIDTH,
+        columns => columns.min(render::TABLE_WIDTH),
+    })
 }
 
 /// Files when `-f` was given, else the cluster kubectl's flags select.
@@ -124,8 +138,9 @@ pub fn input_of(global: &GlobalArgs) -> Input {
 
 /// Refuses flags that need (or cannot have) a cluster, and values clap does not check.
 fn check_combinations(command: &Command, offline: bool, output: Output) -> Result<()> {
-    if output == Output::OpenMetrics && !matches!(command, Command::Usage(_)) {
-        return Err(input("-o openmetrics is only supported by usage; use -o json or -o yaml here"));
+    // The output contract: a format the view does not print is refused before any IO.
+    if let Some(refusal) = command.view(offline).refusal(output) {
+        return Err(input(refusal));
     }
     match command {
         Command::Usage(args) if args.watch && offline => {

@@ -20,15 +20,8 @@ impl Render for Check<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        let mut seen = std::collections::BTreeSet::new();
-        Some(
-            self.problems
-                .iter()
-                .map(|p| crate::escape::word(&kubectl_name(&p.object)).into_owned())
-                .filter(|n| seen.insert(n.clone()))
-                .map(|n| n + "\n")
-                .collect(),
-        )
+        let objects: Vec<(String, &str)> = self.problems.iter().map(|p| kubectl_object(&p.object)).collect();
+        Some(super::name_records(objects.iter().map(|(resource, name)| (resource.as_str(), *name))))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -74,19 +67,25 @@ pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> Strin
 
 /// An object as `kubectl get -o name` prints it: `ciliumnode.cilium.io/NAME`, `pod/NAME`.
 pub fn kubectl_name(object: &str) -> String {
+    let (resource, name) = kubectl_object(object);
+    format!("{resource}/{name}")
+}
+
+/// The resource and name of a problem's object (`Kind/name`, `Kind/namespace/name`) in kubectl's form.
+fn kubectl_object(object: &str) -> (String, &str) {
     let (kind, name) = object.split_once('/').unwrap_or(("", object));
     let resource = match kind {
         "CiliumNode" => "ciliumnode.cilium.io",
-        "CiliumPodIPPool" => "ciliumpodippool.cilium.io",
+        "CiliumPodIPPool" => super::POOL_RESOURCE,
         "CiliumEndpoint" => "ciliumendpoint.cilium.io",
         "CustomResourceDefinition" => "customresourcedefinition.apiextensions.k8s.io",
         "ConfigMap" => "configmap",
         "Pod" => "pod",
-        other => return other.to_lowercase() + "/" + name,
+        other => return (other.to_lowercase(), name),
     };
     // Namespaced objects are written NAMESPACE/NAME in problems; kubectl's names omit the namespace.
     let name = if matches!(kind, "Pod" | "ConfigMap" | "CiliumEndpoint") { name.rsplit('/').next().unwrap_or(name) } else { name };
-    format!("{resource}/{name}")
+    (resource.to_string(), name)
 }
 
 /// "2 errors, 1 warning, 0 info" — or a clean bill of health; and how many problems below

@@ -19,7 +19,7 @@ impl Render for Ip<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(self.answers.iter().filter_map(|a| a.pool.as_ref().map(|p| format!("ciliumpodippool/{}\n", crate::escape::word(p)))).collect())
+        Some(super::name_records(self.answers.iter().filter_map(|a| a.pool.as_deref()).map(|p| (super::POOL_RESOURCE, p))))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {

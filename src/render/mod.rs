@@ -64,8 +64,7 @@ impl Format {
 pub trait Render {
     /// The `-o json|yaml` document.
     fn document(&self) -> impl Serialize;
-    /// `-o name`: one `kind/name` per line; `None` for results without names (their text
-    /// is printed).
+    /// `-o name`: [`name_records`]; `None` for results without names (the view refuses `-o name`).
     fn names(&self) -> Option<String> {
         None
     }
@@ -101,16 +100,37 @@ pub fn output(result: &impl Render, format: Format, style: &Style) -> String {
     }
 }
 
+/// The resource of a CiliumPodIPPool in `-o name` records.
+pub const POOL_RESOURCE: &str = "ciliumpodippool.cilium.io";
+
+/// `-o name`: one `<resource>.<group>/<name>` record per object, as `kubectl get -o name` prints
+/// them, each object once and in the order given; the name escaped as one word (`escape::word`), so
+/// that no name can forge a second record.
+pub fn name_records<'a>(objects: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    objects
+        .into_iter()
+        .filter(|object| seen.insert(*object))
+        .map(|(resource, name)| format!("{resource}/{}\n", escape::word(name)))
+        .collect()
+}
+
 /// Presentation settings decided once from flags and the terminal.
 #[derive(Clone, Copy, Debug)]
 pub struct Style {
     pub color: bool,
     pub headers: bool,
+    /// The columns a table may take ([`TABLE_WIDTH`] at most on a terminal); its last column, the
+    /// free text, is cut with `…` to fit. `None`: never cut (a pipe, `-o wide`: the full text).
+    pub width: Option<usize>,
 }
+
+/// The most columns a default table takes on a terminal, however wide (kubectl's views are narrow).
+pub const TABLE_WIDTH: usize = 100;
 
 impl Style {
     pub fn plain() -> Style {
-        Style { color: false, headers: true }
+        Style { color: false, headers: true, width: None }
     }
 
     /// `text` (escaped as one line: it is often data) in the tone's colour when colour is on.
@@ -181,8 +201,10 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     }
     for row in rows {
         // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
-        // one word each under --no-headers, so that `awk` splits the columns.
-        t.add_row(row.iter().map(|c| escape::cell(c, style.color, !style.headers).into_owned()).collect::<Vec<_>>());
+        // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
+        // `-`, so that every row has a field per column.
+        let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, !style.headers).into_owned() };
+        t.add_row(row.iter().map(cell).collect::<Vec<_>>());
     }
     let columns = t.column_count();
     for (i, col) in t.column_iter_mut().enumerate() {
@@ -190,6 +212,18 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
         if header.get(i).is_some_and(|h| NUMERIC_COLUMNS.contains(h)) {
             col.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
+        if style.width.is_some() && i + 1 < columns {
+            col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
+    if let Some(width) = style.width {
+        // Only the last column (messages, holders, notes) gives way: one line per row, cut with `…`.
+        t.set_width(u16::try_from(width).unwrap_or(u16::MAX));
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_truncation_indicator("…");
+        t.row_iter_mut().for_each(|row| {
+            row.max_height(1);
+        });
     }
     let mut out: String = t.lines().map(|l| l.trim_end().to_string() + "\n").collect();
     if t.row_count() == 0 && !style.headers {
@@ -297,7 +331,7 @@ mod tests {
 
     #[test]
     fn painted_text_is_escaped_and_its_colours_pass_the_output_filter() {
-        let style = Style { color: true, headers: true };
+        let style = Style { color: true, headers: true, width: None };
         for tone in [Tone::Good, Tone::Warn, Tone::Bad, Tone::Dim, Tone::Bold] {
             let painted = style.paint("a\x1b]52;c;eA==\x07", tone);
             assert_eq!(escape::block(&painted, true), painted, "{painted:?}");

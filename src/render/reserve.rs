@@ -93,7 +93,8 @@ impl Render for Reservations<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(self.ranges.iter().map(|r| format!("{}\n", crate::escape::word(&format!("{}/{}-{}", r.pool, r.start, r.end)))).collect())
+        // Ranges are not objects: the pools holding them are.
+        Some(super::name_records(self.ranges.iter().map(|r| (super::POOL_RESOURCE, r.pool.as_str()))))
     }
 
     fn text(&self, _wide: bool, style: &Style) -> String {

@@ -94,10 +94,9 @@ pub fn selected<'a>(report: &'a Report, names: &[String]) -> Vec<&'a PoolReport>
     report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect()
 }
 
-/// `ciliumpodippool/NAME` lines, one per pool: the name escaped as one word (`escape::word`), so
-/// that a name cannot forge a second record or split into two for `xargs`.
+/// `-o name` of pools: `ciliumpodippool.cilium.io/NAME` lines (`render::name_records`).
 pub fn pool_names(pools: &[&PoolReport]) -> String {
-    pools.iter().map(|p| format!("ciliumpodippool/{}\n", crate::escape::word(&p.name))).collect()
+    super::name_records(pools.iter().map(|p| (super::POOL_RESOURCE, p.name.as_str())))
 }
 
 impl Render for Usage<'_> {

@@ -31,6 +31,11 @@ impl Invocation {
         line
     }
 
+    /// stdout is an edited manifest (`reserve-range POOL RANGE -f`: the pool object, not a report).
+    pub fn prints_manifest(&self) -> bool {
+        self.subcommand() == "reserve-range" && !self.args.iter().any(|a| a == "--list")
+    }
+
     pub fn subcommand(&self) -> &str {
         &self.args[0]
     }
