@@ -12,22 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use support::cli::{output, plugin};
 use support::hostile::{Hostile, Invocation, Names, formats, invocations};
 
-/// A snapshot of plain names: pools, nodes holding blocks (one of a missing pool), a pod.
-fn plain() -> Hostile {
-    let s = |t: &str| t.to_string();
-    Hostile {
-        pools: [s("blue"), s("green"), s("legacy")],
-        nodes: [s("node-1"), s("node-2")],
-        missing_pool: s("gone"),
-        pod_namespace: s("default"),
-        pod_name: s("web-1"),
-        owner: s("web"),
-        label: (s("team"), s("net")),
-        annotation: (s("note"), s("plain")),
-        cluster_name: s("prod"),
-    }
-}
-
 struct Ran {
     code: i32,
     stdout: String,
@@ -114,7 +98,7 @@ fn supported_run_failures(invocation: &Invocation, ran: &Ran, table: &Ran) -> Ve
 
 #[test]
 fn every_command_and_format_is_printed_as_documented_or_refused_in_one_line() {
-    let hostile = plain();
+    let hostile = Hostile::plain();
     let dir = tempfile::tempdir().unwrap();
     hostile.write(dir.path());
     let matrix = invocations(&Names { v2_pool: &hostile.pools[0] });
@@ -211,7 +195,7 @@ fn tables_on_a_terminal_fit_it_and_never_pass_100_columns() {
     let hostile = Hostile {
         // Long free text: an annotation is not shown, but long node names make check and ip rows long.
         nodes: ["node-with-a-rather-long-name-in-zone-eu-west-1a.compute.internal".into(), "node-2".into()],
-        ..plain()
+        ..Hostile::plain()
     };
     let dir = tempfile::tempdir().unwrap();
     hostile.write(dir.path());

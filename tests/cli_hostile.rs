@@ -233,22 +233,6 @@ proptest! {
 
 // --- one test per finding of issue 28 ----------------------------------------------------------
 
-/// A snapshot of plain names but for what the test makes hostile.
-fn plain() -> Hostile {
-    let s = |t: &str| t.to_string();
-    Hostile {
-        pools: [s("blue"), s("green"), s("legacy")],
-        nodes: [s("node-1"), s("node-2")],
-        missing_pool: s("gone"),
-        pod_namespace: s("default"),
-        pod_name: s("web-1"),
-        owner: s("web"),
-        label: (s("team"), s("net")),
-        annotation: (s("note"), s("plain")),
-        cluster_name: s("prod"),
-    }
-}
-
 fn run_on(hostile: &Hostile, args: &[&str]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     hostile.write(dir.path());
@@ -260,7 +244,7 @@ const FORGED_POOL: &str = "x\nciliumpodippool.cilium.io/default";
 
 #[test]
 fn a_name_cannot_forge_a_record_of_o_name() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.pools[1] = FORGED_POOL.to_string();
     h.nodes[0] = "n\nciliumnode.cilium.io/forged".to_string();
     for (args, records) in [
@@ -285,7 +269,7 @@ fn a_name_cannot_forge_a_record_of_o_name() {
 
 #[test]
 fn inspect_prose_cannot_be_forged_by_an_annotation_or_a_name() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.annotation = ("note".into(), "x\n\nProblems:\n  <none>".into());
     h.nodes[1] = "node-2\n  Next block: none".into();
     let ran = run_on(&h, &["inspect", "blue"]);
@@ -298,7 +282,7 @@ fn inspect_prose_cannot_be_forged_by_an_annotation_or_a_name() {
 fn stderr_lines_cannot_be_forged() {
     let forged = "x\nerror: forged";
     // The duplicate-pool warning: the same pool in two files.
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.pools[0] = forged.into();
     let dir = tempfile::tempdir().unwrap();
     h.write(dir.path());
@@ -323,7 +307,7 @@ fn stderr_lines_cannot_be_forged() {
 
 #[test]
 fn completion_candidates_cannot_be_injected() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.pools[1] = "g\nforged\tdescription".into();
     let dir = tempfile::tempdir().unwrap();
     h.write(dir.path());
@@ -336,7 +320,7 @@ fn completion_candidates_cannot_be_injected() {
 
 #[test]
 fn json_and_yaml_write_del_c1_and_bidi_escaped_and_read_back_exact() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     let name = "rtl\u{202e}lmth.exe\u{7f}\u{9b}2J\u{2066}";
     h.pools[0] = name.into();
     h.annotation = ("note".into(), "a\u{202a}b\tc".into());
@@ -361,7 +345,7 @@ fn json_and_yaml_write_del_c1_and_bidi_escaped_and_read_back_exact() {
 
 #[test]
 fn openmetrics_label_values_are_the_pool_names_or_left_out() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.pools[0] = "quote\"back\\slash\nnewline".into();
     h.pools[1] = "esc\u{1b}[2J".into();
     h.pools[2] = "bidi\u{202e}x".into();
@@ -391,7 +375,7 @@ fn openmetrics_label_values_are_the_pool_names_or_left_out() {
 
 #[test]
 fn a_huge_name_does_not_make_tables_huge() {
-    let mut h = plain();
+    let mut h = Hostile::plain();
     h.pools[0] = "p".repeat(5000);
     h.nodes[0] = "n".repeat(5000);
     for args in [

@@ -2,6 +2,8 @@
 //! OpenMetrics output and IPAM modes. Expected values come from the example's raw objects
 //! (scanned here) or from the cilium sysdump layout, never from the plugin's own output.
 
+mod support;
+
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -321,20 +323,7 @@ fn openmetrics_parses_and_equals_the_json_figures() {
         let name = pool["name"].as_str().unwrap();
         for fam in pool["families"].as_array().unwrap() {
             let family = fam["family"].as_str().unwrap();
-            for (metric, field) in [
-                ("ciliumpool_capacity_blocks", "capacityBlocks"),
-                ("ciliumpool_allocated_blocks", "allocatedBlocks"),
-                ("ciliumpool_withheld_blocks", "withheldBlocks"),
-                ("ciliumpool_free_blocks", "freeBlocks"),
-                ("ciliumpool_orphan_blocks", "orphanBlocks"),
-                ("ciliumpool_total_addresses", "totalAddresses"),
-                ("ciliumpool_reserved_addresses", "reservedAddresses"),
-                ("ciliumpool_allocated_addresses", "allocatedAddresses"),
-                ("ciliumpool_used_addresses", "usedAddresses"),
-                ("ciliumpool_idle_addresses", "idleAddresses"),
-                ("ciliumpool_free_addresses", "freeAddresses"),
-                ("ciliumpool_block_mask_size", "maskSize"),
-            ] {
+            for (metric, field) in support::cli::METRIC_FIELDS {
                 assert_eq!(value_of(metric, name, family), Some(fam[field].as_f64().unwrap()), "{metric}{{pool={name},family={family}}}");
                 checked += 1;
             }

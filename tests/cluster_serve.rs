@@ -24,20 +24,7 @@ const NAMESPACE: &str = "kube-system";
 const BOUND: Duration = Duration::from_secs(90);
 
 /// Per pool and family, the `usage -o json` field each metric carries.
-const FIGURES: [(&str, &str); 12] = [
-    ("ciliumpool_capacity_blocks", "capacityBlocks"),
-    ("ciliumpool_allocated_blocks", "allocatedBlocks"),
-    ("ciliumpool_withheld_blocks", "withheldBlocks"),
-    ("ciliumpool_free_blocks", "freeBlocks"),
-    ("ciliumpool_orphan_blocks", "orphanBlocks"),
-    ("ciliumpool_total_addresses", "totalAddresses"),
-    ("ciliumpool_reserved_addresses", "reservedAddresses"),
-    ("ciliumpool_allocated_addresses", "allocatedAddresses"),
-    ("ciliumpool_used_addresses", "usedAddresses"),
-    ("ciliumpool_idle_addresses", "idleAddresses"),
-    ("ciliumpool_free_addresses", "freeAddresses"),
-    ("ciliumpool_block_mask_size", "maskSize"),
-];
+const FIGURES: [(&str, &str); 12] = support::cli::METRIC_FIELDS;
 
 /// The metrics [`expected`] computes, all of which are compared.
 const COMPARED: [&str; 7] = [

@@ -84,3 +84,20 @@ pub const INVALID_RANGES: &[(&[&str], &str)] = &[
     (&["blue", "10.40.0.0/16", "--cidr", "10.41.0.0/16"], "not inside the chosen CIDR"),
     (&["blue", "--remove", "10.40.0.1"], "has no reserved range"),
 ];
+
+/// Per pool and family, the metric of `-o openmetrics` and `serve` and the `usage -o json` field
+/// it carries: written here from the docs (docs/metrics.md), not from the code under test.
+pub const METRIC_FIELDS: [(&str, &str); 12] = [
+    ("ciliumpool_capacity_blocks", "capacityBlocks"),
+    ("ciliumpool_allocated_blocks", "allocatedBlocks"),
+    ("ciliumpool_withheld_blocks", "withheldBlocks"),
+    ("ciliumpool_free_blocks", "freeBlocks"),
+    ("ciliumpool_orphan_blocks", "orphanBlocks"),
+    ("ciliumpool_total_addresses", "totalAddresses"),
+    ("ciliumpool_reserved_addresses", "reservedAddresses"),
+    ("ciliumpool_allocated_addresses", "allocatedAddresses"),
+    ("ciliumpool_used_addresses", "usedAddresses"),
+    ("ciliumpool_idle_addresses", "idleAddresses"),
+    ("ciliumpool_free_addresses", "freeAddresses"),
+    ("ciliumpool_block_mask_size", "maskSize"),
+];

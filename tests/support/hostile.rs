@@ -116,6 +116,22 @@ pub struct Hostile {
 }
 
 impl Hostile {
+    /// A snapshot of plain names, for tests that make only some of them hostile.
+    pub fn plain() -> Hostile {
+        let s = |t: &str| t.to_string();
+        Hostile {
+            pools: [s("blue"), s("green"), s("legacy")],
+            nodes: [s("node-1"), s("node-2")],
+            missing_pool: s("gone"),
+            pod_namespace: s("default"),
+            pod_name: s("web-1"),
+            owner: s("web"),
+            label: (s("team"), s("net")),
+            annotation: (s("note"), s("plain")),
+            cluster_name: s("prod"),
+        }
+    }
+
     /// The objects: pools with labels, annotations and a reserved range, nodes holding blocks of
     /// them (and of a pool that does not exist), a pod with an owner, the cilium-config ConfigMap.
     pub fn objects(&self) -> Vec<Value> {
