@@ -14,8 +14,8 @@ tools/cilium-oracle/build.sh >/dev/null
 # The workflow linter tests/release.rs runs on .github/workflows (cold: under a minute).
 ACTIONLINT="$(tools/actionlint/build.sh)"
 export ACTIONLINT
-# Prometheus and promtool for tests/deploy.rs (cold: 12 min of CPU, 44 min wall on 2 shared
-# cores; cached under ~/.cache afterwards).
+# Prometheus and promtool for tests/deploy.rs and tests/cluster_serve.rs (cold: 15 min of CPU,
+# docs/performance.md; cached under ~/.cache afterwards).
 PROMETHEUS_DIR="$(tools/prometheus/build.sh)"
 export PROMETHEUS_DIR
 eval "$(tools/testenv/up.sh)"
