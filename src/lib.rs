@@ -6,11 +6,11 @@
 //! `interrupt` ends the process on a signal; `source` reads files and the cluster and makes every
 //! cluster write; `terminal` asks the user; `cli` defines the flags; `commands` orchestrates.
 
-/// `eprintln!` for every message on stderr: one line that often quotes files or cluster data,
-/// so it is escaped as one line (`escape::field`: a newline in a name cannot forge a second
-/// message) and credentials are redacted (`source::secrets`).
+/// A warning on stderr through the one route, `source::stderr::line`: one line that often quotes
+/// files or cluster data, so it is escaped as one line (a newline in a name cannot forge a second
+/// message) and credentials are redacted.
 macro_rules! warn_line {
-    ($($arg:tt)*) => { eprintln!("{}", $crate::escape::field(&$crate::source::secrets::redact(&format!($($arg)*)))) };
+    ($($arg:tt)*) => { $crate::source::stderr::line(&format!($($arg)*)) };
 }
 
 pub mod allocator;

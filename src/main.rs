@@ -41,7 +41,7 @@ fn exit_code(result: anyhow::Result<i32>) -> i32 {
         Err(error) if is_broken_pipe(&error) => 0,
         Err(error) => {
             // Error text quotes files and cluster data: one line, nothing reaches the terminal raw.
-            eprintln!("error: {}", ciliumpool::escape::field(&ciliumpool::source::secrets::redact(&format!("{error:#}"))));
+            ciliumpool::source::stderr::line(&format!("error: {error:#}"));
             ciliumpool::error::exit_code(&error)
         }
     }

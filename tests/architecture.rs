@@ -505,3 +505,21 @@ fn the_length_counter_counts_as_rustfmt_lays_out() {
     assert_eq!(function_lengths(&lines), [("a".to_string(), 5), ("b".to_string(), 3)]);
     assert_eq!(code_lines(&lines), 10);
 }
+
+/// Everything said on stderr takes one route, which redacts and escapes it: `source/stderr.rs`.
+#[test]
+fn stderr_has_one_route() {
+    let route = src().join("source").join("stderr.rs");
+    let elsewhere: Vec<String> = all_files()
+        .into_iter()
+        .chain([src().join("main.rs")])
+        .filter(|file| *file != route)
+        .filter(|file| {
+            let code = production_code(&std::fs::read_to_string(file).unwrap());
+            code.contains("eprint!") || code.contains("eprintln!")
+        })
+        .map(|file| file.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    assert!(elsewhere.is_empty(), "these write to stderr beside source/stderr.rs: {elsewhere:?}");
+    assert!(production_code(&std::fs::read_to_string(&route).unwrap()).contains("eprintln!"), "the route itself writes");
+}

@@ -8,10 +8,11 @@ use crate::error::{cluster, condition, input};
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
 use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
 use crate::model::crd::POOL_CRD_NAME;
+use crate::model::pool::pool_objects;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
 use crate::source::Input;
-use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target};
+use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target, Wording};
 use crate::source::{atomic, client, files};
 use crate::terminal::Dialoguer;
 use anyhow::{Context as _, Result};
@@ -21,6 +22,8 @@ use std::path::{Path, PathBuf};
 
 /// Attempts per object when the apiserver answers 409 Conflict (kube does not retry those).
 const MAX_ATTEMPTS: usize = 5;
+/// How to see whether a migration write that got no answer landed.
+const STATUS_CHECK: &str = "check with `kubectl ciliumpool migrate --status`";
 
 pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
     let options = match &ctx.input {
@@ -245,18 +248,15 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
         Ok((converted.change != Change::None).then_some(converted.object))
     })
     .await;
-    let what = format!("ciliumpodippools.cilium.io {name}");
+    let what = format!("ciliumpodippools.cilium.io/{name}");
     match written {
         Ok(Replaced::Written { attempts, .. }) => WriteOutcome::Written(change, attempts),
         Ok(Replaced::Unchanged) => WriteOutcome::AlreadyMigrated,
         Err(RetryError::Read(kube::Error::Api(status)) | RetryError::Write(kube::Error::Api(status))) if status.code == 404 => {
             WriteOutcome::Gone
         }
-        Err(RetryError::Read(e)) => WriteOutcome::Failed(conn.request_failed(e, "get", &what).to_string()),
-        Err(RetryError::Edit(e)) => WriteOutcome::Failed(e.to_string()),
-        Err(RetryError::Write(e)) => WriteOutcome::Failed(conn.request_failed(e, "update", &what).to_string()),
-        Err(RetryError::Conflicts(attempts)) => {
-            WriteOutcome::Failed(format!("still conflicting after {attempts} attempts (someone keeps writing it); rerun"))
+        Err(failed) => {
+            WriteOutcome::Failed(failed.into_error(conn, &Wording { read: &what, write: &what, check: STATUS_CHECK }).to_string())
         }
     }
 }
@@ -320,11 +320,10 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
             warn_line!("next: once no client writes v2alpha1, set v2alpha1 `served: false` in the CRD, then remove it (docs/migration.md)");
             Ok(0)
         }
-        Err(RetryError::Read(e)) => Err(conn.request_failed(e, "get", &format!("customresourcedefinitions {POOL_CRD_NAME}"))),
-        Err(RetryError::Edit(e)) => Err(e),
-        Err(RetryError::Write(e)) => Err(conn.request_failed(e, "update", &format!("customresourcedefinitions/status {POOL_CRD_NAME}"))),
-        Err(RetryError::Conflicts(attempts)) => {
-            Err(cluster(format!("{POOL_CRD_NAME} kept changing: still conflicting after {attempts} attempts; rerun --finalize")))
+        Err(failed) => {
+            let read = format!("customresourcedefinitions/{POOL_CRD_NAME}");
+            let write = format!("the status of {read}");
+            Err(failed.into_error(conn, &Wording { read: &read, write: &write, check: STATUS_CHECK }))
         }
     }
 }
@@ -462,7 +461,7 @@ fn print_converted(results: &[ConvertedFile], ctx: &Context) -> Result<i32> {
 fn check_pools(files: &[crate::source::inputs::LoadedFile], target: Dialect) -> (Vec<String>, Vec<String>) {
     let (mut invalid, mut wrong_shape) = (Vec::new(), Vec::new());
     for file in files {
-        for pool in file.documents.iter().flat_map(files::pool_objects) {
+        for pool in file.documents.iter().flat_map(pool_objects) {
             let decoded = crate::model::Pool::decode(pool, Some(target));
             let name = if decoded.name.is_empty() { "(no name)" } else { decoded.name.as_str() };
             if let Some(issue) = decoded.issues.first() {

@@ -207,9 +207,7 @@ impl Context {
 
     /// Writes human notes to stderr, escaped.
     pub fn note(&self, text: &str) {
-        if !text.is_empty() {
-            eprint!("{}", crate::escape::block(text, self.stderr_style.color));
-        }
+        crate::source::stderr::block(text, self.stderr_style.color);
     }
 
     /// Writes text in the `-o` format to stdout: escaped for a terminal unless it is a JSON/YAML

@@ -11,12 +11,12 @@ use crate::allocator::reserve::{self, Change, Prepared};
 use crate::cli::{DryRun, ReserveArgs};
 use crate::error::{self, input};
 use crate::manifest;
-use crate::model::{CrdInfo, Dialect, Pool, Snapshot};
+use crate::model::{CrdInfo, Dialect, Pool, Snapshot, pool};
 use crate::render::reserve::{self as view, Outcome};
 use crate::render::{self, Format};
-use crate::source::client::Connection;
 use crate::source::cluster::Cluster;
-use crate::source::pools::{self, Replaced, RetryError};
+use crate::source::pools::{self, Replaced, Wording};
+use crate::source::stderr;
 use crate::source::{self, Input, atomic, files};
 use crate::terminal::{Dialoguer, Prompter};
 use anyhow::{Context as _, Result};
@@ -125,13 +125,13 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     let api_version = pool.api_version.clone();
     let prepared = prepare(&snapshot, request, dialect, args.force)?;
     let is_pool = |v: &Value| {
-        v.get("kind").and_then(Value::as_str) == Some("CiliumPodIPPool")
+        pool::is_pool_object(v)
             && v.pointer("/metadata/name").and_then(Value::as_str) == Some(request.pool.as_str())
             && v.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
     };
     if !args.in_place {
         // stdout carries the edited manifest; the preview goes to stderr.
-        eprint!("{}", crate::escape::block(&view::preview(&prepared.impact, &ctx.stderr_style), false));
+        stderr::block(&view::preview(&prepared.impact, &ctx.stderr_style), false);
         let text = match ctx.format {
             Format::Json => crate::escape::json_pretty(&prepared.edited)? + "\n",
             _ => manifest::to_yaml(&prepared.edited),
@@ -148,7 +148,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     // user's instruction (the preview is printed, the change is in the repository's diff).
     let ask = write && !args.yes && ctx.interactive;
     if ask {
-        eprint!("{}", crate::escape::block(&view::preview(&prepared.impact, &ctx.style), ctx.style.color));
+        stderr::block(&view::preview(&prepared.impact, &ctx.style), ctx.style.color);
         if !Dialoguer.confirm(&format!("Rewrite {path} with this change to ciliumpodippool {}?", request.pool))? {
             return super::declined();
         }
@@ -165,7 +165,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
 
 /// The file (not stdin) holding the pool document.
 fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
-    let holds = |v: &Value| is_pool(v) || v.get("items").and_then(Value::as_array).is_some_and(|items| items.iter().any(is_pool));
+    let holds = |v: &Value| pool::pool_objects(v).into_iter().any(is_pool);
     let loaded = files::load(paths)?;
     files::refuse_duplicates(&loaded)?;
     let file = loaded.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
@@ -190,26 +190,6 @@ fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared
         DryRun::Server => "server",
     };
     render::output(&view::Edited { origin, prepared, dry_run, outcome }, ctx.format, &ctx.style)
-}
-
-/// A refused write: 422 means the API server rejected the object (input, exit 2); anything
-/// else is the cluster's (exit 3, with user and verb for 403). A write that got no answer may
-/// still be applied by the API server once it runs again (tests/cluster_safety.rs sees both).
-fn write_failure(connection: &Connection, error: kube::Error, pool: &str) -> anyhow::Error {
-    match error {
-        kube::Error::Api(s) if s.code == 422 => {
-            input(format!("the API server refused ciliumpodippools.cilium.io/{pool}: {}; nothing was written", s.message))
-        }
-        kube::Error::Api(other) => {
-            connection.request_failed(kube::Error::Api(other), "update", &format!("ciliumpodippools.cilium.io/{pool}"))
-        }
-        other => {
-            let failed = connection.request_failed(other, "update", &format!("ciliumpodippools.cilium.io/{pool}"));
-            error::cluster(format!(
-                "{failed}; the write may still be applied: check with `kubectl ciliumpool reserve-range --list {pool}` before retrying"
-            ))
-        }
-    }
 }
 
 /// The change prepared against the pool as read at one resourceVersion.
@@ -270,13 +250,10 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
             ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
             Ok(0)
         }
-        Err(RetryError::Read(e)) => Err(connection.request_failed(e, "get", &object_name)),
-        Err(RetryError::Edit(e)) => Err(e),
-        Err(RetryError::Write(e)) => Err(write_failure(connection, e, &request.pool)),
-        Err(RetryError::Conflicts(attempts)) => Err(error::cluster(format!(
-            "ciliumpodippool {} kept changing: {attempts} conflicting writes; nothing was written — retry later",
-            request.pool
-        ))),
+        Err(failed) => {
+            let check = format!("check with `kubectl ciliumpool reserve-range --list {}`", request.pool);
+            Err(failed.into_error(connection, &Wording { read: &object_name, write: &object_name, check: &check }))
+        }
     }
 }
 
@@ -285,7 +262,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
 fn show_preview(ctx: &Context, prepared: &Prepared, will_ask: bool) -> Result<()> {
     let preview = view::preview(&prepared.impact, &ctx.style);
     match ctx.format.is_document() {
-        true if will_ask => eprint!("{}", crate::escape::block(&preview, ctx.style.color)),
+        true if will_ask => stderr::block(&preview, ctx.style.color),
         true => {}
         false => ctx.print(&preview)?,
     }

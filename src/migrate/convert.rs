@@ -8,7 +8,6 @@ use serde_json::{Map, Value};
 
 pub const V2_API_VERSION: &str = "cilium.io/v2";
 pub const V2ALPHA1_API_VERSION: &str = "cilium.io/v2alpha1";
-pub const POOL_KIND: &str = "CiliumPodIPPool";
 
 /// What converting an object amounts to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,12 +25,6 @@ pub enum Change {
 pub struct Converted {
     pub object: Value,
     pub change: Change,
-}
-
-/// Whether `doc` is a CiliumPodIPPool of any version.
-pub fn is_pool(doc: &Value) -> bool {
-    doc.get("kind").and_then(Value::as_str) == Some(POOL_KIND)
-        && doc.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v.starts_with("cilium.io/"))
 }
 
 pub fn is_migrated(obj: &Value) -> bool {

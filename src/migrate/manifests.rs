@@ -2,8 +2,9 @@
 //! re-serialized; every other document of a YAML stream is copied byte for byte, in order
 //! (`crate::manifest` splits and rewrites the stream).
 
-use super::convert::{V2ALPHA1_API_VERSION, is_pool, to_v2};
+use super::convert::{V2ALPHA1_API_VERSION, to_v2};
 use crate::manifest;
+use crate::model::pool::is_pool_object;
 use crate::model::{Dialect, Family};
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ pub struct Outcome {
 
 /// Whether a pool document still needs conversion to the `target` v2 shape.
 pub fn needs_conversion(doc: &Value, target: Dialect) -> bool {
-    if !is_pool(doc) {
+    if !is_pool_object(doc) {
         return false;
     }
     if doc.get("apiVersion").and_then(Value::as_str) == Some(V2ALPHA1_API_VERSION) {

@@ -10,6 +10,31 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub const MIGRATED_ANNOTATION: &str = "cilium.io/migrated-to-v2";
+pub const POOL_KIND: &str = "CiliumPodIPPool";
+
+/// Whether `obj` is a CiliumPodIPPool: the one reading of "which documents are pools" that
+/// snapshots, duplicate detection, `reserve-range` and `migrate` share. An object without an
+/// apiVersion counts (items of a typed list may omit it); a kind of that name in another group
+/// does not.
+pub fn is_pool_object(obj: &Value) -> bool {
+    is_pool_of_kind(obj.get("kind").and_then(Value::as_str), obj)
+}
+
+/// The pools of a document: itself, or the items of a `List` / `CiliumPodIPPoolList` (whose
+/// items may omit their kind, which the typed list implies).
+pub fn pool_objects(doc: &Value) -> Vec<&Value> {
+    if is_pool_object(doc) {
+        return vec![doc];
+    }
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let Some(items) = doc.get("items").and_then(Value::as_array).filter(|_| kind.ends_with("List")) else { return Vec::new() };
+    let implied = (kind.strip_suffix("List") == Some(POOL_KIND)).then_some(POOL_KIND);
+    items.iter().filter(|item| is_pool_of_kind(item.get("kind").and_then(Value::as_str).or(implied), item)).collect()
+}
+
+fn is_pool_of_kind(kind: Option<&str>, obj: &Value) -> bool {
+    kind == Some(POOL_KIND) && obj.get("apiVersion").and_then(Value::as_str).is_none_or(|v| v.starts_with("cilium.io/"))
+}
 
 /// How a pool object (or a cluster's v2 API) is shaped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -267,6 +292,21 @@ fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Pool
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn one_reading_of_which_documents_are_pools() {
+        let pool = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a"}});
+        let foreign = json!({"apiVersion": "example.com/v1", "kind": "CiliumPodIPPool", "metadata": {"name": "b"}});
+        let bare = json!({"kind": "CiliumPodIPPool", "metadata": {"name": "c"}});
+        assert!(is_pool_object(&pool) && is_pool_object(&bare) && !is_pool_object(&foreign));
+        let names = |doc: &Value| -> Vec<String> { pool_objects(doc).iter().map(|p| p["metadata"]["name"].to_string()).collect() };
+        assert_eq!(names(&pool), ["\"a\""]);
+        let list = json!({"kind": "List", "items": [pool, foreign, {"kind": "ConfigMap"}, {"metadata": {"name": "untyped"}}]});
+        assert_eq!(names(&list), ["\"a\""], "a List's items need their own kind");
+        let typed = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPoolList", "items": [{"metadata": {"name": "d"}}, bare]});
+        assert_eq!(names(&typed), ["\"d\"", "\"c\""], "a typed list implies its items' kind");
+        assert!(pool_objects(&json!({"kind": "CiliumNodeList", "items": [{"metadata": {"name": "n"}}]})).is_empty());
+    }
 
     #[test]
     fn decodes_the_three_dialects() {

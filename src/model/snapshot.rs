@@ -81,7 +81,7 @@ impl Snapshot {
         for (position, obj) in flat.into_iter().enumerate() {
             let obj = &obj;
             match kind(obj) {
-                "CiliumPodIPPool" => {
+                _ if super::pool::is_pool_object(obj) => {
                     let pool = Pool::decode(obj, v2_shape);
                     match pools.iter_mut().find(|p| p.name == pool.name && !pool.name.is_empty()) {
                         Some(existing) if existing.dialect != Dialect::V2alpha1 && pool.dialect == Dialect::V2alpha1 => {}

@@ -279,7 +279,7 @@ pub fn duplicate_pools(files: &[LoadedFile]) -> Vec<DuplicatePool> {
     let mut copies: std::collections::BTreeMap<&str, Vec<(&str, Option<&str>)>> = Default::default();
     for file in files {
         for doc in &file.documents {
-            for pool in pool_objects(doc) {
+            for pool in crate::model::pool::pool_objects(doc) {
                 let Some(name) = pool.pointer("/metadata/name").and_then(Value::as_str) else { continue };
                 let uid = pool.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty());
                 let seen = copies.entry(name).or_default();
@@ -301,23 +301,6 @@ pub fn duplicate_pools(files: &[LoadedFile]) -> Vec<DuplicatePool> {
                 }
             }
             DuplicatePool { name: name.to_string(), files }
-        })
-        .collect()
-}
-
-/// The CiliumPodIPPool objects of a document: itself, or the items of a `List` /
-/// `CiliumPodIPPoolList` (whose items may omit their kind).
-pub fn pool_objects(doc: &Value) -> Vec<&Value> {
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-    if kind == "CiliumPodIPPool" {
-        return vec![doc];
-    }
-    let Some(items) = doc.get("items").and_then(Value::as_array).filter(|_| kind.ends_with("List")) else { return Vec::new() };
-    items
-        .iter()
-        .filter(|item| match item.get("kind").and_then(Value::as_str) {
-            Some(k) => k == "CiliumPodIPPool",
-            None => kind == "CiliumPodIPPoolList",
         })
         .collect()
 }

@@ -11,6 +11,7 @@ pub mod inputs;
 pub mod limits;
 pub mod pools;
 pub mod secrets;
+pub mod stderr;
 pub mod sysdump;
 pub mod trace;
 pub mod watch;

@@ -8,7 +8,8 @@
 
 use super::client::{Connection, pools_api, pools_resource};
 use super::cluster::{crd_resource, list_pages};
-use crate::error::cluster;
+use super::secrets;
+use crate::error::{cluster, input};
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;
 use anyhow::Result;
@@ -78,6 +79,39 @@ pub enum RetryError {
     Write(kube::Error),
     /// Every one of this many attempts conflicted with another writer.
     Conflicts(usize),
+}
+
+/// How the messages of a failed [`replace_retrying`] name the object and what to check.
+pub struct Wording<'a> {
+    /// The object read, as kubectl names it (`ciliumpodippools.cilium.io/blue`).
+    pub read: &'a str,
+    /// What the write went to (a status subresource differs from `read`).
+    pub write: &'a str,
+    /// How to see whether a write without an answer landed, e.g. "check with `kubectl …`".
+    pub check: &'a str,
+}
+
+impl RetryError {
+    /// The one wording of a failed write for every command that writes with [`replace_retrying`]:
+    /// a refusal by the API server's validation is bad input; a write that got no answer may
+    /// still be applied; every other failure wrote nothing.
+    pub fn into_error(self, conn: &Connection, wording: &Wording) -> anyhow::Error {
+        let Wording { read, write, check } = wording;
+        match self {
+            RetryError::Read(e) => conn.request_failed(e, "get", read),
+            RetryError::Edit(e) => e,
+            RetryError::Write(kube::Error::Api(status)) if status.code == 422 => {
+                input(format!("the API server refused {write}: {}; nothing was written", secrets::redact(&status.message)))
+            }
+            RetryError::Write(e @ kube::Error::Api(_)) => conn.request_failed(e, "update", write),
+            RetryError::Write(e) => {
+                cluster(format!("{}; the write may still be applied: {check} before retrying", conn.request_failed(e, "update", write)))
+            }
+            RetryError::Conflicts(attempts) => {
+                cluster(format!("{read} kept changing: {attempts} conflicting writes in a row; nothing was written — retry later"))
+            }
+        }
+    }
 }
 
 /// Reads `name`, lets `edit` turn it into the object to write (`None`: write nothing), and
