@@ -286,17 +286,42 @@ fn ip_table_and_bad_addresses() {
     assert_eq!(code, 1, "one address is in no pool");
     let rows: Vec<&str> = stdout.lines().collect();
     assert!(rows[0].starts_with("ADDRESS") && rows[0].contains("STATE") && rows[0].contains("HELD-BY"), "{stdout}");
-    assert!(
-        rows[1].contains("withheld by 10.40.255.254-10.40.255.254") && rows[1].contains("yes (10.40.255.254-10.40.255.254)"),
-        "{stdout}"
-    );
+    assert!(rows[1].contains("withheld by 10.40.255.254 ") && rows[1].contains("yes (10.40.255.254)"), "{stdout}");
     assert!(rows[2].contains("in no pool"), "{stdout}");
     assert!(stdout.contains("IPAM mode multi-pool"), "{stdout}");
-    for bad in ["10.1.2", "nope", "10.0.0.0/24"] {
+    for bad in ["10.1.2", "nope", "10.0.0.0/24", "10.0.0.1/24", "10.40.0.1/33"] {
         let (code, stdout, stderr) = run(&["ip", "10.40.0.1", bad, "-f", "examples/snapshot"]);
         assert_eq!(code, 2, "{bad}: {stderr}");
         assert!(stdout.is_empty() && stderr.contains("is not an IP address"), "{bad}: {stderr}");
     }
+}
+
+#[test]
+fn ip_names_block_edges_and_node_addresses_and_takes_full_length_prefixes() {
+    // A /24 block a node lists: its .0 and .255 are not handed out (the pool allows neither end),
+    // its .1 is; the table says so in STATE, not only under -o wide.
+    let (node, _, block) = listed_blocks().into_iter().find(|(_, pool, _)| pool == "blue").unwrap();
+    let net = block.strip_suffix(".0/24").unwrap();
+    let (first, second, last) = (format!("{net}.0"), format!("{net}.1"), format!("{net}.255"));
+    let (code, stdout, stderr) = run(&["ip", &first, &second, &last, "-f", "examples/snapshot"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<&str> = stdout.lines().skip(1).take(3).collect();
+    for (row, edge) in rows.iter().zip([true, false, true]) {
+        assert!(row.contains(&format!("allocated to {node}")), "{stdout}");
+        assert_eq!(row.contains("not handed out (block edge)"), edge, "{row}");
+        assert_eq!(ip_answer(row.split_whitespace().next().unwrap(), 0)["unusable"], json!(edge), "{row}");
+    }
+    // ADDR/32 is the address ADDR.
+    assert_eq!(ip_answer(&format!("{first}/32"), 0), ip_answer(&first, 0));
+    // A node's own InternalIP is named, with its role.
+    let nodes = example("ciliumnodes.yaml");
+    let with_internal = nodes.iter().find_map(|n| {
+        let ip = n["spec"]["addresses"].as_array()?.iter().find(|a| a["type"] == "InternalIP")?["ip"].as_str()?.to_string();
+        Some((n["metadata"]["name"].clone(), ip))
+    });
+    let (name, internal) = with_internal.expect("the example's nodes have InternalIPs");
+    let a = ip_answer(&internal, 1);
+    assert_eq!(a["heldBy"], json!([{"kind": "node", "name": name, "detail": "InternalIP"}]));
 }
 
 // --- openmetrics ----------------------------------------------------------------------------

@@ -168,7 +168,8 @@ fn node_allows(snapshot: &Snapshot, block: &crate::model::Prefix, nodes: &[Strin
     entry.map_or((false, false), |a| (a.allow_first_ip.unwrap_or(false), a.allow_last_ip.unwrap_or(false)))
 }
 
-/// Every pod (pod network, not terminated), endpoint and node address equal to `addr`.
+/// Every pod (pod network, not terminated), endpoint and node address (its blocks' CiliumInternalIP,
+/// health and ingress, and its own InternalIP and ExternalIP) equal to `addr`.
 fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
     let mut out = Vec::new();
     for pod in snapshot.pods.iter().flatten().filter(|p| p.holds_pod_ips() && p.ips.contains(&addr)) {
@@ -182,7 +183,7 @@ fn holders(snapshot: &Snapshot, addr: Addr) -> Vec<Holder> {
         out.push(Holder { kind: "endpoint", name: format!("{}/{}", ep.namespace, ep.name), detail: None });
     }
     for node in &snapshot.nodes {
-        for (role, ip) in &node.infrastructure {
+        for (role, ip) in node.infrastructure.iter().chain(&node.host_addresses) {
             if *ip == addr {
                 out.push(Holder { kind: "node", name: node.name.to_string(), detail: Some(role.to_string()) });
             }
@@ -250,9 +251,9 @@ mod tests {
                 Holder { kind: "endpoint", name: "team/db".into(), detail: None },
             ]
         );
-        // A finished pod holds nothing; only CiliumInternalIP, health and ingress are node addresses.
+        // A finished pod holds nothing; a node's own InternalIP is named with its role.
         assert!(ask(&snap, "10.40.3.8").held_by.is_empty());
-        assert!(ask(&snap, "10.40.3.2").held_by.is_empty());
+        assert_eq!(ask(&snap, "10.40.3.2").held_by, vec![Holder { kind: "node", name: "n1".into(), detail: Some("InternalIP".into()) }]);
         assert_eq!(
             ask(&snap, "10.40.3.1").held_by,
             vec![Holder { kind: "node", name: "n1".into(), detail: Some("CiliumInternalIP".into()) }]

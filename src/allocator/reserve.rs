@@ -17,7 +17,7 @@ pub fn parse_range(text: &str) -> Result<AddrRange, String> {
     let text = text.trim();
     let addr = |part: &str| Addr::parse(part.trim()).ok_or_else(|| format!("{:?} is not an IP address", part.trim()));
     let range = if text.contains('/') {
-        let prefix = Prefix::parse(text).ok_or_else(|| format!("{text:?} is not a CIDR"))?;
+        let prefix = Prefix::parse_typed(text)?;
         AddrRange::of_prefix(&prefix)
     } else if let Some((a, b)) = text.split_once("..").or_else(|| text.split_once('-')) {
         AddrRange { start: addr(a)?, end: addr(b)? }
@@ -105,7 +105,7 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
         Change::Reserve(r) => (Action::Reserve, *r),
         Change::Remove(given) => return plan_removal(pool, given, cidr_flag),
         Change::Drain(text) => {
-            let prefix = Prefix::parse(text.trim()).ok_or_else(|| format!("--drain {text:?} is not a CIDR"))?;
+            let prefix = Prefix::parse_typed(text.trim()).map_err(|e| format!("--drain {e}"))?;
             (Action::Drain, AddrRange::of_prefix(&prefix))
         }
     };
@@ -125,10 +125,17 @@ pub fn plan(pool: &Pool, dialect: Dialect, change: &Change, cidr_flag: Option<&s
 /// The CIDRs a range may go into: the `--cidr` one, else every CIDR of the family.
 fn candidates<'a>(pool: &Pool, fam: &'a PoolFamily, cidr_flag: Option<&str>) -> Result<Vec<&'a PoolCidr>, String> {
     let Some(flag) = cidr_flag else { return Ok(fam.cidrs.iter().collect()) };
-    let wanted = Prefix::parse(flag.trim());
-    let chosen =
-        fam.cidrs.iter().find(|c| c.original == flag).or_else(|| fam.cidrs.iter().find(|c| c.prefix.is_some() && c.prefix == wanted));
+    let named = named_by(pool, flag)?;
+    let chosen = fam.cidrs.iter().find(|c| named(c));
     Ok(vec![chosen.ok_or_else(|| format!("--cidr {flag} is not a CIDR of pool {} ({})", pool.name, cidr_list(fam.cidrs.iter())))?])
+}
+
+/// Whether a pool CIDR is the one `--cidr` names: as the pool writes it, or its network typed
+/// without host bits (typed with them, it is refused: see [`Prefix::parse_typed`]).
+fn named_by<'a>(pool: &Pool, flag: &'a str) -> Result<impl Fn(&PoolCidr) -> bool + 'a, String> {
+    let as_written = pool.families.iter().flat_map(|f| &f.cidrs).any(|c| c.original == flag);
+    let typed = if as_written { None } else { Some(Prefix::parse_typed(flag.trim()).map_err(|e| format!("--cidr {e}"))?) };
+    Ok(move |c: &PoolCidr| c.original == flag || (typed.is_some() && c.prefix == typed))
 }
 
 /// The one candidate CIDR holding `range` whole.
@@ -193,8 +200,8 @@ fn planned_edit(pool: &Pool, cidr: &PoolCidr, action: Action, range: AddrRange) 
 
 /// Finds the reservation to take out among every CIDR of the pool (or the `--cidr` one).
 fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> Result<Plan, String> {
-    let wanted = cidr_flag.map(|flag| (flag, Prefix::parse(flag.trim())));
-    let chosen = |c: &PoolCidr| wanted.is_none_or(|(flag, prefix)| c.original == flag || (c.prefix.is_some() && c.prefix == prefix));
+    let named = cidr_flag.map(|flag| named_by(pool, flag)).transpose()?;
+    let chosen = |c: &PoolCidr| named.as_ref().is_none_or(|named| named(c));
     let cidrs: Vec<(Family, &PoolCidr)> =
         pool.families.iter().flat_map(|f| f.cidrs.iter().map(move |c| (f.family, c))).filter(|(_, c)| chosen(c)).collect();
     let matches: Vec<(Family, &PoolCidr, &ReservedRange)> = cidrs
@@ -220,7 +227,10 @@ fn plan_removal(pool: &Pool, given: &ReservedRange, cidr_flag: Option<&str>) -> 
                 .map(ReservedRange::to_string)
                 .collect();
             if overlapping.is_empty() {
-                Err(format!("pool {} has no reserved range {given}", pool.name))
+                let listed: Vec<String> = cidrs.iter().flat_map(|(_, c)| c.reserved.iter().map(ReservedRange::to_string)).collect();
+                let listed =
+                    if listed.is_empty() { "it has none".to_string() } else { format!("its reserved ranges: {}", listed.join(", ")) };
+                Err(format!("pool {} has no reserved range {given}; {listed}", pool.name))
             } else {
                 Err(format!(
                     "{given} is not a reserved range of pool {}; it overlaps {} — remove ranges exactly as listed (--list)",
@@ -469,6 +479,20 @@ mod tests {
     }
 
     #[test]
+    fn typed_cidrs_with_host_bits_are_refused_not_masked() {
+        let err = parse_range("10.40.1.5/24").unwrap_err();
+        assert_eq!(err, "\"10.40.1.5/24\" has host bits set; its network is 10.40.1.0/24: give that");
+        assert!(parse_range("fd00::5/120").unwrap_err().contains("its network is fd00::/120"));
+        let snap = blue_snapshot();
+        let drain = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Drain("10.41.0.1/16".into()), None, false).unwrap_err();
+        assert!(drain.starts_with("--drain \"10.41.0.1/16\" has host bits set"), "{drain}");
+        let within = Change::Reserve(r("10.40.255.240-10.40.255.254"));
+        let cidr = prepare(&snap, "blue", Dialect::UpstreamV2, &within, Some("10.40.0.1/16"), false).unwrap_err();
+        assert!(cidr.starts_with("--cidr \"10.40.0.1/16\" has host bits set"), "{cidr}");
+        assert!(prepare(&snap, "blue", Dialect::UpstreamV2, &within, Some("10.40.0.0/16"), false).is_ok());
+    }
+
+    #[test]
     fn acceptance_blue_reserve_and_drain() {
         let snap = blue_snapshot();
         let first = prepare(&snap, "blue", Dialect::UpstreamV2, &Change::Reserve(r("10.40.255.240-10.40.255.254")), None, false).unwrap();
@@ -603,10 +627,14 @@ mod tests {
             bogus.edited.pointer("/spec/ipv4/pool/0/reservedRanges").unwrap(),
             &json!([{"start": "10.40.1.0", "end": "10.40.1.9"}, {"start": "bogus", "end": "10.40.0.6"}])
         );
-        assert!(remove("bogus-10.40.0.7", None).unwrap_err().contains("has no reserved range"));
-        // --cidr limits the search to that CIDR, however the CIDR is spelled.
+        assert_eq!(
+            remove("bogus-10.40.0.7", None).unwrap_err(),
+            "pool blue has no reserved range bogus-10.40.0.7; its reserved ranges: 10.40.1.0-10.40.1.9, bogus-10.40.0.5, bogus-10.40.0.6, 10.41.1.0-10.41.1.9"
+        );
+        // --cidr limits the search to that CIDR; typed with host bits, it is refused, not masked.
         assert!(remove("10.40.1.0-10.40.1.9", Some("10.41.0.0/16")).unwrap_err().contains("has no reserved range"));
-        let chosen = remove("10.40.1.0-10.40.1.9", Some("10.40.0.1/16")).unwrap();
+        assert!(remove("10.40.1.0-10.40.1.9", Some("10.40.0.1/16")).unwrap_err().contains("has host bits set"));
+        let chosen = remove("10.40.1.0-10.40.1.9", Some("10.40.0.0/16")).unwrap();
         assert_eq!(chosen.plan.cidr, "10.40.0.0/16");
         assert_eq!(
             chosen.impact.released,

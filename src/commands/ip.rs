@@ -5,7 +5,7 @@ use crate::allocator::lookup::{IpAnswer, lookup};
 use crate::cli::IpArgs;
 use crate::error::input;
 use crate::escape::field;
-use crate::model::Addr;
+use crate::model::{Addr, Prefix};
 use crate::render::ip::Ip;
 use anyhow::Result;
 
@@ -18,11 +18,18 @@ pub async fn run(args: IpArgs, ctx: &Context) -> Result<i32> {
     Ok(if answers.iter().any(IpAnswer::in_no_pool) { 1 } else { 0 })
 }
 
-/// The addresses asked about; the first that is not one is refused (exit 2).
+/// The addresses asked about (`A`, or `A/32` / `A/128`); the first that is not one is refused (exit 2).
 pub fn parse(addresses: &[String]) -> Result<Vec<Addr>> {
     let parse = |text: &String| {
-        Addr::parse(text).ok_or_else(|| {
-            input(format!("\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17 or fd00:10::1a", field(text)))
+        let single = match text.split_once('/') {
+            Some(_) => Prefix::parse_typed(text).ok().filter(|p| p.host_bits() == 0).map(|p| Addr { family: p.family, value: p.network }),
+            None => Addr::parse(text),
+        };
+        single.ok_or_else(|| {
+            input(format!(
+                "\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17, 10.40.3.17/32 or fd00:10::1a (for a CIDR, use inspect)",
+                field(text)
+            ))
         })
     };
     addresses.iter().map(parse).collect()

@@ -106,6 +106,17 @@ impl Prefix {
         Some(Prefix { family: addr.family, network: addr.value, len: net.prefix_len() })
     }
 
+    /// Parses a CIDR a person typed (a range, `--drain`, `--cidr`). Unlike [`Prefix::parse`],
+    /// the CRD's reading, which masks, host bits set are refused: whoever typed `10.40.1.5/24`
+    /// may have meant another block than 10.40.1.0/24.
+    pub fn parse_typed(text: &str) -> Result<Prefix, String> {
+        let prefix = Prefix::parse(text).ok_or_else(|| format!("{text:?} is not a CIDR"))?;
+        match text.split_once('/').and_then(|(addr, _)| Addr::parse(addr)) {
+            Some(typed) if typed.value != prefix.network => Err(format!("{text:?} has host bits set; its network is {prefix}: give that")),
+            _ => Ok(prefix),
+        }
+    }
+
     /// Host bits of this prefix.
     pub fn host_bits(&self) -> u32 {
         (self.family.bits() - self.len) as u32

@@ -51,6 +51,9 @@ pub struct Node {
     pub infrastructure_ips: Vec<Addr>,
     /// The same addresses with their role (`CiliumInternalIP`, `health`, `ingress`), for `ip`.
     pub infrastructure: Vec<(&'static str, Addr)>,
+    /// The node's own InternalIP and ExternalIP (not from its blocks), so that `ip` names the
+    /// node an address belongs to.
+    pub host_addresses: Vec<(&'static str, Addr)>,
     pub operator_error: Option<String>,
     /// `spec.ipam.podCIDRs`: the node's blocks in cluster-pool mode (and before a migration to
     /// multi-pool converts them into `pools.allocated`).
@@ -85,11 +88,16 @@ impl Node {
             })
             .collect();
         let spec = obj.get("spec");
-        let mut infrastructure: Vec<(&'static str, Addr)> = list(spec.and_then(|s| s.get("addresses")))
-            .filter(|a| a.get("type").and_then(Value::as_str) == Some("CiliumInternalIP"))
-            .filter_map(|a| a.get("ip").and_then(Value::as_str).and_then(Addr::parse))
-            .map(|ip| ("CiliumInternalIP", ip))
-            .collect();
+        let addresses = |types: &[&'static str]| -> Vec<(&'static str, Addr)> {
+            list(spec.and_then(|s| s.get("addresses")))
+                .filter_map(|a| {
+                    let role = types.iter().find(|t| a.get("type").and_then(Value::as_str) == Some(t))?;
+                    Some((*role, a.get("ip").and_then(Value::as_str).and_then(Addr::parse)?))
+                })
+                .collect()
+        };
+        let host_addresses = addresses(&["InternalIP", "ExternalIP"]);
+        let mut infrastructure = addresses(&["CiliumInternalIP"]);
         for section in ["health", "ingress"] {
             for family in Family::ALL {
                 if let Some(ip) = spec.and_then(|s| s.get(section)).and_then(|s| s.get(family.name())) {
@@ -104,7 +112,7 @@ impl Node {
             .filter_map(Value::as_str)
             .map(|s| ListedBlock { original: Arc::from(s), prefix: Prefix::parse(s) })
             .collect();
-        Node { name, ignored, requested, allocated, infrastructure_ips, infrastructure, operator_error, pod_cidrs }
+        Node { name, ignored, requested, allocated, infrastructure_ips, infrastructure, host_addresses, operator_error, pod_cidrs }
     }
 }
 

@@ -3,6 +3,7 @@
 use super::{Render, Sourced, Style, Tone};
 use crate::allocator::lookup::{BlockState, Holder, IpAnswer};
 use crate::model::Origin;
+use crate::model::pool::ReservedRange;
 use serde::Serialize;
 
 /// `ip`'s result: one answer per address asked about.
@@ -41,13 +42,23 @@ fn holder_text(h: &Holder) -> String {
 }
 
 fn state_text(a: &IpAnswer, mode: &str) -> String {
+    let state = block_state_text(a, mode);
+    match a.state {
+        Some(BlockState::Allocated | BlockState::Free | BlockState::Orphan) if a.unusable => {
+            format!("{state}; not handed out (block edge)")
+        }
+        _ => state,
+    }
+}
+
+fn block_state_text(a: &IpAnswer, mode: &str) -> String {
     let nodes = a.nodes.join(",");
     match a.state {
         None => "in no pool".to_string(),
         Some(BlockState::Allocated) => format!("allocated to {nodes}"),
         Some(BlockState::Free) => "free".to_string(),
         Some(BlockState::Withheld) => {
-            let ranges: Vec<String> = a.withheld_by.iter().map(|r| format!("{}-{}", r.start, r.end)).collect();
+            let ranges: Vec<String> = a.withheld_by.iter().map(ReservedRange::to_string).collect();
             format!("withheld by {}", ranges.join(", "))
         }
         Some(BlockState::Orphan) => format!("orphan, listed by {nodes}"),
@@ -78,7 +89,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Str
                 a.cidr.clone().unwrap_or_else(dash),
                 a.block.clone().unwrap_or_else(dash),
                 style.paint(&state, tone),
-                a.reserved_by.as_ref().map_or_else(|| "no".to_string(), |r| format!("yes ({}-{})", r.start, r.end)),
+                a.reserved_by.as_ref().map_or_else(|| "no".to_string(), |r| format!("yes ({r})")),
                 if a.held_by.is_empty() { dash() } else { a.held_by.iter().map(holder_text).collect::<Vec<_>>().join(", ") },
             ];
             if wide {

@@ -131,13 +131,10 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
         ));
     }
     for r in &impact.replaced {
-        out.push_str(&line(&format!("  Replaces the existing range {}-{} (inside the drained CIDR)", r.start, r.end), style));
+        out.push_str(&line(&format!("  Replaces the existing range {r} (inside the drained CIDR)"), style));
     }
     for r in &impact.adjacent {
-        out.push_str(&line(
-            &format!("  Adjacent to the existing range {}-{}: kept as a separate range, not merged", r.start, r.end),
-            style,
-        ));
+        out.push_str(&line(&format!("  Adjacent to the existing range {r}: kept as a separate range, not merged"), style));
     }
     let spans = |list: &[BlockSpan]| -> String {
         if list.is_empty() {
