@@ -6,6 +6,8 @@
 
 use super::emit;
 use crate::cli::{Cli, GlobalArgs};
+use crate::model::Pool;
+use crate::model::pool::ReservedRange;
 use crate::source::{Input, cluster::Cluster, from_files};
 use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, ValueHint};
 use std::time::Duration;
@@ -24,17 +26,29 @@ pub struct Completion {
     /// `(candidate, description)`
     pub candidates: Vec<(String, String)>,
     pub directive: u32,
-    /// The word is a pool name: add the pool names that start with it.
-    pub pools: Option<String>,
+    /// The word is a value the input holds: add those that start with the typed text.
+    pub lookup: Option<(Lookup, String)>,
+}
+
+/// Values read from the files or the cluster the completed words point at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Lookup {
+    /// Pool names (`usage [POOL...]`, `inspect POOL`, `reserve-range POOL`).
+    Pools,
+    /// The reserved ranges of the pool named before, as `--list` shows them (`--remove`).
+    Ranges,
+    /// The CIDRs of the pool named before (`--drain`, `--cidr`).
+    Cidrs,
 }
 
 /// Prints the candidates for `words` (the last one is being completed).
 pub async fn run(words: &[String]) -> anyhow::Result<i32> {
     let mut completion = complete(&cli_tree(), words);
-    if let Some(prefix) = completion.pools.take() {
+    if let Some((lookup, typed)) = completion.lookup.take() {
         let completed = &words[..words.len().saturating_sub(1)];
-        let names = tokio::time::timeout(POOL_LOOKUP_DEADLINE, pool_names(completed)).await.unwrap_or_default();
-        completion.candidates.extend(names.into_iter().filter(|name| name.starts_with(&prefix)).map(|name| (name, String::new())));
+        let pools = tokio::time::timeout(POOL_LOOKUP_DEADLINE, read_pools(completed)).await.unwrap_or_default();
+        let found = lookup_values(&pools, lookup, named_pool(completed).as_deref());
+        completion.candidates.extend(found.into_iter().filter(|value| value.starts_with(&typed)).map(|value| (value, String::new())));
     }
     emit(&protocol(&completion))?;
     Ok(0)
@@ -91,7 +105,11 @@ pub fn complete(root: &clap::Command, words: &[String]) -> Completion {
         }
     }
     if let Some(arg) = pending {
-        return values(arg, current, "");
+        return match arg.get_id().as_str() {
+            "remove" => looked_up(Lookup::Ranges, current),
+            "drain" | "cidr" => looked_up(Lookup::Cidrs, current),
+            _ => values(arg, current, ""),
+        };
     }
     if !after_dashes && current.starts_with('-') {
         if let Some((name, _)) = current.split_once('=') {
@@ -105,12 +123,14 @@ pub fn complete(root: &clap::Command, words: &[String]) -> Completion {
     let mut args = command.get_positionals();
     let positional = args.nth(positionals).or_else(|| command.get_positionals().last().filter(|arg| is_multiple(arg)));
     match positional {
-        Some(arg) if is_pool(arg) => {
-            Completion { directive: NO_FILE_COMPLETION, pools: Some(current.to_string()), ..Completion::default() }
-        }
+        Some(arg) if is_pool(arg) => looked_up(Lookup::Pools, current),
         Some(arg) => values(arg, current, ""),
         None => no_candidates(),
     }
+}
+
+fn looked_up(lookup: Lookup, current: &str) -> Completion {
+    Completion { directive: NO_FILE_COMPLETION, lookup: Some((lookup, current.to_string())), ..Completion::default() }
 }
 
 fn no_candidates() -> Completion {
@@ -160,7 +180,7 @@ fn values(arg: &Arg, current: &str, prefix: &str) -> Completion {
         .collect();
     let paths = matches!(arg.get_value_hint(), ValueHint::AnyPath | ValueHint::FilePath | ValueHint::DirPath);
     let directive = if paths && candidates.is_empty() { FILE_COMPLETION } else { NO_FILE_COMPLETION };
-    Completion { candidates, directive, pools: None }
+    Completion { candidates, directive, lookup: None }
 }
 
 /// `--long` (and `-s`) flags of a command that start with `current`.
@@ -171,7 +191,7 @@ fn flags(command: &clap::Command, current: &str) -> Completion {
         let names = arg.get_long().map(|long| format!("--{long}")).into_iter().chain(arg.get_short().map(|short| format!("-{short}")));
         candidates.extend(names.filter(|name| name.starts_with(current)).map(|name| (name, help.clone())));
     }
-    Completion { candidates, directive: NO_FILE_COMPLETION, pools: None }
+    Completion { candidates, directive: NO_FILE_COMPLETION, lookup: None }
 }
 
 /// Subcommand names that start with `current`; their visible aliases when no name does.
@@ -187,33 +207,48 @@ fn subcommands(command: &clap::Command, current: &str) -> Completion {
             candidates.extend(aliases.map(|alias| (alias.to_string(), first_line(sub.get_about()))));
         }
     }
-    Completion { candidates, directive: NO_FILE_COMPLETION, pools: None }
+    Completion { candidates, directive: NO_FILE_COMPLETION, lookup: None }
 }
 
 fn first_line(text: Option<&clap::builder::StyledStr>) -> String {
     text.map(|t| t.to_string().lines().next().unwrap_or_default().to_string()).unwrap_or_default()
 }
 
-/// Pool names from the files or the cluster the completed words point at; none on any failure.
+/// The pools of the files or the cluster the completed words point at; none on any failure.
 /// Never reads stdin (`-f -`): kubectl hands the completion helper the terminal.
-async fn pool_names(completed: &[String]) -> Vec<String> {
+async fn read_pools(completed: &[String]) -> Vec<Pool> {
     let Some(global) = global_args(completed) else { return Vec::new() };
     if global.filename.iter().any(|name| name == "-") {
         return Vec::new();
     }
-    let names = match super::input_of(&global) {
+    match super::input_of(&global) {
         Input::Cluster(options) => match Cluster::connect(&options, global.namespace.as_deref()).await {
-            Ok(cluster) => cluster.pool_names().await.unwrap_or_default(),
+            Ok(cluster) => cluster.pools().await.unwrap_or_default(),
             Err(_) => Vec::new(),
         },
-        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false)
-            .map(|snapshot| snapshot.pools.into_iter().map(|pool| pool.name).collect())
-            .unwrap_or_default(),
+        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false).map(|snapshot| snapshot.pools).unwrap_or_default(),
+    }
+}
+
+/// The values `lookup` offers, sorted: of the pool `pool` when one is named, else of every pool.
+fn lookup_values(pools: &[Pool], lookup: Lookup, pool: Option<&str>) -> Vec<String> {
+    let chosen = pools.iter().filter(|p| lookup == Lookup::Pools || pool.is_none_or(|name| p.name == name));
+    let cidrs = || chosen.clone().flat_map(|p| p.families.iter().flat_map(|f| f.cidrs.iter()));
+    let mut values: Vec<String> = match lookup {
+        Lookup::Pools => chosen.clone().map(|p| p.name.clone()).collect(),
+        Lookup::Ranges => cidrs().flat_map(|c| c.reserved.iter().map(ReservedRange::to_string)).collect(),
+        Lookup::Cidrs => cidrs().map(|c| c.original.clone()).collect(),
     };
-    let mut names = names;
-    names.sort();
-    names.dedup();
-    names
+    values.sort();
+    values.dedup();
+    values
+}
+
+/// The POOL argument among the completed words of `reserve-range`.
+fn named_pool(completed: &[String]) -> Option<String> {
+    let argv = std::iter::once("kubectl-ciliumpool").chain(completed.iter().map(String::as_str));
+    let matches = Cli::command().ignore_errors(true).try_get_matches_from(argv).ok()?;
+    matches.subcommand_matches("reserve-range")?.get_one::<String>("pool").cloned()
 }
 
 /// The global flags among the completed words (`--kubeconfig`, `--context`, `-f`, ...).
@@ -227,10 +262,10 @@ fn global_args(completed: &[String]) -> Option<GlobalArgs> {
 mod tests {
     use super::*;
 
-    fn offered(words: &[&str]) -> (Vec<String>, u32, Option<String>) {
+    fn offered(words: &[&str]) -> (Vec<String>, u32, Option<(Lookup, String)>) {
         let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
         let completion = complete(&cli_tree(), &words);
-        (completion.candidates.into_iter().map(|(c, _)| c).collect(), completion.directive, completion.pools)
+        (completion.candidates.into_iter().map(|(c, _)| c).collect(), completion.directive, completion.lookup)
     }
 
     #[test]
@@ -272,13 +307,21 @@ mod tests {
 
     #[test]
     fn pool_positionals_ask_for_pools() {
-        assert_eq!(offered(&["usage", "bl"]).2.as_deref(), Some("bl"));
-        assert_eq!(offered(&["usage", "blue", "-o", "json", ""]).2.as_deref(), Some(""));
-        assert_eq!(offered(&["inspect", "-v", "g"]).2.as_deref(), Some("g"));
+        let pools = |typed: &str| Some((Lookup::Pools, typed.to_string()));
+        assert_eq!(offered(&["usage", "bl"]).2, pools("bl"));
+        assert_eq!(offered(&["usage", "blue", "-o", "json", ""]).2, pools(""));
+        assert_eq!(offered(&["inspect", "-v", "g"]).2, pools("g"));
         // `-ojson` carries its value; the next word is the pool.
-        assert_eq!(offered(&["inspect", "-ojson", ""]).2.as_deref(), Some(""));
+        assert_eq!(offered(&["inspect", "-ojson", ""]).2, pools(""));
         assert_eq!(offered(&["inspect", "blue", ""]), (vec![], NO_FILE_COMPLETION, None));
         assert_eq!(offered(&["version", ""]).2, None);
+    }
+
+    #[test]
+    fn reserve_range_flags_ask_for_the_pools_ranges_and_cidrs() {
+        assert_eq!(offered(&["reserve-range", "blue", "--remove", "10."]).2, Some((Lookup::Ranges, "10.".to_string())));
+        assert_eq!(offered(&["reserve-range", "blue", "--drain", ""]).2, Some((Lookup::Cidrs, String::new())));
+        assert_eq!(offered(&["reserve-range", "--cidr", ""]).2, Some((Lookup::Cidrs, String::new())));
     }
 
     #[test]
@@ -286,20 +329,27 @@ mod tests {
         let completion = Completion {
             candidates: vec![("usage".into(), "Free addresses".into()), ("x".into(), String::new())],
             directive: 4,
-            pools: None,
+            lookup: None,
         };
         assert_eq!(protocol(&completion), "usage\tFree addresses\nx\n:4\n");
         // A pool name cannot add a candidate, a description or a control sequence.
-        let hostile = Completion { candidates: vec![("a\nusage\tforged\x1b]0;t\x07".into(), String::new())], directive: 4, pools: None };
+        let hostile = Completion { candidates: vec![("a\nusage\tforged\x1b]0;t\x07".into(), String::new())], directive: 4, lookup: None };
         assert_eq!(protocol(&hostile), "a\\nusage\\tforged\\x1b]0;t\\x07\n:4\n");
     }
 
     #[tokio::test]
-    async fn pool_names_from_files_and_never_from_stdin() {
+    async fn values_from_files_and_never_from_stdin() {
         let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot");
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(pool_names(&words(&["usage", "-f", example])).await, ["batch", "blue", "default", "green"]);
-        assert!(pool_names(&words(&["usage", "-f", "-"])).await.is_empty());
-        assert!(pool_names(&words(&["usage", "-f", "/nonexistent"])).await.is_empty());
+        let pools = read_pools(&words(&["usage", "-f", example])).await;
+        assert_eq!(lookup_values(&pools, Lookup::Pools, None), ["batch", "blue", "default", "green"]);
+        assert!(read_pools(&words(&["usage", "-f", "-"])).await.is_empty());
+        assert!(read_pools(&words(&["usage", "-f", "/nonexistent"])).await.is_empty());
+        // The named pool's reserved ranges and CIDRs, as `reserve-range --list` shows them.
+        let named = named_pool(&words(&["reserve-range", "-f", example, "blue", "--remove"]));
+        assert_eq!(named.as_deref(), Some("blue"));
+        assert_eq!(lookup_values(&pools, Lookup::Ranges, named.as_deref()), ["10.40.255.254", "10.41.0.0-10.41.255.255"]);
+        assert_eq!(lookup_values(&pools, Lookup::Cidrs, named.as_deref()), ["10.40.0.0/16", "10.41.0.0/16"]);
+        assert_eq!(lookup_values(&pools, Lookup::Ranges, Some("green")), ["10.60.0.0-10.60.0.31"]);
     }
 }

@@ -8,7 +8,7 @@ use crate::error::cluster;
 use crate::model::Workloads;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::slim::SlimJson;
-use crate::model::{Origin, Snapshot};
+use crate::model::{Origin, Pool, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
 use serde_json::Value;
@@ -224,10 +224,11 @@ impl Cluster {
         Ok(PoolRead { schema, resource, objects: pools, note })
     }
 
-    /// The names of all pools, through the version `read` would use (for shell completion).
-    pub async fn pool_names(&self) -> Result<Vec<String>> {
+    /// All pools, through the version `read` would use, decoded without the CRD (for shell
+    /// completion: names, CIDRs and reserved ranges as written).
+    pub async fn pools(&self) -> Result<Vec<Pool>> {
         let pools = self.read_pools().await?;
-        Ok(pools.objects.iter().filter_map(|pool| pool.pointer("/metadata/name")?.as_str().map(str::to_string)).collect())
+        Ok(pools.objects.iter().map(|pool| Pool::decode(pool, None)).collect())
     }
 
     /// The API server's version (`gitVersion` of `/version`).
