@@ -268,6 +268,40 @@ fn remove_restores_the_figures_and_list_on_the_example() {
     assert_eq!(listed, vec![(json!("10.41.0.0"), json!("10.41.255.255"))]);
 }
 
+#[test]
+fn list_is_sorted_by_pool_name_then_address() {
+    // Pools written zeta before alpha, and zeta's ranges written out of address order.
+    let pools = "\
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata: {name: zeta}
+spec: {ipv4: {cidrs: [10.80.0.0/16], maskSize: 24, pool: [{cidr: 10.80.0.0/16, reservedRanges: [
+  {start: 10.80.9.0, end: 10.80.9.9}, {start: 10.80.1.0, end: 10.80.1.9}, {start: 10.80.100.1, end: 10.80.100.1}]}]}}
+---
+apiVersion: cilium.io/v2
+kind: CiliumPodIPPool
+metadata: {name: alpha}
+spec: {ipv4: {cidrs: [10.90.0.0/16], maskSize: 24, pool: [{cidr: 10.90.0.0/16, reservedRanges: [{start: 10.90.5.0, end: 10.90.5.1}]}]}}
+";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pools.yaml"), pools).unwrap();
+    let (code, out, err) = run_on(dir.path(), &["reserve-range", "--list", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Vec<(String, String)> = json_of(&out)["reservedRanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["pool"].as_str().unwrap().to_string(), r["start"].as_str().unwrap().to_string()))
+        .collect();
+    let mut expected = listed.clone();
+    expected.sort_by_key(|(pool, start)| (pool.clone(), start.parse::<std::net::Ipv4Addr>().unwrap()));
+    assert_eq!(listed, expected);
+    assert_eq!(listed.len(), 4);
+    let (_, table, _) = run_on(dir.path(), &["reserve-range", "--list", "--no-headers"]);
+    let starts: Vec<&str> = table.lines().map(|l| l.split_whitespace().nth(2).unwrap()).collect();
+    assert_eq!(starts, ["10.90.5.0-10.90.5.1", "10.80.1.0-10.80.1.9", "10.80.9.0-10.80.9.9", "10.80.100.1"], "{table}");
+}
+
 /// Missing arguments on a terminal: the v2alpha1 manifest is not offered (and why is said first),
 /// pick pool, pick CIDR, type ranges until one is valid, confirm the rewrite.
 #[test]

@@ -305,7 +305,8 @@ pub fn require_pools(snapshot: &Snapshot, names: &[String]) -> Result<()> {
                 .collect();
             close.sort();
             let hint = if close.is_empty() {
-                let all: Vec<&str> = snapshot.pools.iter().map(|p| p.name.as_str()).collect();
+                let mut all: Vec<&str> = snapshot.pools.iter().map(|p| p.name.as_str()).collect();
+                all.sort();
                 format!("known pools: {}", if all.is_empty() { "none".to_string() } else { all.join(", ") })
             } else {
                 format!("did you mean {}?", close.join(" or "))

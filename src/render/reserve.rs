@@ -213,13 +213,18 @@ pub struct ListedRange {
     pub draining: bool,
 }
 
-/// Every valid reservation of `pools`, in spec order.
+/// Every valid reservation of `pools`: pools by name, then each CIDR (in spec order: the operator
+/// hands out the first CIDR's blocks first) with its ranges by address.
 pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
     let mut out = Vec::new();
+    let mut pools = pools.to_vec();
+    pools.sort_by(|a, b| a.name.cmp(&b.name));
     for pool in pools {
         for fam in &pool.families {
             for cidr in &fam.cidrs {
-                for r in &cidr.reservations {
+                let mut reservations: Vec<_> = cidr.reservations.iter().collect();
+                reservations.sort_by_key(|r| (r.start.value, r.end.value));
+                for r in reservations {
                     out.push(ListedRange {
                         pool: pool.name.clone(),
                         family: fam.family,
