@@ -27,6 +27,9 @@ pub trait Prompter {
 /// and CIDRs from the data: each is escaped as one line (`escape::field`).
 pub struct Dialoguer;
 
+/// Pickers with more items than this filter as the user types.
+const FILTER_FROM: usize = 9;
+
 fn safe(text: &str) -> String {
     crate::escape::field(text).into_owned()
 }
@@ -106,12 +109,13 @@ impl Prompter for Dialoguer {
         crate::interrupt::install();
         let _shown = CursorShown;
         let items: Vec<String> = items.iter().map(|i| safe(i)).collect();
-        dialoguer::Select::new()
-            .with_prompt(safe(prompt))
-            .items(&items)
-            .default(0)
-            .interact_opt()
-            .map_err(|dialoguer::Error::IO(e)| failed(e))
+        let picked = if items.len() > FILTER_FROM {
+            // Dozens of pools: typing filters the list (arrows still move, Esc still cancels).
+            dialoguer::FuzzySelect::new().with_prompt(format!("{} (type to filter)", safe(prompt))).items(&items).default(0).interact_opt()
+        } else {
+            dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt()
+        };
+        picked.map_err(|dialoguer::Error::IO(e)| failed(e))
     }
 
     fn confirm(&self, prompt: &str) -> Result<bool> {

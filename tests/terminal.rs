@@ -125,13 +125,37 @@ fn inspect_without_a_pool_offers_a_picker_on_a_terminal() {
 }
 
 #[test]
-fn esc_in_a_picker_declines_and_shows_the_cursor() {
+fn esc_in_a_read_only_picker_cancels_and_shows_the_cursor() {
     let mut screen = inspect_picker();
     assert!(!cursor_visible(&screen.shown), "the picker hides the cursor while it is up");
     screen.press("\x1b");
     let (code, shown) = screen.finish();
     assert_eq!(code, DECLINED, "{shown:?}");
-    assert!(shown.contains("aborted; nothing was written"), "{shown:?}");
+    assert!(shown.contains("cancelled") && !shown.contains("nothing was written"), "inspect writes nothing: {shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+}
+
+#[test]
+fn a_picker_of_many_pools_filters_as_the_user_types() {
+    // Twelve pools: more than a screen of items, so typing narrows the list.
+    let dir = tempfile::tempdir().unwrap();
+    let pools: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                "apiVersion: cilium.io/v2\nkind: CiliumPodIPPool\nmetadata: {{name: pool-{i:02}}}\nspec: {{ipv4: {{cidrs: [10.{i}.0.0/16], maskSize: 24}}}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("pools.yaml"), pools.join("---\n")).unwrap();
+    let mut cmd = cli::plugin_process();
+    cmd.args(["inspect", "--color", "never", "-f"]).arg(dir.path());
+    let mut screen = Screen::start(cmd);
+    screen.expect("type to filter");
+    screen.press("07");
+    screen.press("\r");
+    screen.expect("Pool:          pool-07");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 0, "{shown:?}");
     assert!(cursor_visible(&shown), "{shown:?}");
 }
 

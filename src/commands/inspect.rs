@@ -28,7 +28,7 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
         Some(name) => vec![name],
         None if ctx.interactive && !snapshot.pools.is_empty() => match pick_pool(&report, &crate::terminal::Dialoguer)? {
             Some(name) => vec![name],
-            None => return super::declined(),
+            None => return super::cancelled(),
         },
         None => snapshot.pools.iter().map(|p| p.name.clone()).collect(),
     };

@@ -253,6 +253,12 @@ pub fn declined() -> Result<i32> {
     Ok(crate::error::DECLINED)
 }
 
+/// A read-only command's picker was cancelled (Esc): nothing was going to be written.
+pub fn cancelled() -> Result<i32> {
+    warn_line!("cancelled");
+    Ok(crate::error::DECLINED)
+}
+
 /// Resolves when the user interrupts (Ctrl-C) or the process is asked to stop (SIGTERM), so that
 /// long-running commands can restore the terminal and exit 0 instead of dying mid-frame.
 pub async fn interrupted() {
