@@ -272,15 +272,21 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     let mut verdict = core::verdict(&live.crd, &live.plan, &writers);
     let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
     verdict.notes.extend(storage.undated_writers_note(&writers));
+    if ctx.verbose {
+        // The downgrade note in full: one line by default, the paragraph under -v.
+        let short = core::status::downgrade_note(live.crd.cluster_dialect());
+        let full = core::status::downgrade_caveat(live.crd.cluster_dialect());
+        verdict.notes.iter_mut().filter(|n| **n == short).for_each(|n| *n = full.to_string());
+    }
     ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, storage: &storage, writers: &writers, verdict: &verdict })?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 
-/// What `--finalize` warns about before it asks.
-fn finalize_warning(dialect: Dialect) -> String {
+/// What `--finalize` warns about before it asks: the downgrade caveat in one line, in full under -v.
+fn finalize_warning(dialect: Dialect, verbose: bool) -> String {
+    let caveat = if verbose { core::status::downgrade_caveat(dialect).to_string() } else { core::status::downgrade_note(dialect) };
     format!(
-        "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {}.",
-        core::status::downgrade_caveat(dialect)
+        "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {caveat}."
     )
 }
 
@@ -300,7 +306,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         )));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    warn_line!("{}", finalize_warning(live.plan.dialect));
+    warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
         return super::declined();
     }
