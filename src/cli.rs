@@ -419,10 +419,11 @@ pub enum Schema {
     kubectl ciliumpool migrate --status               # exit 0 once v2alpha1 can be removed\n  \
     kubectl ciliumpool migrate --finalize             # storedVersions [v2]\n  \
     kubectl ciliumpool migrate -f manifests/ --check  # CI: exit 1 while a manifest needs converting\n  \
+    kubectl ciliumpool migrate -f manifests/ --diff   # what --in-place would change, as a diff\n  \
     kubectl ciliumpool migrate -f manifests/ --in-place\n\n\
-Runbook: docs/migration.md. Offline (-f): converts manifests and prints them (each file marked with a `# Source:` line), or rewrites them with --in-place.")]
+Runbook: docs/migration.md. Offline (-f): prints only the documents that change (each after a `# Source:` line), a diff with --diff, or rewrites the files with --in-place; --dry-run writes nothing.")]
 pub struct MigrateArgs {
-    /// Print the plan and stop; =server also sends every write as a server-side dry run
+    /// Print the plan and stop (with -f: show the changes, write nothing); =server also sends every write as a server-side dry run
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None)]
     pub dry_run: DryRun,
     /// Do not ask for confirmation (required when not on a terminal)
@@ -446,12 +447,15 @@ pub struct MigrateArgs {
     /// Offline (-f): the v2 shape to convert manifests to
     #[arg(long, value_enum, default_value_t = Schema::Upstream)]
     pub schema: Schema,
-    /// Offline (-f): rewrite the files instead of printing them
+    /// Offline (-f): rewrite the files instead of printing the changed documents (with --dry-run: write nothing)
     #[arg(long)]
     pub in_place: bool,
     /// Offline (-f): write nothing; exit 1 when any manifest still needs conversion
     #[arg(long, conflicts_with = "in_place")]
     pub check: bool,
+    /// Offline (-f): a unified diff per changed file instead of the documents; exit 1 when anything changes (as kubectl diff)
+    #[arg(long, conflicts_with = "check")]
+    pub diff: bool,
 }
 
 /// The hidden `__complete` subcommand (Cobra's protocol, for `kubectl_complete-ciliumpool`). It is

@@ -1,4 +1,5 @@
-//! Offline `migrate -f`: GitOps manifest conversion, `--check`, `--in-place` (no cluster).
+//! Offline `migrate -f`: GitOps manifest conversion, the changed documents, `--diff`, `--dry-run`,
+//! `--check`, `--in-place` (no cluster).
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -30,37 +31,149 @@ fn yaml(text: &str) -> Value {
 }
 
 #[test]
-fn converts_the_example_and_round_trips() {
+fn prints_only_the_documents_that_change() {
     let input = std::fs::read_to_string(EXAMPLE).unwrap();
-    let output = plugin().args(["migrate", "-f", EXAMPLE]).assert().success().get_output().stdout.clone();
-    let output = String::from_utf8(output).unwrap();
-    let (before, after) = (chunks(&input), chunks(&output));
-    assert_eq!(before.len(), after.len(), "document order and count kept");
-    for (old, new) in before.iter().zip(&after) {
-        let old_doc = yaml(old);
-        if old_doc["apiVersion"] == "cilium.io/v2" {
-            assert_eq!(old, new, "v2 documents are copied byte for byte");
-            continue;
+    let assert = plugin().args(["migrate", "-f", EXAMPLE]).assert().success();
+    let output = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let printed: Vec<String> = chunks(&output).into_iter().filter(|c| !c.trim().is_empty()).collect();
+    let sources: Vec<&str> = printed.iter().map(|c| c.lines().nth(1).unwrap()).collect();
+    // blue (already upstream v2) does not change and is not printed; each document names its
+    // file and place.
+    assert_eq!(
+        sources,
+        [
+            "# Source: examples/snapshot/pools.yaml, document 1 of 4 (line 1)",
+            "# Source: examples/snapshot/pools.yaml, document 3 of 4 (line 51)",
+            "# Source: examples/snapshot/pools.yaml, document 4 of 4 (line 78)",
+        ]
+    );
+    let before = chunks(&input);
+    for (chunk, index) in printed.iter().zip([0, 2, 3]) {
+        let (old, new) = (yaml(&before[index]), yaml(chunk));
+        assert_eq!(new["apiVersion"], "cilium.io/v2");
+        assert_eq!(new["metadata"]["annotations"]["cilium.io/migrated-to-v2"], "true");
+        assert_eq!(new["metadata"]["name"], old["metadata"]["name"]);
+        if old["apiVersion"] == "cilium.io/v2alpha1" {
+            let mut expected = old.clone();
+            expected["apiVersion"] = "cilium.io/v2".into();
+            expected["metadata"]["annotations"] = serde_json::json!({"cilium.io/migrated-to-v2": "true"});
+            assert_eq!(new, expected, "only apiVersion and the migration mark change");
         }
-        let mut expected = old_doc.clone();
-        expected["apiVersion"] = "cilium.io/v2".into();
-        expected["metadata"]["annotations"] = serde_json::json!({"cilium.io/migrated-to-v2": "true"});
-        assert_eq!(yaml(new), expected, "only apiVersion and the migration mark change");
     }
-    // The converted stream needs nothing more, and converting it again is the identity.
+    // The printed documents need nothing more: converting them again prints nothing.
     let tmp = tempfile::tempdir().unwrap();
     let converted = tmp.path().join("pools.yaml");
     std::fs::write(&converted, &output).unwrap();
-    // Nothing left to convert, but the example's CFP-shaped pool (green) is no upstream v2
-    // object: --check does not certify the set (an upstream v2 CRD would reject green).
-    let check = plugin().args(["migrate", "--check", "-f"]).arg(&converted).assert().code(1).get_output().stdout.clone();
-    let check = String::from_utf8(check).unwrap();
-    assert_eq!(check.lines().count(), 1, "{check}");
-    assert!(check.contains("CiliumPodIPPool green is in the cfp-v2 dialect"), "{check}");
-    let again = plugin().args(["migrate", "-f"]).arg(&converted).assert().success().get_output().stdout.clone();
-    assert_eq!(String::from_utf8(again).unwrap(), output);
-    // The converted manifests still make a valid snapshot with the same pools.
+    let again = plugin().args(["migrate", "-f"]).arg(&converted).assert().success();
+    assert_eq!(again.get_output().stdout, b"");
+    assert_eq!(String::from_utf8_lossy(&again.get_output().stderr), "nothing to convert in 1 file(s)\n");
+    // The converted documents still make a valid snapshot.
     plugin().args(["usage", "-o", "json", "-f"]).arg(&converted).assert().success();
+}
+
+/// The CFP pool green (`cidrs[].reservedRange`) becomes upstream `pool[].reservedRanges`, and
+/// the upstream pool blue becomes CFP: after `--in-place`, `--check` passes for either target.
+#[test]
+fn in_place_then_check_passes_for_both_dialects() {
+    for (schema, green_cidrs) in [("upstream", serde_json::json!(["10.60.0.0/20", "10.61.0.0/20"])), ("cfp", Value::Null)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let pools = tmp.path().join("pools.yaml");
+        std::fs::copy(EXAMPLE, &pools).unwrap();
+        plugin().args(["migrate", "--check", "--schema", schema, "-f"]).arg(&pools).assert().code(1);
+        plugin().args(["migrate", "--in-place", "--schema", schema, "-f"]).arg(&pools).assert().success();
+        let check = plugin().args(["migrate", "--check", "--schema", schema, "-f"]).arg(&pools).assert().code(0);
+        assert!(String::from_utf8_lossy(&check.get_output().stdout).starts_with("All CiliumPodIPPool manifests use cilium.io/v2"));
+        let text = std::fs::read_to_string(&pools).unwrap();
+        let docs = chunks(&text);
+        let (blue, green) = (yaml(&docs[1]), yaml(&docs[2]));
+        if schema == "upstream" {
+            assert_eq!(green["spec"]["ipv4"]["cidrs"], green_cidrs);
+            assert_eq!(
+                green["spec"]["ipv4"]["pool"],
+                serde_json::json!([{"cidr": "10.60.0.0/20", "reservedRanges": [{"start": "10.60.0.0", "end": "10.60.0.31"}]}])
+            );
+        } else {
+            assert_eq!(
+                blue["spec"]["ipv4"]["cidrs"],
+                serde_json::json!([{"cidr": "10.40.0.0/16", "reservedRange": "10.40.255.254-10.40.255.254"},
+                                   {"cidr": "10.41.0.0/16", "reservedRange": "10.41.0.0-10.41.255.255"}])
+            );
+            assert!(blue["spec"]["ipv4"].get("pool").is_none());
+        }
+        // The same reservations are seen before and after (nothing lost in either direction).
+        let reserved = |path: &Path| {
+            let out =
+                plugin().args(["reserve-range", "--list", "-o", "json", "-f"]).arg(path).assert().success().get_output().stdout.clone();
+            serde_json::from_slice::<Value>(&out).unwrap()["reservedRanges"].clone()
+        };
+        assert_eq!(reserved(&pools), reserved(Path::new(EXAMPLE)), "{schema}");
+    }
+}
+
+#[test]
+fn diff_is_a_unified_diff_with_kubectl_diff_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("sub")).unwrap();
+    std::fs::copy(EXAMPLE, tmp.path().join("sub/pools.yaml")).unwrap();
+    std::fs::copy("examples/snapshot/ciliumnodes.yaml", tmp.path().join("nodes.yaml")).unwrap();
+    let before = snapshot_dir(&tmp.path().join("sub"));
+    let assert = plugin().current_dir(tmp.path()).args(["migrate", "--diff", "-f", "."]).assert().code(1);
+    let diff = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(
+        diff.starts_with(
+            "--- a/sub/pools.yaml\n+++ b/sub/pools.yaml\n@@ -1,4 +1,4 @@\n-apiVersion: cilium.io/v2alpha1\n+apiVersion: cilium.io/v2\n"
+        ),
+        "{diff}"
+    );
+    assert_eq!(diff.matches("\n--- a/").count(), 0, "one file changes, one diff");
+    assert_eq!(String::from_utf8_lossy(&assert.get_output().stderr), "1 file(s) unchanged (nothing to convert), not shown\n");
+    assert_eq!(snapshot_dir(&tmp.path().join("sub")), before, "--diff writes nothing");
+    // The diff is what --in-place writes: applied with `patch`, it gives the same bytes.
+    let patched = std::process::Command::new("patch")
+        .current_dir(tmp.path())
+        .args(["-s", "-p1"])
+        .stdin(
+            std::fs::File::open({
+                let path = tmp.path().join("d.patch");
+                std::fs::write(&path, &diff).unwrap();
+                path
+            })
+            .unwrap(),
+        )
+        .status()
+        .unwrap();
+    assert!(patched.success());
+    let applied = std::fs::read(tmp.path().join("sub/pools.yaml")).unwrap();
+    std::fs::copy(EXAMPLE, tmp.path().join("sub/pools.yaml")).unwrap();
+    plugin().current_dir(tmp.path()).args(["migrate", "--in-place", "-f", "sub"]).assert().success();
+    assert_eq!(std::fs::read(tmp.path().join("sub/pools.yaml")).unwrap(), applied);
+    // Nothing left to change: no output, exit 0; a bad input: exit 2.
+    plugin().current_dir(tmp.path()).args(["migrate", "--diff", "-f", "sub"]).assert().code(0).stdout("");
+    std::fs::write(
+        tmp.path().join("sub/bad.yaml"),
+        "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: z}\nspec: {ipv4: {cidrs: [nope], maskSize: 24}}\n",
+    )
+    .unwrap();
+    plugin().current_dir(tmp.path()).args(["migrate", "--diff", "-f", "sub"]).assert().code(2).stdout("");
+}
+
+#[test]
+fn dry_run_with_files_shows_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(EXAMPLE, tmp.path().join("pools.yaml")).unwrap();
+    let before = snapshot_dir(tmp.path());
+    let shown = plugin().args(["migrate", "-f"]).arg(tmp.path()).assert().success().get_output().stdout.clone();
+    for extra in [&["--dry-run"][..], &["--in-place", "--dry-run"]] {
+        let assert = plugin().arg("migrate").args(extra).arg("-f").arg(tmp.path()).assert().success();
+        assert_eq!(assert.get_output().stdout, shown, "{extra:?} shows the changed documents");
+        assert_eq!(snapshot_dir(tmp.path()), before, "{extra:?} writes nothing");
+    }
+    let diff = plugin().args(["migrate", "--in-place", "--dry-run", "--diff", "-f"]).arg(tmp.path()).assert().code(1);
+    assert!(String::from_utf8_lossy(&diff.get_output().stdout).starts_with("--- a/"));
+    assert!(String::from_utf8_lossy(&diff.get_output().stderr).contains("dry run: nothing was written"));
+    plugin().args(["migrate", "--dry-run", "--exit-code", "-f"]).arg(tmp.path()).assert().code(1);
+    assert_eq!(snapshot_dir(tmp.path()), before);
+    plugin().args(["migrate", "--dry-run=server", "-f"]).arg(tmp.path()).assert().code(2).stdout("");
 }
 
 #[test]
@@ -69,7 +182,7 @@ fn check_exit_codes() {
         .args(["migrate", "--check", "-f", EXAMPLE])
         .assert()
         .code(1)
-        .stdout(predicates::str::contains("2 CiliumPodIPPool(s) to convert"));
+        .stdout(predicates::str::contains("3 CiliumPodIPPool(s) to convert"));
     let tmp = tempfile::tempdir().unwrap();
     let v2 = tmp.path().join("v2.yaml");
     std::fs::write(
@@ -123,9 +236,8 @@ fn in_place_converts_a_repository_and_keeps_other_files() {
     }
     let mixed_text = std::fs::read_to_string(&mixed).unwrap();
     assert!(mixed_text.starts_with(configmap), "the other document keeps its bytes and comments:\n{mixed_text}");
-    // Converted, but green (CFP-shaped) is still no upstream v2 object.
-    let check = plugin().args(["migrate", "--check", "-f"]).arg(tmp.path()).assert().code(1).get_output().stdout.clone();
-    assert!(String::from_utf8(check).unwrap().contains("green is in the cfp-v2 dialect"));
+    // Every pool converted, green from the CFP dialect too: the repository passes --check.
+    plugin().args(["migrate", "--check", "-f"]).arg(tmp.path()).assert().code(0);
 }
 
 #[test]

@@ -170,6 +170,7 @@ fn upstream_plan_apply_rerun_status_finalize() {
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("downgrade"), "the downgrade consequence is explained: {err}");
+    assert!(err.contains("docs/migration.md#6-") && !err.contains("schema-version label"), "in one line: {err}");
     assert_eq!(stored_versions(&cluster), r#"["v2"]"#);
     let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-o", "json"]);
     assert_eq!(code, 0, "{out}");
@@ -488,6 +489,12 @@ fn operator_storage_migration_midway_then_trimmed_needs_no_write() {
     assert!(out.contains("pools:           40 (40 migrated (40 by storage), 0 rewrite, 0 convert, 0 conflict, 0 blocked)"), "{out}");
     assert!(out.contains("safe to remove v2alpha1: yes"), "{out}");
     assert!(out.contains("note: downgrade to a Cilium that only knows v2alpha1"), "the downgrade caveat is stated: {out}");
+    // Once, in one line linking the runbook; the paragraph only under -v.
+    let downgrade: Vec<&str> = out.lines().filter(|l| l.starts_with("note: downgrade")).collect();
+    assert_eq!(downgrade.len(), 1, "{out}");
+    assert!(downgrade[0].contains("docs/migration.md#6-") && !out.contains("schema-version label"), "{out}");
+    let (_, verbose, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-v"]);
+    assert!(verbose.contains("schema-version label") && !verbose.contains("docs/migration.md#6-"), "{verbose}");
     let (_, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status", "-o", "json"]);
     let status: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(status["storage"]["state"], "v2");

@@ -2,18 +2,19 @@
 //! finalize) or in manifests (`-f`). The decisions live in `crate::migrate`; this file reads,
 //! asks, writes and reports.
 
-use super::{Context, emit};
-use crate::cli::{DryRun, MigrateArgs, Schema};
+mod offline;
+
+use super::Context;
+use crate::cli::{DryRun, MigrateArgs};
 use crate::error::{cluster, condition, input};
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
-use crate::migrate::{self as core, Change, Plan, State, backup, manifests};
+use crate::migrate::{self as core, Change, Plan, State, backup};
 use crate::model::crd::POOL_CRD_NAME;
-use crate::model::pool::pool_objects;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
 use crate::source::Input;
 use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target, Wording};
-use crate::source::{atomic, client, files};
+use crate::source::{atomic, client};
 use crate::terminal::Dialoguer;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -27,7 +28,7 @@ const STATUS_CHECK: &str = "check with `kubectl ciliumpool migrate --status`";
 
 pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
     let options = match &ctx.input {
-        Input::Files(paths) => return offline(&args, paths, ctx),
+        Input::Files(paths) => return offline::run(&args, paths, ctx),
         Input::Cluster(options) => options,
     };
     let conn = client::connect(options).await?;
@@ -271,15 +272,21 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     let mut verdict = core::verdict(&live.crd, &live.plan, &writers);
     let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
     verdict.notes.extend(storage.undated_writers_note(&writers));
+    if ctx.verbose {
+        // The downgrade note in full: one line by default, the paragraph under -v.
+        let short = core::status::downgrade_note(live.crd.cluster_dialect());
+        let full = core::status::downgrade_caveat(live.crd.cluster_dialect());
+        verdict.notes.iter_mut().filter(|n| **n == short).for_each(|n| *n = full.to_string());
+    }
     ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, storage: &storage, writers: &writers, verdict: &verdict })?;
     Ok(if verdict.safe_to_remove_v2alpha1 { 0 } else { 1 })
 }
 
-/// What `--finalize` warns about before it asks.
-fn finalize_warning(dialect: Dialect) -> String {
+/// What `--finalize` warns about before it asks: the downgrade caveat in one line, in full under -v.
+fn finalize_warning(dialect: Dialect, verbose: bool) -> String {
+    let caveat = if verbose { core::status::downgrade_caveat(dialect).to_string() } else { core::status::downgrade_note(dialect) };
     format!(
-        "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {}.",
-        core::status::downgrade_caveat(dialect)
+        "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {caveat}."
     )
 }
 
@@ -299,7 +306,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         )));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    warn_line!("{}", finalize_warning(live.plan.dialect));
+    warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
         return super::declined();
     }
@@ -326,153 +333,4 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
             Err(failed.into_error(conn, &Wording { read: &read, write: &write, check: STATUS_CHECK }))
         }
     }
-}
-
-// --- offline ----------------------------------------------------------------------------------
-
-/// One input file and its conversion.
-struct ConvertedFile {
-    name: String,
-    path: Option<PathBuf>,
-    outcome: manifests::Outcome,
-}
-
-fn offline(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
-    let target = match args.schema {
-        Schema::Upstream => Dialect::UpstreamV2,
-        Schema::Cfp => Dialect::CfpV2,
-    };
-    // Convert everything first: a later invalid document must not leave a half-converted set.
-    let texts = files::read(paths)?;
-    let parsed = texts
-        .iter()
-        .map(|f| Ok(crate::source::inputs::LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?)))
-        .collect::<Result<Vec<_>>>()?;
-    if args.in_place {
-        files::refuse_duplicates(&parsed)?;
-    } else {
-        files::warn_duplicates(&parsed);
-    }
-    let results = texts
-        .into_iter()
-        .map(|file| {
-            let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
-            Ok(ConvertedFile { name: file.name, path: file.path, outcome })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    // Every pool document is checked, not only those that needed converting: a directory
-    // holding an invalid pool is neither rewritten nor certified. A pool of the other v2 dialect
-    // is left as it is, and `--check` does not pass it.
-    let (invalid, wrong_shape) = check_pools(&parsed, target);
-    if let Some(problem) = invalid.first() {
-        return Err(input(format!(
-            "{problem}; nothing was written{}",
-            if invalid.len() > 1 { format!(" ({} invalid pools in all)", invalid.len()) } else { String::new() }
-        )));
-    }
-    if args.check {
-        return check_manifests(&results, &wrong_shape, target, ctx);
-    }
-    for problem in &wrong_shape {
-        warn_line!("warning: {problem}");
-    }
-    if args.in_place {
-        return rewrite_in_place(&results);
-    }
-    print_converted(&results, ctx)
-}
-
-/// `--check`: the files with pools to convert and the pools of the other dialect; exit 1 if any.
-fn check_manifests(results: &[ConvertedFile], wrong_shape: &[String], target: Dialect, ctx: &Context) -> Result<i32> {
-    let pending: Vec<_> = results.iter().filter(|r| r.outcome.converted > 0).collect();
-    let mut out = String::new();
-    for file in &pending {
-        out.push_str(&format!(
-            "{}: {} CiliumPodIPPool(s) to convert to cilium.io/v2 ({})\n",
-            crate::escape::Field(&file.name),
-            file.outcome.converted,
-            target.name()
-        ));
-    }
-    for problem in wrong_shape {
-        out.push_str(&format!("{}\n", crate::escape::Field(problem)));
-    }
-    if pending.is_empty() && wrong_shape.is_empty() && ctx.style.headers {
-        out.push_str(&format!("All CiliumPodIPPool manifests use cilium.io/v2 ({}).\n", target.name()));
-    }
-    ctx.human(&out)?;
-    Ok(if pending.is_empty() && wrong_shape.is_empty() { 0 } else { 1 })
-}
-
-/// `--in-place`: every converted file rewritten, all staged before the first is replaced so an
-/// unwritable one stops the run with nothing written.
-fn rewrite_in_place(results: &[ConvertedFile]) -> Result<i32> {
-    if results.iter().any(|r| r.path.is_none()) {
-        return Err(input("--in-place cannot rewrite standard input"));
-    }
-    let pending: Vec<_> = results.iter().filter(|r| r.outcome.converted > 0).collect();
-    let mut staged = Vec::new();
-    for file in &pending {
-        let path = file.path.as_ref().expect("checked above");
-        staged.push(
-            atomic::stage(path, file.outcome.text.as_bytes(), 0o644)
-                .with_context(|| format!("cannot rewrite {}; nothing was written", file.name))?,
-        );
-    }
-    let converted: Vec<usize> = pending.iter().map(|r| r.outcome.converted).collect();
-    for (written, n) in atomic::commit(staged)?.iter().zip(converted) {
-        warn_line!("{written}: converted {n} CiliumPodIPPool(s)");
-    }
-    if pending.is_empty() {
-        warn_line!("nothing to convert");
-    }
-    Ok(0)
-}
-
-/// The converted manifests on stdout. Several files become one stream, each file marked as
-/// `helm template` marks its output: a `---` line and a `# Source: <path>` comment (the file's
-/// own leading bare `---` is that line). One file is printed as it is, so that converting the
-/// output again changes nothing.
-fn print_converted(results: &[ConvertedFile], ctx: &Context) -> Result<i32> {
-    let mut out = String::new();
-    for file in results {
-        if results.len() == 1 {
-            out.push_str(&file.outcome.text);
-            break;
-        }
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!("---\n# Source: {}\n", crate::escape::field(&file.name)));
-        out.push_str(file.outcome.text.strip_prefix("---\n").unwrap_or(&file.outcome.text));
-    }
-    // Into a pipe or a file the manifest is the files' own bytes (`| diff`, `> converted.yaml`);
-    // a person at a terminal sees what the documents the plugin did not rewrite hold escaped.
-    if ctx.stdout_terminal {
-        emit(&crate::escape::block(&out, false))?
-    } else {
-        emit(&out)?
-    }
-    Ok(0)
-}
-
-/// (invalid pools, pools of the other v2 dialect than `target`) among every pool document, as
-/// one line each naming the file and the pool.
-fn check_pools(files: &[crate::source::inputs::LoadedFile], target: Dialect) -> (Vec<String>, Vec<String>) {
-    let (mut invalid, mut wrong_shape) = (Vec::new(), Vec::new());
-    for file in files {
-        for pool in file.documents.iter().flat_map(pool_objects) {
-            let decoded = crate::model::Pool::decode(pool, Some(target));
-            let name = if decoded.name.is_empty() { "(no name)" } else { decoded.name.as_str() };
-            if let Some(issue) = decoded.issues.first() {
-                invalid.push(format!("{}: CiliumPodIPPool {name} is invalid: {issue}", file.name));
-            } else if target == Dialect::UpstreamV2 && decoded.dialect == Dialect::CfpV2 {
-                wrong_shape.push(format!(
-                    "{}: CiliumPodIPPool {name} is in the cfp-v2 dialect (object cidrs), which an upstream cilium.io/v2 CRD rejects; pass --schema cfp if the cluster runs the CFP's CRD",
-                    file.name
-                ));
-            }
-        }
-    }
-    (invalid, wrong_shape)
 }

@@ -160,13 +160,16 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
             }
         }
         Command::Migrate(args) => {
-            if offline && (args.status || args.finalize || args.dry_run != DryRun::None || args.backup.is_some()) {
+            if offline && (args.status || args.finalize || args.backup.is_some()) {
                 return Err(input(
-                    "--status, --finalize, --dry-run and --backup work on a live cluster; with -f, manifests are converted (print, --in-place or --check)",
+                    "--status, --finalize and --backup work on a live cluster; with -f, manifests are converted (print, --diff, --in-place or --check)",
                 ));
             }
-            if !offline && (args.in_place || args.check) {
-                return Err(input("--in-place and --check convert manifests: pass -f FILE|DIR"));
+            if offline && args.dry_run == DryRun::Server {
+                return Err(input("--dry-run=server needs a cluster; with -f use --dry-run (the changes are shown, nothing is written)"));
+            }
+            if !offline && (args.in_place || args.check || args.diff) {
+                return Err(input("--in-place, --check and --diff convert manifests: pass -f FILE|DIR"));
             }
         }
         _ => {}

@@ -3,6 +3,7 @@
 //! carried over untouched.
 
 use crate::model::pool::MIGRATED_ANNOTATION;
+use crate::model::pool::ReservedRange;
 use crate::model::{Dialect, Family, Pool};
 use serde_json::{Map, Value};
 
@@ -16,7 +17,8 @@ pub enum Change {
     None,
     /// Same data, re-encoded through v2 (apiVersion and/or the annotation change).
     Rewrite,
-    /// The shape changes: string `cidrs` become `{cidr}` objects (CFP).
+    /// The shape changes between the v2 dialects: string `cidrs` become `{cidr}` objects (CFP),
+    /// or object `cidrs` become strings with their reservations in `pool[]` (upstream).
     Reshape,
 }
 
@@ -45,7 +47,12 @@ pub fn to_v2(obj: &Value, target: Dialect) -> Result<Converted, String> {
         object["apiVersion"] = Value::from(V2_API_VERSION);
         change = Change::Rewrite;
     }
-    if target == Dialect::CfpV2 && reshape_cidrs(&mut object)? {
+    let reshaped = match target {
+        Dialect::CfpV2 => reshape_cidrs(&mut object)?,
+        Dialect::UpstreamV2 => to_upstream(&mut object)?,
+        Dialect::V2alpha1 => false,
+    };
+    if reshaped {
         change = Change::Reshape;
     }
     if !is_migrated(&object) {
@@ -57,24 +64,99 @@ pub fn to_v2(obj: &Value, target: Dialect) -> Result<Converted, String> {
     Ok(Converted { object, change })
 }
 
-/// CFP: every string in `spec.<family>.cidrs` becomes `{cidr: <the original string>}`;
-/// object items (with any `reservedRange`) stay as they are. Returns whether anything changed.
+/// CFP: every string in `spec.<family>.cidrs` becomes `{cidr: <the original string>}`; object
+/// items (with any `reservedRange`) stay as they are. An upstream `pool[]` reservation moves into
+/// its CIDR's `reservedRange` (`start-end`); the CFP shape holds one range per CIDR, so more is
+/// refused rather than lost. Returns whether anything changed.
 fn reshape_cidrs(object: &mut Value) -> Result<bool, String> {
     let mut changed = false;
     for family in Family::ALL {
-        let Some(fam) = object.pointer_mut(&format!("/spec/{}", family.name())).and_then(Value::as_object_mut) else { continue };
-        if fam.contains_key("pool") {
-            return Err(format!(
-                "spec.{}.pool is upstream-v2 (reservedRanges); the CFP shape has no equivalent — convert with --schema upstream",
-                family.name()
-            ));
-        }
+        let field = family.name();
+        let Some(fam) = object.pointer_mut(&format!("/spec/{field}")).and_then(Value::as_object_mut) else { continue };
+        let ranges = match fam.remove("pool") {
+            Some(pool) => {
+                changed = true;
+                cfp_ranges(&pool, field)?
+            }
+            None => Map::new(),
+        };
+        let mut unplaced = ranges.clone();
         for item in fam.get_mut("cidrs").and_then(Value::as_array_mut).into_iter().flatten() {
             if let Value::String(cidr) = item {
                 let mut entry = Map::new();
                 entry.insert("cidr".into(), Value::String(std::mem::take(cidr)));
                 *item = Value::Object(entry);
                 changed = true;
+            }
+            let cidr = item.get("cidr").and_then(Value::as_str).unwrap_or_default().to_string();
+            if let Some(range) = unplaced.remove(&cidr) {
+                if item.get("reservedRange").is_some_and(|r| r.as_str() != Some("") && *r != range) {
+                    return Err(format!("spec.{field}.cidrs {cidr} has a reservedRange and a pool[] reservation; keep one"));
+                }
+                item["reservedRange"] = range;
+            }
+        }
+        if let Some(cidr) = unplaced.keys().next() {
+            return Err(format!("spec.{field}.pool reserves a range in {cidr}, which is not in spec.{field}.cidrs"));
+        }
+    }
+    Ok(changed)
+}
+
+/// An upstream `pool[]` as CFP `reservedRange` strings by CIDR; more than one range in a CIDR
+/// has no CFP equivalent.
+fn cfp_ranges(pool: &Value, field: &str) -> Result<Map<String, Value>, String> {
+    let mut ranges = Map::new();
+    for (i, entry) in pool.as_array().into_iter().flatten().enumerate() {
+        let cidr = entry.get("cidr").and_then(Value::as_str).unwrap_or_default();
+        match entry.get("reservedRanges").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+            [] => {}
+            [range] => {
+                let end = |k: &str| range.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                ranges.insert(cidr.to_string(), Value::String(format!("{}-{}", end("start"), end("end"))));
+            }
+            more => {
+                return Err(format!(
+                    "spec.{field}.pool[{i}] reserves {} ranges in {cidr}; the CFP shape holds one reservedRange per CIDR — convert with --schema upstream",
+                    more.len()
+                ));
+            }
+        }
+    }
+    Ok(ranges)
+}
+
+/// Upstream: every object item of `spec.<family>.cidrs` becomes its `cidr` string and its
+/// `reservedRange` (`start-end`, or one address) an entry of `pool[].reservedRanges`. Returns
+/// whether anything changed.
+fn to_upstream(object: &mut Value) -> Result<bool, String> {
+    let mut changed = false;
+    for family in Family::ALL {
+        let field = family.name();
+        let Some(fam) = object.pointer_mut(&format!("/spec/{field}")).and_then(Value::as_object_mut) else { continue };
+        let mut reserved = Vec::new();
+        for item in fam.get_mut("cidrs").and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(entry) = item.as_object() else { continue };
+            let cidr = entry.get("cidr").and_then(Value::as_str).unwrap_or_default().to_string();
+            if let Some(range) = entry.get("reservedRange").and_then(Value::as_str).filter(|r| !r.trim().is_empty()) {
+                let range = ReservedRange::from_dash(range);
+                reserved.push((cidr.clone(), serde_json::json!({"start": range.start, "end": range.end})));
+            }
+            *item = Value::String(cidr);
+            changed = true;
+        }
+        if reserved.is_empty() {
+            continue;
+        }
+        let pool = fam.entry("pool").or_insert_with(|| Value::Array(Vec::new()));
+        let Some(entries) = pool.as_array_mut() else { return Err(format!("spec.{field}.pool is not a list")) };
+        for (cidr, range) in reserved {
+            match entries.iter_mut().find(|e| e.get("cidr").and_then(Value::as_str) == Some(cidr.as_str())) {
+                Some(entry) => match entry.get_mut("reservedRanges").and_then(Value::as_array_mut) {
+                    Some(ranges) => ranges.push(range),
+                    None => entry["reservedRanges"] = Value::Array(vec![range]),
+                },
+                None => entries.push(serde_json::json!({"cidr": cidr, "reservedRanges": [range]})),
             }
         }
     }
@@ -159,7 +241,39 @@ mod tests {
         assert!(to_v2(&obj, Dialect::UpstreamV2).unwrap_err().contains("not-a-cidr"));
         let upstream = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "b"},
             "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24, "pool": [{"cidr": "10.0.0.0/16", "reservedRanges": []}]}}});
-        assert!(to_v2(&upstream, Dialect::CfpV2).unwrap_err().contains("spec.ipv4.pool"));
         assert_eq!(to_v2(&upstream, Dialect::UpstreamV2).unwrap().change, Change::Rewrite);
+        let mut two = upstream.clone();
+        two["spec"]["ipv4"]["pool"][0]["reservedRanges"] =
+            json!([{"start": "10.0.0.1", "end": "10.0.0.1"}, {"start": "10.0.0.9", "end": "10.0.0.10"}]);
+        assert!(to_v2(&two, Dialect::CfpV2).unwrap_err().contains("spec.ipv4.pool[0] reserves 2 ranges"));
+        let mut stray = upstream;
+        stray["spec"]["ipv4"]["pool"][0] = json!({"cidr": "10.9.0.0/16", "reservedRanges": [{"start": "10.9.0.1", "end": "10.9.0.1"}]});
+        assert!(to_v2(&stray, Dialect::CfpV2).unwrap_err().contains("10.9.0.0/16, which is not in spec.ipv4.cidrs"));
+    }
+
+    /// The two v2 dialects carry the same reservations: each converts into the other and back.
+    #[test]
+    fn converts_between_the_v2_dialects() {
+        let cfp = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool",
+            "metadata": {"name": "g", "annotations": {MIGRATED_ANNOTATION: "true"}},
+            "spec": {"ipv4": {"cidrs": [{"cidr": "10.60.0.0/20", "reservedRange": "10.60.0.0-10.60.0.31"}, {"cidr": "10.61.0.0/20"}],
+                              "maskSize": 26},
+                     "ipv6": {"cidrs": [{"cidr": "fd00::/112", "reservedRange": "fd00::1"}], "maskSize": 120}}});
+        let up = to_v2(&cfp, Dialect::UpstreamV2).unwrap();
+        assert_eq!(up.change, Change::Reshape);
+        assert_eq!(
+            up.object["spec"]["ipv4"],
+            json!({"cidrs": ["10.60.0.0/20", "10.61.0.0/20"], "maskSize": 26,
+                   "pool": [{"cidr": "10.60.0.0/20", "reservedRanges": [{"start": "10.60.0.0", "end": "10.60.0.31"}]}]})
+        );
+        assert_eq!(
+            up.object["spec"]["ipv6"]["pool"],
+            json!([{"cidr": "fd00::/112", "reservedRanges": [{"start": "fd00::1", "end": "fd00::1"}]}])
+        );
+        assert_eq!(to_v2(&up.object, Dialect::UpstreamV2).unwrap().change, Change::None);
+        let back = to_v2(&up.object, Dialect::CfpV2).unwrap();
+        assert_eq!(back.change, Change::Reshape);
+        assert_eq!(back.object["spec"]["ipv4"], cfp["spec"]["ipv4"]);
+        assert_eq!(back.object["spec"]["ipv6"]["cidrs"], json!([{"cidr": "fd00::/112", "reservedRange": "fd00::1-fd00::1"}]));
     }
 }

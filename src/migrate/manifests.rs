@@ -16,7 +16,8 @@ pub struct Outcome {
     pub converted: usize,
 }
 
-/// Whether a pool document still needs conversion to the `target` v2 shape.
+/// Whether a pool document still needs conversion to the `target` v2 shape: it is v2alpha1, or
+/// in the other v2 dialect (CFP object `cidrs`, or upstream strings and `pool[]`).
 pub fn needs_conversion(doc: &Value, target: Dialect) -> bool {
     if !is_pool_object(doc) {
         return false;
@@ -24,10 +25,14 @@ pub fn needs_conversion(doc: &Value, target: Dialect) -> bool {
     if doc.get("apiVersion").and_then(Value::as_str) == Some(V2ALPHA1_API_VERSION) {
         return true;
     }
-    target == Dialect::CfpV2
-        && Family::ALL.iter().any(|f| {
-            doc.pointer(&format!("/spec/{}/cidrs", f.name())).and_then(Value::as_array).is_some_and(|c| c.iter().any(Value::is_string))
-        })
+    Family::ALL.iter().any(|f| {
+        let fam = doc.pointer(&format!("/spec/{}", f.name()));
+        let cidrs = fam.and_then(|f| f.get("cidrs")).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        match target {
+            Dialect::CfpV2 => cidrs.iter().any(Value::is_string) || fam.is_some_and(|f| f.get("pool").is_some()),
+            _ => cidrs.iter().any(Value::is_object),
+        }
+    })
 }
 
 /// Converts a pool, or the pools inside a `List`; `None` when nothing needs conversion.
@@ -59,6 +64,55 @@ pub fn convert_text(text: &str, name: &str, target: Dialect) -> Result<Outcome, 
     })
     .map_err(|e| e.to_string())?;
     Ok(Outcome { text: rewritten.text, converted })
+}
+
+/// One document that a conversion changed, as it stands in the converted text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ChangedDocument<'a> {
+    /// 1-based position among the file's documents, and how many there are.
+    pub index: usize,
+    pub of: usize,
+    /// The line it starts on in the converted text.
+    pub line: usize,
+    pub text: &'a str,
+}
+
+/// The documents of `after` that differ from those of `before`. A JSON file (one document), or a
+/// conversion that changed how many documents there are, is the whole file.
+pub fn changed_documents<'a>(before: &str, after: &'a str) -> Vec<ChangedDocument<'a>> {
+    if before == after {
+        return Vec::new();
+    }
+    let (old, new) = (manifest::documents(before), manifest::documents(after));
+    if old.len() != new.len() {
+        return vec![ChangedDocument { index: 1, of: 1, line: 1, text: after }];
+    }
+    let of = new.len();
+    old.iter()
+        .zip(&new)
+        .enumerate()
+        .filter(|(_, (o, n))| o.text != n.text)
+        .map(|(i, (_, n))| ChangedDocument { index: i + 1, of, line: n.line, text: n.text })
+        .collect()
+}
+
+/// A unified diff of one file, as `git diff` prints it (`--- a/path`, `+++ b/path`, hunks with
+/// three lines of context); empty when nothing changed. The path loses a leading `./` or `/`, as
+/// `git apply` wants it (`patch -p1` from the directory the paths are relative to).
+pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+    if before == after {
+        return String::new();
+    }
+    let mut path = path;
+    while let Some(rest) = path.strip_prefix("./").or_else(|| path.strip_prefix('/')) {
+        path = rest;
+    }
+    let diff = similar::TextDiff::from_lines(before, after);
+    let mut out = diff.unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -190,8 +190,21 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
             earlier.join(", ")
         ));
     }
-    notes.push(downgrade_caveat(crd.cluster_dialect()).to_string());
+    notes.push(downgrade_note(crd.cluster_dialect()).to_string());
     Verdict { safe_to_remove_v2alpha1: pending.is_empty(), pending, notes }
+}
+
+/// Where the runbook explains a downgrade in full.
+pub const DOWNGRADE_DOC: &str = "docs/migration.md#6-when-ciliums-operator-migrates-storage-itself";
+
+/// [`downgrade_caveat`] in one line with a link to the runbook: what `--status` and `--finalize`
+/// say by default (the full text is under `-v`).
+pub fn downgrade_note(dialect: Dialect) -> String {
+    let what = match dialect {
+        Dialect::CfpV2 => "restore the backup's v2alpha1 view first; keep v2alpha1 served",
+        _ => "keep v2alpha1 served; it does not see reserved ranges in pool[]",
+    };
+    format!("downgrade to a Cilium that only knows v2alpha1: {what} ({DOWNGRADE_DOC}; -v for details)")
 }
 
 /// What a downgrade to a Cilium that only knows v2alpha1 (1.20 and older) needs, per dialect
@@ -213,6 +226,22 @@ pub fn downgrade_caveat(dialect: Dialect) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default downgrade note is one short line whose link names a heading of the runbook.
+    #[test]
+    fn downgrade_note_is_one_line_linking_the_runbook() {
+        let runbook = include_str!("../../docs/migration.md");
+        let anchor = DOWNGRADE_DOC.split_once('#').unwrap().1;
+        let slug = |heading: &str| {
+            heading.to_lowercase().chars().filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-').collect::<String>().replace(' ', "-")
+        };
+        assert!(runbook.lines().filter_map(|l| l.strip_prefix("## ")).any(|h| slug(h) == anchor), "{anchor} is no heading");
+        for dialect in [Dialect::UpstreamV2, Dialect::CfpV2] {
+            let note = downgrade_note(dialect);
+            assert!(!note.contains('\n') && note.len() <= 200, "{note}");
+            assert!(note.contains(DOWNGRADE_DOC), "{note}");
+        }
+    }
     use crate::migrate::plan::plan;
     use serde_json::json;
 
