@@ -50,6 +50,9 @@ pub enum ProblemKind {
     /// A pool name or the IPAM mode holds characters a terminal would act on (`escape::is_unsafe`):
     /// shown escaped, and left out of `-o openmetrics`, whose label values cannot escape them.
     UnprintableName,
+    /// The input cannot show something the figures or checks need (`model::caveat`): info, so
+    /// `--severity warning` leaves it out.
+    InputIncomplete,
     /// Fleet (docs/fleet.md): pool CIDRs of two clusters overlap.
     FleetOverlappingCidrs,
     /// Fleet: two clusters have the same cilium-config `cluster-name`.
