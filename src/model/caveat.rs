@@ -17,7 +17,7 @@ pub struct Caveat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CaveatKind {
-    /// Pools read through v2alpha1 (a sysdump lists them so) and no CRD says v2 is not served:
+    /// Every pool read through v2alpha1 (a sysdump lists them so) and no CRD says v2 is not served:
     /// v2-only reserved ranges, and so draining CIDRs, are not in the input.
     PoolsThroughV2alpha1,
     /// Files without CiliumNodes: which blocks are allocated is unknown.
@@ -43,8 +43,11 @@ pub const V2ALPHA1_VIEW: &str = "pools were read through cilium.io/v2alpha1 and 
 pub fn caveats(snapshot: &Snapshot, files: bool, namespace: Option<&str>) -> Vec<Caveat> {
     let mut out = Vec::new();
     let mut add = |kind, message: String| out.push(Caveat { kind, message });
-    // With the CRD in the input, its versions say whether v2 exists (and live reads use v2 when it is served).
-    if snapshot.crd.is_none() && snapshot.pools.iter().any(|p| p.dialect == Dialect::V2alpha1) {
+    // Every pool read through v2alpha1 is a listing through it (a sysdump's). One pool of a v2
+    // dialect shows the input holds v2 objects, reservations included; the CRD's versions say
+    // whether v2 exists (and live reads use v2 when it is served).
+    let pools = &snapshot.pools;
+    if snapshot.crd.is_none() && !pools.is_empty() && pools.iter().all(|p| p.dialect == Dialect::V2alpha1) {
         add(CaveatKind::PoolsThroughV2alpha1, V2ALPHA1_VIEW.to_string());
     }
     if files {
