@@ -1,6 +1,6 @@
 //! A snapshot: everything the allocator needs, from whichever source (cluster or files).
 
-use super::caveat::{Caveat, CaveatKind, caveats};
+use super::caveat::{Caveat, CaveatKind, Contents, caveats};
 use super::crd::{CrdInfo, POOL_CRD_NAME};
 use super::ipam::IpamConfig;
 use super::node::Node;
@@ -135,8 +135,18 @@ impl Snapshot {
     /// (before `-n` filters the pods of files). Files with neither Pods nor CiliumEndpoints
     /// leave used addresses unknown, as a live read that could read neither does.
     pub fn set_origin(&mut self, origin: Origin) {
-        let caveats = caveats(self, origin.kind == "files", origin.namespace.as_deref());
-        if origin.kind == "files" && self.pods.as_ref().is_none_or(Vec::is_empty) && self.endpoints.as_ref().is_none_or(Vec::is_empty) {
+        let held = |list: Option<usize>| list.is_some_and(|n| n > 0);
+        let contents = Contents {
+            files: origin.kind == "files",
+            only_v2alpha1_pools: !self.pools.is_empty() && self.pools.iter().all(|p| p.dialect == Dialect::V2alpha1),
+            crd: self.crd.is_some(),
+            nodes: !self.nodes.is_empty(),
+            pods: held(self.pods.as_ref().map(Vec::len)),
+            endpoints: held(self.endpoints.as_ref().map(Vec::len)),
+            namespace: origin.namespace.as_deref(),
+        };
+        let caveats = caveats(&contents);
+        if contents.files && !contents.pods && !contents.endpoints {
             (self.pods, self.endpoints) = (None, None);
         }
         let warnings = caveats.iter().map(|c| c.message.clone()).collect();
