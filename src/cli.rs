@@ -324,7 +324,7 @@ pub struct IpArgs {
     kubectl ciliumpool check blue green               # only the problems of these pools\n  \
     kubectl ciliumpool check --severity error -o name # the objects with errors, for scripts\n  \
     kubectl ciliumpool check -f ./sysdump/            # offline, from an extracted cilium sysdump\n\n\
-Exit codes: 0 no problem at or above --severity, 1 problems found.")]
+Exit codes: 0 no problem at or above --severity (input-incomplete, which describes the input, does not count), 1 problems found.")]
 pub struct CheckArgs {
     /// Pools whose problems to report (default: every problem, the cluster-wide ones too)
     pub pools: Vec<String>,

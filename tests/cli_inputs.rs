@@ -482,3 +482,141 @@ fn other_modes_say_so_in_one_line() {
         assert!(stdout.starts_with("IPAM mode azure: "), "{stdout}");
     }
 }
+
+// --- input caveats (docs/inputs.md, "What an input cannot show") --------------------------------
+
+/// The example file `name` (examples/snapshot).
+fn example_file(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot").join(name).display().to_string()
+}
+
+/// Each read command on `inputs`: the kinds its document's `source.caveats` names, and the
+/// `warning:` lines its stderr holds, checked against `expected` (kind, a word of the message).
+fn assert_caveats(inputs: &[&str], expected: &[(&str, &str)], label: &str) {
+    let kinds: Vec<&str> = expected.iter().map(|(kind, _)| *kind).collect();
+    let commands: [&[&str]; 5] = [&["usage"], &["inspect"], &["check"], &["ip", "10.40.0.1"], &["reserve-range", "--list"]];
+    for command in commands {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend(inputs);
+        let with = |output: &[&'static str]| -> Vec<&str> { args.iter().chain(output).copied().collect() };
+        let (code, stdout, stderr) = run(&with(&["-o", "json"]));
+        assert!(code == 0 || code == 1, "{label} {command:?}: {stderr}");
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        let caveats = doc["source"]["caveats"].as_array().cloned().unwrap_or_default();
+        let got: Vec<&str> = caveats.iter().map(|c| c["kind"].as_str().unwrap()).collect();
+        assert_eq!(got, kinds, "{label} {command:?}: {}", doc["source"]);
+        // One channel: one `warning:` line per caveat (whatever -o says), the same text; never in
+        // the Sources line (usage's table prints it).
+        let text_stderr = if command == ["usage"] { run(&with(&[])).2 } else { stderr };
+        for (caveat, (_, word)) in caveats.iter().zip(expected) {
+            let message = caveat["message"].as_str().unwrap();
+            assert!(message.contains(word), "{label}: {message}");
+            let line = format!("warning: {message}");
+            assert_eq!(text_stderr.lines().filter(|l| *l == line).count(), 1, "{label} {command:?}: {line}\n{text_stderr}");
+            assert!(!text_stderr.lines().any(|l| l.starts_with("Sources:") && l.contains(message)), "{text_stderr}");
+        }
+        let warned = text_stderr.lines().filter(|l| l.starts_with("warning:")).count();
+        assert_eq!(warned, expected.len(), "{label} {command:?}: no other warning line\n{text_stderr}");
+        if command == ["check"] {
+            let problems: Vec<(&str, &str)> = doc["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["kind"] == "input-incomplete")
+                .map(|p| (p["severity"].as_str().unwrap(), p["object"].as_str().unwrap()))
+                .collect();
+            let objects: Vec<String> = kinds.iter().map(|k| format!("Input/{k}")).collect();
+            let mut wanted: Vec<(&str, &str)> = objects.iter().map(|o| ("info", o.as_str())).collect();
+            wanted.sort();
+            assert_eq!(problems, wanted, "{label}: one input-incomplete problem (info) per caveat");
+        }
+    }
+}
+
+#[test]
+fn each_caveat_is_said_when_the_input_lacks_it_and_only_then() {
+    let d = dumps();
+    let (pools, nodes, pods, endpoints) =
+        (example_file("pools.yaml"), example_file("ciliumnodes.yaml"), example_file("pods.yaml"), example_file("ciliumendpoints.json"));
+    let (crd, example_dir) = (example_file("crd-ciliumpodippools.yaml"), example_file(""));
+    // Everything: nothing to say.
+    assert_caveats(&["-f", &example_dir], &[], "the example");
+    // Pools of both dialects: v2 reservations are in the input (blue's), so no v2alpha1 caveat.
+    assert_caveats(&["-f", &pools], &[("no-cilium-nodes", "CiliumNodes"), ("no-pods", "no Pods and no CiliumEndpoints")], "pools");
+    assert_caveats(&["-f", &pools, "-f", &nodes], &[("no-pods", "no Pods and no CiliumEndpoints")], "pools and nodes");
+    assert_caveats(&["-f", &pools, "-f", &nodes, "-f", &endpoints], &[("no-pods", "CiliumEndpoints and node addresses only")], "no pods");
+    assert_caveats(&["-f", &pools, "-f", &nodes, "-f", &pods], &[], "pods without CiliumEndpoints");
+    // A sysdump lists pools through v2alpha1; its CRD (or a v2 listing) lifts the caveat.
+    assert_caveats(&["-f", path(&d.zip)], &[("pools-through-v2alpha1", "kubectl get ciliumpodippools.v2.cilium.io")], "sysdump");
+    assert_caveats(&["-f", path(&d.sysdump), "-f", &crd], &[], "sysdump and CRD");
+    assert_caveats(&["-f", path(&d.sysdump), "-f", &pools], &[], "sysdump and the v2 pools");
+    assert_caveats(&["-n", "kube-system", "-f", &example_dir], &[("namespace-filter", "kube-system")], "-n");
+}
+
+#[test]
+fn unknown_is_not_zero() {
+    let (pools, nodes) = (example_file("pools.yaml"), example_file("ciliumnodes.yaml"));
+    // No Pods and no CiliumEndpoints: USED is `?` (one word: --no-headers rows keep their fields),
+    // null in JSON and no series in OpenMetrics; UTIL is known (the nodes are there).
+    for (inputs, util_known) in [(vec!["-f", &pools, "-f", &nodes], true), (vec!["-f", &pools], false)] {
+        let args =
+            |more: &[&'static str]| ["usage"].iter().copied().chain(inputs.iter().copied()).chain(more.iter().copied()).collect::<Vec<_>>();
+        let (code, table, stderr) = run(&args(&["--no-headers"]));
+        assert_eq!(code, 0, "{stderr}");
+        let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows.len(), 6, "{table}");
+        for row in &rows {
+            assert_eq!(row.len(), 10, "POOL ... UTIL, one word each: {row:?}");
+            assert_eq!(row[7], "?", "USED: {row:?}");
+            assert_eq!(row[9] == "?", !util_known, "UTIL: {row:?}");
+            assert!(util_known || row[6] == "0", "no CiliumNodes: nothing allocated in the input: {row:?}");
+        }
+        let doc = json_of(&args(&["-o", "json"]), 0);
+        for fam in doc["pools"].as_array().unwrap().iter().flat_map(|p| p["families"].as_array().unwrap()) {
+            assert_eq!((&fam["usedAddresses"], &fam["idleAddresses"]), (&Value::Null, &Value::Null), "{fam}");
+        }
+        let (_, metrics, _) = run(&args(&["-o", "openmetrics"]));
+        assert!(!metrics.contains("ciliumpool_used_addresses{"), "unknown: no sample\n{metrics}");
+        assert_eq!(metrics.contains("ciliumpool_utilization_ratio{"), util_known, "{metrics}");
+        assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
+    }
+}
+
+#[test]
+fn inspect_on_a_sysdump_says_a_cidr_state_is_unknown() {
+    let d = dumps();
+    let (code, stdout, stderr) = run(&["inspect", "-f", path(&d.zip)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("warning: pools were read through cilium.io/v2alpha1"), "{stderr}");
+    let states: Vec<&str> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains('/'))
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .collect();
+    assert!(!states.is_empty(), "{stdout}");
+    assert!(states.iter().all(|s| *s == "unknown"), "without reserved ranges no CIDR is known to be active: {states:?}\n{stdout}");
+    // With the v2 pools the states are known again (blue has reservations).
+    let (_, stdout, _) = run(&["inspect", "-f", path(&d.sysdump), "-f", &example_file("pools.yaml")]);
+    assert!(stdout.contains("active") && !stdout.contains("unknown"), "{stdout}");
+}
+
+#[test]
+fn input_incomplete_does_not_fail_check() {
+    // A clean pool and the node holding its block, no pods: the caveat is a problem scripts see,
+    // info, and check still exits 0 (a CI check of manifests must not fail for it).
+    let dir = tempfile::tempdir().unwrap();
+    let objects = [
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a"}, "spec": {"ipv4": {"cidrs": ["10.1.0.0/24"], "maskSize": 26}}}),
+        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}, "spec": {"ipam": {"pools": {"allocated": [{"pool": "a", "cidrs": ["10.1.0.0/26"]}]}}}}),
+    ];
+    let file = write_objects(dir.path(), "clean.yaml", &objects);
+    let doc = json_of(&["check", "-o", "json", "-f", &file], 0);
+    let kinds: Vec<(&str, &str)> =
+        doc["problems"].as_array().unwrap().iter().map(|p| (p["severity"].as_str().unwrap(), p["kind"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("info", "input-incomplete")], "{doc}");
+    let doc = json_of(&["check", "--severity", "warning", "-o", "json", "-f", &file], 0);
+    assert_eq!(doc["problems"], json!([]));
+    let (code, names, _) = run(&["check", "-o", "name", "-f", &file]);
+    assert_eq!((code, names.as_str()), (0, "input/no-pods\n"));
+}

@@ -11,7 +11,7 @@ use super::report::{CidrReport, FamilyReport, NodeReport, PoolReport};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::workload::Pod;
-use crate::model::{Addr, Prefix, Snapshot};
+use crate::model::{Addr, CaveatKind, Prefix, Snapshot};
 use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 
@@ -155,6 +155,19 @@ pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], 
         }
     }
     operator_errors(snapshot, nodes, problems);
+    input_caveats(snapshot, problems);
+}
+
+/// Each caveat of the input (what it cannot show), so that scripts reading `check` see it too.
+fn input_caveats(snapshot: &Snapshot, problems: &mut Problems) {
+    for caveat in &snapshot.origin.caveats {
+        let action = match caveat.kind {
+            CaveatKind::NamespaceFilter => "leave out -n to count the addresses of every namespace",
+            _ => "add what the message names to the input, or read the live cluster",
+        };
+        let object = format!("Input/{}", caveat.kind.name());
+        problems.push(Severity::Info, ProblemKind::InputIncomplete, object, caveat.message.clone(), action, None);
+    }
 }
 
 /// A node listing one pool in several allocated[] entries: after an operator restart only the

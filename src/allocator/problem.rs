@@ -50,6 +50,9 @@ pub enum ProblemKind {
     /// A pool name or the IPAM mode holds characters a terminal would act on (`escape::is_unsafe`):
     /// shown escaped, and left out of `-o openmetrics`, whose label values cannot escape them.
     UnprintableName,
+    /// The input cannot show something the figures or checks need (`model::caveat`): info, so
+    /// `--severity warning` leaves it out.
+    InputIncomplete,
     /// Fleet (docs/fleet.md): pool CIDRs of two clusters overlap.
     FleetOverlappingCidrs,
     /// Fleet: two clusters have the same cilium-config `cluster-name`.
@@ -79,6 +82,14 @@ pub struct Problem {
     /// The pool concerned, when there is one (lets `inspect` show a pool's problems).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
+}
+
+impl Problem {
+    /// Does it make `check` exit 1? `input-incomplete` describes the input, not the cluster: a
+    /// CI check of a pools manifest must not fail because the manifest holds no CiliumNodes.
+    pub fn fails_check(&self) -> bool {
+        self.kind != ProblemKind::InputIncomplete
+    }
 }
 
 pub fn pool_object(name: &str) -> String {

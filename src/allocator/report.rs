@@ -83,6 +83,9 @@ pub struct FamilyReport {
     pub cidrs: Vec<CidrReport>,
     #[serde(skip)]
     pub usable_per_block: Count,
+    /// `false` when the input holds no CiliumNodes: utilization is unknown, not 0.
+    #[serde(skip)]
+    pub allocation_known: bool,
     /// Nodes holding at least one allocated block of this pool and family.
     #[serde(skip)]
     pub nodes_holding: usize,
@@ -100,10 +103,10 @@ pub struct FamilyReport {
 }
 
 impl FamilyReport {
-    /// Allocated blocks / allocatable blocks (allocated + free), as a fraction.
+    /// Allocated blocks / allocatable blocks (allocated + free), as a fraction; `None` when unknown.
     pub fn utilization(&self) -> Option<f64> {
         let allocatable = self.allocated_blocks + self.free_blocks;
-        (!allocatable.is_zero()).then(|| self.allocated_blocks.to_f64() / allocatable.to_f64())
+        (self.allocation_known && !allocatable.is_zero()).then(|| self.allocated_blocks.to_f64() / allocatable.to_f64())
     }
 }
 

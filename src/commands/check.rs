@@ -18,7 +18,7 @@ pub async fn run(args: CheckArgs, ctx: &Context) -> Result<i32> {
         MinSeverity::Info => Severity::Info,
     };
     let problems: Vec<_> = report_problems.iter().copied().filter(|p| p.severity <= floor).collect();
-    let found = !problems.is_empty();
+    let found = problems.iter().any(|p| p.fails_check());
     let hidden = report_problems.len() - problems.len();
     ctx.show(&Check { origin: &snapshot.origin, problems, hidden, ipam: &report.ipam })?;
     Ok(if found { 1 } else { 0 })

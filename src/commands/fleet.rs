@@ -137,7 +137,8 @@ fn check(severity: MinSeverity, analysed: &[Analysed], problems: &[FleetProblem]
     });
     let fleet = View { problem_table: true, ..checks };
     ctx.show(&fleet)?;
-    let found = !fleet.problems.is_empty() || fleet.clusters.iter().any(|c| c.result.as_ref().is_ok_and(|c| !c.problems.is_empty()));
+    let found = !fleet.problems.is_empty()
+        || fleet.clusters.iter().any(|c| c.result.as_ref().is_ok_and(|c| c.problems.iter().any(|p| p.fails_check())));
     Ok(i32::from(found))
 }
 

@@ -294,11 +294,15 @@ pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
 
 /// A live read that could not see everything (forbidden pods, an unreadable CRD) says so on
 /// stderr, whatever the output format: `-o json` marks such figures null but cannot say why.
+/// So does each caveat of the input (`model::caveat`), one `warning:` line each.
 pub fn warn_unread(snapshot: &Snapshot) {
     if snapshot.origin.kind == "cluster" {
         for note in &snapshot.notes {
             warn_line!("warning: {note}");
         }
+    }
+    for caveat in &snapshot.origin.caveats {
+        warn_line!("warning: {}", caveat.message);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The version-neutral model: pools, nodes, pods, endpoints and the CRD, decoded from
 //! Kubernetes objects of any dialect. Pure: no IO.
 
+pub mod caveat;
 pub mod cilium;
 pub mod crd;
 pub mod edit;
@@ -12,6 +13,7 @@ pub mod slim;
 pub mod snapshot;
 pub mod workload;
 
+pub use caveat::{Caveat, CaveatKind};
 pub use crd::CrdInfo;
 pub use ip::{Addr, AddrRange, Family, Prefix};
 pub use ipam::{IpamConfig, IpamMode};

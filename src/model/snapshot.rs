@@ -1,5 +1,6 @@
 //! A snapshot: everything the allocator needs, from whichever source (cluster or files).
 
+use super::caveat::{Caveat, CaveatKind, Contents, caveats};
 use super::crd::{CrdInfo, POOL_CRD_NAME};
 use super::ipam::IpamConfig;
 use super::node::Node;
@@ -42,13 +43,23 @@ pub struct Origin {
     pub context: Option<String>,
     /// The IPAM mode (`cilium-config` key `ipam`), or `unknown`.
     pub ipam_mode: String,
-    /// What this input cannot show (e.g. pools read through v2alpha1 hide v2-only fields).
+    /// `-n`: the namespace Pods and CiliumEndpoints were read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// What this input cannot show ([`caveats`]); set by [`Snapshot::set_origin`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<Caveat>,
+    /// The caveats' messages: the field before `caveats` (schema version 1 keeps it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
-/// Said when pools were read through v2alpha1 and nothing shows the cluster lacks v2.
-pub const V2ALPHA1_VIEW_WARNING: &str = "pools were read through cilium.io/v2alpha1 and the input holds no CRD: reserved ranges of a cilium.io/v2 cluster are not visible in this input; dump them with `kubectl get ciliumpodippools.v2.cilium.io -o yaml`";
+impl Origin {
+    /// Does the input have this caveat?
+    pub fn lacks(&self, kind: CaveatKind) -> bool {
+        self.caveats.iter().any(|c| c.kind == kind)
+    }
+}
 
 impl Snapshot {
     /// Sorts Kubernetes objects into a snapshot. `List` and `*List` objects are flattened;
@@ -100,13 +111,6 @@ impl Snapshot {
                 other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
-        let mut notes = Vec::new();
-        if pods.is_empty() {
-            notes.push("no Pods in the input".to_string());
-        }
-        if endpoints.is_empty() {
-            notes.push("no CiliumEndpoints in the input".to_string());
-        }
         let pods = last_copies(pods, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         let endpoints = last_copies(endpoints, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         Snapshot {
@@ -116,7 +120,7 @@ impl Snapshot {
             pods: Some(pods),
             endpoints: Some(endpoints),
             crd,
-            notes,
+            notes: Vec::new(),
             skipped,
             origin: Origin { kind: "files", ipam_mode: "unknown".to_string(), ..Default::default() },
         }
@@ -127,16 +131,26 @@ impl Snapshot {
         self.ipam.as_ref().map_or_else(|| "unknown".to_string(), |c| c.mode.name().to_string())
     }
 
-    /// Sets where the snapshot came from, with the IPAM mode and what this input cannot show.
+    /// Sets where the snapshot came from, with the IPAM mode and what this input cannot show
+    /// (before `-n` filters the pods of files). Files with neither Pods nor CiliumEndpoints
+    /// leave used addresses unknown, as a live read that could read neither does.
     pub fn set_origin(&mut self, origin: Origin) {
-        let mut warnings = Vec::new();
-        let through_alpha = self.pools.iter().any(|p| p.dialect == Dialect::V2alpha1);
-        // With the CRD in the input, its versions say whether v2 exists (and live reads use v2
-        // when it is served).
-        if through_alpha && self.crd.is_none() {
-            warnings.push(V2ALPHA1_VIEW_WARNING.to_string());
+        let held = |list: Option<usize>| list.is_some_and(|n| n > 0);
+        let contents = Contents {
+            files: origin.kind == "files",
+            only_v2alpha1_pools: !self.pools.is_empty() && self.pools.iter().all(|p| p.dialect == Dialect::V2alpha1),
+            crd: self.crd.is_some(),
+            nodes: !self.nodes.is_empty(),
+            pods: held(self.pods.as_ref().map(Vec::len)),
+            endpoints: held(self.endpoints.as_ref().map(Vec::len)),
+            namespace: origin.namespace.as_deref(),
+        };
+        let caveats = caveats(&contents);
+        if contents.files && !contents.pods && !contents.endpoints {
+            (self.pods, self.endpoints) = (None, None);
         }
-        self.origin = Origin { ipam_mode: self.ipam_mode_name(), warnings, ..origin };
+        let warnings = caveats.iter().map(|c| c.message.clone()).collect();
+        self.origin = Origin { ipam_mode: self.ipam_mode_name(), caveats, warnings, ..origin };
     }
 
     /// Is this pool name the IPAM mode's own (listed by nodes, no CiliumPodIPPool, mode not
@@ -209,7 +223,7 @@ mod tests {
         assert_eq!(snap.pools[0].dialect, Dialect::UpstreamV2);
         assert_eq!(snap.nodes.len(), 2);
         assert_eq!(snap.skipped.get("ConfigMap"), Some(&1));
-        assert_eq!(snap.notes.len(), 2);
+        assert!(snap.notes.is_empty(), "what the input lacks is a caveat, not a note");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
 use super::usage::pool_names;
-use super::{Render, Style, Tone, bar, human, line, percent, table};
+use super::{Render, Style, Tone, human, line, table};
 use crate::allocator::{Count, FamilyReport, PoolReport, Problem, Report};
-use crate::model::{CrdInfo, Pool, Snapshot};
+use crate::model::{CaveatKind, CrdInfo, Dialect, Pool, Snapshot};
 use serde::Serialize;
 
 /// `inspect`'s result: the named pools in depth.
@@ -74,7 +74,9 @@ impl Render for Inspect<'_> {
             if i > 0 {
                 out.push_str("\n---\n\n");
             }
-            out.push_str(&pool_details(inspected.pool, inspected.report, crd, &inspected.problems, &inspected.draining, style));
+            // A pool read through v2alpha1 whose v2 reserved ranges the input lacks: a CIDR may be draining.
+            let hidden = inspected.pool.dialect == Dialect::V2alpha1 && self.snapshot.origin.lacks(CaveatKind::PoolsThroughV2alpha1);
+            out.push_str(&pool_details(inspected.pool, inspected.report, crd, &inspected.problems, &inspected.draining, hidden, style));
         }
         out
     }
@@ -233,13 +235,18 @@ pub fn pool_details(
     crd: Option<&CrdInfo>,
     problems: &[&Problem],
     draining: &[DrainingPods],
+    reservations_hidden: bool,
     style: &Style,
 ) -> String {
     let mut out = pool_fields(pool, crd, style);
     for fam in &report.families {
         out.push('\n');
         out.push_str(&family_summary(fam, style));
-        out.push_str(&indent(&table(&["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"], cidr_rows(fam), style)));
+        out.push_str(&indent(&table(
+            &["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"],
+            cidr_rows(fam, reservations_hidden),
+            style,
+        )));
         out.push_str(&reservation_lines(fam, style));
         out.push_str(&draining_lines(fam, draining, style));
         out.push_str(&holder_lines(fam, style));
@@ -295,15 +302,16 @@ fn family_summary(fam: &FamilyReport, style: &Style) -> String {
             human(fam.usable_per_block),
             human(fam.allocated_blocks),
             human(fam.allocated_blocks + fam.free_blocks),
-            percent(fam.utilization()),
-            bar(fam.utilization(), style),
+            super::utilization(fam),
+            super::utilization_bar(fam, style),
         ),
         style,
     )
 }
 
-/// One row per CIDR: its blocks and its state (active, full, draining, drained).
-fn cidr_rows(fam: &FamilyReport) -> Vec<Vec<String>> {
+/// One row per CIDR: its blocks and its state (active, full, draining, drained; `unknown` when
+/// the input lacks the reserved ranges that would say whether it is draining).
+fn cidr_rows(fam: &FamilyReport, reservations_hidden: bool) -> Vec<Vec<String>> {
     fam.cidrs
         .iter()
         .map(|c| {
@@ -313,6 +321,8 @@ fn cidr_rows(fam: &FamilyReport) -> Vec<Vec<String>> {
                 } else {
                     format!("draining: {} block(s) still held", human(c.allocated_blocks))
                 }
+            } else if reservations_hidden {
+                "unknown".to_string()
             } else if c.free_blocks.is_zero() {
                 "full".to_string()
             } else {

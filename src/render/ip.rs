@@ -110,10 +110,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Str
 
 /// The data source and mode, one line.
 pub fn footer(origin: &Origin, mode: &str) -> String {
-    let mut line = format!("Sources: {}; IPAM mode {mode}", super::usage::origin_text(origin));
-    for warning in &origin.warnings {
-        line.push_str("; ");
-        line.push_str(warning);
-    }
+    // What the input cannot show is not here: each caveat is its own `warning:` line.
+    let line = format!("Sources: {}; IPAM mode {mode}", super::usage::origin_text(origin));
     format!("\n{}\n", crate::escape::field(&line))
 }

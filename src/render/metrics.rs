@@ -93,7 +93,7 @@ const FAMILY_FIGURES: [Figure; 12] = [
     ("allocated_addresses", "Usable addresses of the allocated blocks.", |f| Some(f.allocated_addresses)),
     (
         "used_addresses",
-        "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when pods and endpoints could not be read.",
+        "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when unknown (neither pods nor endpoints read, or no CiliumNodes in the input).",
         |f| f.used_addresses,
     ),
     ("idle_addresses", "Allocated minus used addresses (pre-allocation held by nodes); absent when used is unknown.", |f| f.idle_addresses),
@@ -143,7 +143,7 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
     out.push(Family::new(
         "ciliumpool_utilization_ratio",
         Type::Gauge,
-        "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block.",
+        "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block or the input holds no CiliumNodes.",
         samples,
     ));
     let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), f.nodes_holding)).collect();

@@ -1,7 +1,7 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
-use super::{Render, SCHEMA_VERSION, Style, Tone, bar, human, percent, table};
+use super::{Render, SCHEMA_VERSION, Style, Tone, human, percent, table};
 use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
@@ -234,10 +234,10 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
                 human(fam.allocated_addresses),
                 opt(fam.used_addresses),
                 human(fam.free_addresses),
-                percent(fam.utilization()),
+                super::utilization(fam),
             ];
             if style.headers {
-                row.push(bar(fam.utilization(), style));
+                row.push(super::utilization_bar(fam, style));
             }
             if wide {
                 row.extend([
@@ -493,7 +493,8 @@ pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], po
         "used: unknown".to_string()
     };
     let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; IPAM mode {}; {used}", origin.ipam_mode);
-    for note in notes.iter().chain(&origin.warnings) {
+    // What the input cannot show is not here: each caveat is its own `warning:` line.
+    for note in notes {
         line.push_str("; ");
         line.push_str(note);
     }

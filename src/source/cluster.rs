@@ -179,6 +179,7 @@ impl Cluster {
                 kind: "cluster",
                 server: Some(self.connection.server.clone()),
                 context: self.connection.context.clone(),
+                namespace: self.namespace.clone(),
                 ..Default::default()
             },
         };

@@ -56,6 +56,8 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
     files::warn_duplicates(&inputs.files);
     let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = files::snapshot_of(inputs.files);
+    let origin = Origin { kind: "files", files: paths.to_vec(), namespace: namespace.map(str::to_string), ..Default::default() };
+    snapshot.set_origin(origin);
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
     if let Some(ns) = namespace {
         if let Some(pods) = snapshot.pods.as_mut() {
@@ -65,7 +67,6 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> R
             endpoints.retain(|e| &*e.namespace == ns);
         }
     }
-    snapshot.set_origin(Origin { kind: "files", files: paths.to_vec(), ..Default::default() });
     // A mistyped path, a text file or an empty directory must not pass as "No problems found".
     if snapshot.pools.is_empty() && snapshot.nodes.is_empty() && snapshot.crd.is_none() {
         let read = match (names.is_empty(), inputs.skipped.as_slice()) {

@@ -5,13 +5,15 @@ use crate::allocator::blocks::{self, AddressSet, Addresses};
 use crate::allocator::count::Count;
 use crate::allocator::interval::IntervalSet;
 use crate::allocator::report::UsedSources;
-use crate::model::{Addr, Endpoint, Family, Pod, Prefix, Snapshot};
+use crate::model::{Addr, CaveatKind, Endpoint, Family, Pod, Prefix, Snapshot};
 
 /// Distinct addresses in use (docs/design/cilium.md#used-addresses): running pod-network pods, endpoints, node infrastructure.
 pub(super) struct InUse {
     pub(super) ipv4: AddressSet<u32>,
     pub(super) ipv6: AddressSet<u128>,
     pub(super) sources: UsedSources,
+    /// The input holds CiliumNodes (or is a live read): allocated blocks, and so utilization, are known.
+    pub(super) nodes_known: bool,
 }
 
 impl InUse {
@@ -33,12 +35,14 @@ impl InUse {
             ipv4: AddressSet::new(ipv4),
             ipv6: AddressSet::new(ipv6),
             sources: UsedSources {
-                known: snapshot.pods.is_some() || snapshot.endpoints.is_some(),
+                // Without CiliumNodes no block is known to be allocated: nothing is used "inside" one.
+                known: (snapshot.pods.is_some() || snapshot.endpoints.is_some()) && !snapshot.origin.lacks(CaveatKind::NoCiliumNodes),
                 pods: counted_pods,
                 endpoints: endpoints.len(),
                 infrastructure_ips,
                 unmanaged_ips: 0,
             },
+            nodes_known: !snapshot.origin.lacks(CaveatKind::NoCiliumNodes),
         }
     }
 

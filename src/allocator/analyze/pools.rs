@@ -285,6 +285,7 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
         idle_addresses: used_addresses.map(|u| allocated_addresses.saturating_sub(u)),
         free_addresses: free_blocks * usable_per_block,
         usable_per_block,
+        allocation_known: block_use.in_use.nodes_known,
         nodes_holding: blocks_per_node.len(),
         median_blocks_per_node,
         runway_nodes: free_blocks.checked_div(per_node),
