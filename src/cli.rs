@@ -75,6 +75,9 @@ pub struct GlobalArgs {
     /// The most bytes one -f input (a file, stdin, an archive member) may hold, e.g. 4Gi; an archive may expand to 16 times this in all
     #[arg(long, global = true, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size, help_heading = INPUT_OUTPUT)]
     pub max_input_size: u64,
+    /// The longest line a YAML -f input may have (the parser holds a line's value whole, three times over), e.g. 64Mi
+    #[arg(long, global = true, value_name = "SIZE", default_value = "16Mi", value_parser = parse_size, help_heading = INPUT_OUTPUT)]
+    pub max_line_size: u64,
     /// With -f: each input is one cluster of a fleet (usage, check, ip: docs/fleet.md)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub fleet: bool,
@@ -480,7 +483,7 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// `--max-input-size`, `--max-response-size`: bytes, or a number with a Kubernetes binary suffix
+/// `--max-input-size`, `--max-line-size`, `--max-response-size`: bytes, or a number with a Kubernetes binary suffix
 /// (`Ki`, `Mi`, `Gi`, `Ti`), at least 1 KiB.
 fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();

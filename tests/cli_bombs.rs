@@ -150,6 +150,41 @@ fn archive_members_are_parsed_one_at_a_time_as_they_stream() {
 }
 
 #[test]
+fn a_line_longer_than_the_line_bound_is_refused_as_it_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    // One 200 MiB line (the value of an object without a kind): the parser held it three times.
+    let path = file(dir.path(), "long.yaml", |out| {
+        out.write_all(POOL.as_bytes()).unwrap();
+        out.write_all(b"---\na: ").unwrap();
+        repeated(out, b"x", 200 << 20);
+    });
+    let (code, stderr, rss) = measured(&["usage", "-f", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    one_line(&stderr);
+    assert!(
+        stderr.contains("long.yaml: line 10 is longer than 16Mi (--max-line-size)") && stderr.contains("raise --max-line-size"),
+        "{stderr}"
+    );
+    assert!(rss < CEILING_KIB, "a 200 MiB line: peak RSS {} MiB", rss >> 10);
+
+    // The same line as an archive member, and a raised bound that reads a shorter one.
+    let archive = tar_gz(dir.path(), "long.tar.gz", &[("pool.yaml", POOL.as_bytes(), POOL.len()), ("long.yaml", b"x", 200 << 20)]);
+    let (code, stderr, rss) = measured(&["usage", "-f", archive.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("long.tar.gz:long.yaml: line 1 is longer than 16Mi (--max-line-size)"), "{stderr}");
+    assert!(rss < CEILING_KIB, "a 200 MiB member line: peak RSS {} MiB", rss >> 10);
+    let path = file(dir.path(), "wide.yaml", |out| {
+        out.write_all(POOL.as_bytes()).unwrap();
+        out.write_all(b"---\na: ").unwrap();
+        repeated(out, b"x", 2 << 20);
+    });
+    let (code, stderr, _) = measured(&["usage", "-f", path.to_str().unwrap(), "--max-line-size", "1Mi"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line 10 is longer than 1Mi (--max-line-size)"), "{stderr}");
+    assert_eq!(measured(&["usage", "-f", path.to_str().unwrap(), "--max-line-size", "4Mi"]).0, 0, "a raised bound reads it");
+}
+
+#[test]
 fn an_oversized_member_is_refused_before_it_is_held() {
     let dir = tempfile::tempdir().unwrap();
     // Text the parser gives up on at once, so that the test times decompression, not parsing.

@@ -2,15 +2,16 @@
 //! apiserver: the byte stream the plugin writes to a 20-row pseudo-terminal is replayed through a
 //! terminal emulator (vt100), and the screen it leaves must be one whole, correct frame: the
 //! status line naming what changed, the table header, as many rows as fit, and a line saying how
-//! many did not — never frames glued together or a header scrolled away.
+//! many did not — never frames glued together or a header scrolled away. And a control plane
+//! that stalls under a running `--watch` (issue 28): said once on stderr, followed again after.
 
 mod support;
 
 use serde_json::json;
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 use support::cli::{finish, press, terminal};
-use support::{Dialect, TestCluster, cilium_node};
+use support::{Dialect, KillOnDrop, LineReader, TestCluster, cilium_node};
 
 const ROWS: u16 = 20;
 const COLUMNS: u16 = 160;
@@ -97,4 +98,77 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
 
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Sends SIGCONT to the API server when dropped, so that a failing assertion never leaves it stopped.
+struct Resumed<'a>(&'a TestCluster);
+
+impl Drop for Resumed<'_> {
+    fn drop(&mut self) {
+        self.0.signal_apiserver("CONT");
+    }
+}
+
+/// The API server stopped (SIGSTOP) under `usage --watch` with the default deadlines: the stall
+/// is said in one line on stderr (serve's detection: a watch silent for 35 s, then a re-watch
+/// that gets no answer), and after SIGCONT the same process prints the next change.
+#[test]
+fn a_stalled_api_server_is_said_once_and_followed_again_after() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
+               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
+    ]);
+    let mut child = cluster
+        .plugin_process()
+        .args(["usage", "--watch", "--no-headers"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the plugin");
+    let (stdout, stderr) = (LineReader::new(child.stdout.take().unwrap()), LineReader::new(child.stderr.take().unwrap()));
+    let mut child = KillOnDrop(child);
+    let blocks = |line: &str| line.split_whitespace().nth(3).map(str::to_string);
+    let first = stdout.read_until(Duration::from_secs(30), "the first frame", |l| l.starts_with("default"));
+    assert_eq!(blocks(first.last().unwrap()).as_deref(), Some("1/256"), "{first:?}");
+    // The watch's own listing is done once a change is followed: make one before the outage.
+    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.1.0/24"])]);
+    let next = stdout.read_until(Duration::from_secs(30), "a frame with 2 blocks", |l| l.starts_with("default"));
+    assert_eq!(blocks(next.last().unwrap()).as_deref(), Some("2/256"), "{next:?}");
+
+    let stopped = Instant::now();
+    let said = {
+        let _resume = Resumed(&cluster);
+        cluster.signal_apiserver("STOP");
+        let said = stderr.read_until(Duration::from_secs(150), "a line saying the watch stalled", |l| l.contains("stalled or failed"));
+        // Retries go on while it is stopped; none of them says it again.
+        std::thread::sleep(Duration::from_secs(20));
+        said
+    };
+    let waited = stopped.elapsed();
+    assert!(said.last().unwrap().starts_with("warning: the watch of "), "{said:?}");
+    assert!(child.0.try_wait().unwrap().is_none(), "the watch still runs");
+
+    cluster.kubectl(&[
+        "patch",
+        "ciliumnode",
+        "node-a",
+        "--type=merge",
+        "-p",
+        &allocated(&["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]),
+    ]);
+    let after = stdout.read_until(Duration::from_secs(60), "a frame with 3 blocks after SIGCONT", |l| {
+        l.starts_with("default") && blocks(l).as_deref() == Some("3/256")
+    });
+    assert!(after.iter().all(|l| !l.contains("stalled or failed")), "{after:?}");
+    let again =
+        stderr.read_until(Duration::from_secs(30), "the note that the watch follows again", |l| l.contains("follows the cluster again"));
+    let stalls = said.iter().chain(&again).filter(|l| l.contains("stalled or failed")).count();
+    assert_eq!(stalls, 1, "one line for the stall (stopped for {waited:?}): {said:?} {again:?}");
+    assert!(child.0.try_wait().unwrap().is_none(), "the same process throughout");
+}
+
+fn allocated(cidrs: &[&str]) -> String {
+    json!({"spec": {"ipam": {"pools": {"allocated": [{"pool": "default", "cidrs": cidrs}]}}}}).to_string()
 }

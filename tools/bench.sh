@@ -7,15 +7,17 @@
 # and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
 # 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
 #
-# Usage: tools/bench.sh [--offline-only | --live-only] [--nodes N] [--pods-per-node N] [--runs N]
+# Usage: tools/bench.sh [--offline-only | --live-only | --bombs] [--nodes N] [--pods-per-node N] [--runs N]
 #        [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
+# --bombs: only the hostile inputs of issue 28 (tools/bombs.py writes them into a temporary
+# directory, about 1.3 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
 # --watch-minutes N: after the live timings, `usage --watch` runs N minutes while pods come and go
 # (25 created and 25 deleted every round) and its RSS is compared with the RSS after the first frame
 # built from its watch stores (a marker pool makes that frame visible).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 WATCH_MINUTES=0
+NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -25,8 +27,9 @@ while [[ $# -gt 0 ]]; do
     --live-pods-per-node) LIVE_PODS=$2; shift 2 ;;
     --offline-only) OFFLINE_ONLY=1; shift ;;
     --live-only) LIVE_ONLY=1; shift ;;
+    --bombs) BOMBS=1; shift ;;
     --watch-minutes) WATCH_MINUTES=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -82,6 +85,31 @@ offline() { # offline <label> <gen flags...>
   rss=$(peak_rss "$BIN" usage -f "$dir" -o json)
   echo "| $label | $NODES × $PODS | $(mb "$bytes") | ${ours}s | ${jq}s | $(ratio "$ours" "$jq") | $(mb "$rss") | $(ratio "$rss" "$bytes") |"
 }
+
+bombs() {
+  log "generating the bombs"
+  python3 tools/bombs.py "$WORK/bombs" >&2
+  echo "## Hostile inputs: \`usage -f BOMB\` (killed at 120 s)"
+  echo
+  echo "| input | size on disk | exit | wall | peak RSS | first line of stderr |"
+  echo "|---|---|---|---|---|---|"
+  local bomb
+  for bomb in "$WORK"/bombs/*; do
+    log "running $(basename "$bomb")"
+    local code=0
+    /usr/bin/time -f '%e %M' -o "$WORK/time.txt" timeout -s KILL 120 "$BIN" usage -f "$bomb" >/dev/null 2>"$WORK/stderr.txt" || code=$?
+    # GNU time's last line (a failed command adds one before it); timeout's rusage includes the plugin's.
+    read -r wall kib < <(tail -n 1 "$WORK/time.txt") || true
+    # The plugin escapes what it prints; the cut keeps the table readable.
+    local said; said=$(head -n 1 "$WORK/stderr.txt" | cut -c 1-150 | sed 's/|/\\|/g')
+    echo "| $(basename "$bomb") | $(mb "$(size_of "$bomb")") | $code | ${wall}s | $(mb $((kib * 1024))) | $said |"
+  done
+}
+
+if [[ $BOMBS == 1 ]]; then
+  bombs
+  exit 0
+fi
 
 if [[ $LIVE_ONLY == 0 ]]; then
   echo "## Offline: \`usage -f DIR -o json\` vs \`jq -c . DIR/*.json\` (medians of $RUNS runs)"

@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
-    if let Some((documents, workloads)) = ciliumpool::source::inputs::parse_stream(data) {
+    if let Ok(Some((documents, workloads))) = ciliumpool::source::inputs::parse_stream(data) {
         agree(&snapshot, &Snapshot::from_read(documents, workloads));
     }
     let report = analyze(&snapshot);

@@ -65,6 +65,7 @@ impl Context {
         check_combinations(&cli.command, !global.filename.is_empty(), global.output)?;
         // Process-wide: every reader of -f input (files, stdin, archives, sysdumps) obeys it.
         crate::source::inputs::set_max_input_bytes(global.max_input_size);
+        crate::source::inputs::set_max_line_bytes(global.max_line_size);
         let headers = !global.no_headers;
         fleet::check_flags(&cli.command, global)?;
         Ok(Context {

@@ -11,17 +11,13 @@ use crate::cli::ServeArgs;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
 use crate::source::Input;
 use crate::source::cluster::{Cluster, Layout};
-use crate::source::watch::{SourceHealth, Watch, WatchOptions, backoff};
+use crate::source::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions, backoff};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long a burst of changes may last before the figures are recomputed once.
 const DEBOUNCE: Duration = Duration::from_secs(1);
-
-/// How long the server holds each watch open; kube's watcher restarts a stream silent for this
-/// long plus 5 s, which bounds how long a stalled connection goes unnoticed.
-const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The last computed exposition and how the watches are doing, shared with the HTTP server.
 pub struct State {
@@ -192,7 +188,7 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
 async fn follow(args: &ServeArgs, options: &crate::source::ConnectOptions, namespace: Option<&str>, state: &Shared) -> Result<()> {
     let cluster = Cluster::connect(options, namespace).await?;
     let layout = first_read(&cluster, state).await;
-    let watch_options = WatchOptions { watch_timeout: Some(WATCH_TIMEOUT), streaming_lists: true };
+    let watch_options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: true };
     let mut watch = Watch::start(&cluster, &layout, watch_options);
     let mut dirty = false;
     loop {

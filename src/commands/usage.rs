@@ -9,7 +9,7 @@ use crate::render::usage::{Table, Thresholds, Usage, selected};
 use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
 use crate::source::cluster::Cluster;
-use crate::source::watch::{Watch, WatchOptions};
+use crate::source::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -62,7 +62,9 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     screen.show(&render::output(&usage, ctx.format, &ctx.style), &[], &pool_figures(&usage))?;
     // The watch lists every object again into its own stores: the first read's are not kept.
     drop((report, snapshot));
-    let mut watch = Watch::start(&cluster, &layout, WatchOptions::default());
+    // serve's stall detection: a stalled API server is said on stderr within about a minute.
+    let options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: false };
+    let mut watch = Watch::start(&cluster, &layout, options);
     let result = follow(&args, ctx, &mut screen, &mut watch, &layout).await;
     screen.close();
     if screen.terminal {

@@ -58,7 +58,7 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 let streamed = parallel_map(&found, |file| stream_file(file));
                 for (file, streamed) in found.into_iter().zip(streamed) {
                     let name = file.display().to_string();
-                    match streamed {
+                    match streamed? {
                         Some((documents, workloads)) => kept_or_skipped(name, documents, workloads, None, &mut inputs),
                         None => {
                             let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
@@ -132,7 +132,7 @@ fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
             Streamed::Whole(text) => LoadedFile::whole("-".into(), manifest::parse(&text, "-")?),
             Streamed::Unread(why) => return Err(input(format!("standard input: {why}; save it to a file and pass that with -f"))),
         },
-        Some(path) => match stream_file(path) {
+        Some(path) => match stream_file(path)? {
             Some((documents, workloads)) => LoadedFile { documents, workloads, name: path.display().to_string() },
             None => {
                 let file = read_file(path.to_path_buf())?;
@@ -184,10 +184,12 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 }
 
 /// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
-/// when anything is out of the ordinary (the caller then reads it whole).
-fn stream_file(path: &Path) -> Option<(Vec<Value>, Workloads)> {
-    let file = std::fs::File::open(path).ok()?;
+/// when anything is out of the ordinary (the caller then reads it whole); an error when reading
+/// it whole would cost too much (a line over `--max-line-size`).
+fn stream_file(path: &Path) -> Result<Option<(Vec<Value>, Workloads)>> {
+    let Ok(file) = std::fs::File::open(path) else { return Ok(None) };
     parse_stream(Guarded(archive::Bounded { inner: file, left: max_input_bytes() }))
+        .map_err(|why| input(format!("{}: {why}", path.display())))
 }
 
 /// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory

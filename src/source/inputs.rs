@@ -33,6 +33,20 @@ pub fn max_input_bytes() -> u64 {
     MAX_INPUT_BYTES.load(Ordering::Relaxed)
 }
 
+/// The longest line a YAML input may have unless `--max-line-size` says otherwise. The YAML
+/// parser builds a scalar whole, and a copy of it, before anything can look at it, so one long
+/// line costs about three times its length; `kubectl get -o yaml` writes one field per line, and
+/// no Kubernetes object is larger than a few MiB. JSON is not bounded by lines: compact JSON is
+/// one line.
+pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 << 20;
+
+static MAX_LINE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LINE_BYTES);
+
+/// Sets `--max-line-size`; called once, before any input is read.
+pub fn set_max_line_bytes(bytes: u64) {
+    MAX_LINE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
 /// A parsed input: its name (path or `-`) and the documents it holds.
 pub struct LoadedFile {
     pub name: String,
@@ -150,8 +164,10 @@ pub enum Streamed {
 /// `Ok((streamed, bytes read))`.
 pub fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String) -> Result<(Streamed, u64)> {
     let mut watched = Watched { inner: reader, left: limit, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
-    if let Some((documents, workloads)) = parse_stream(&mut watched) {
-        return Ok((Streamed::Read(documents, workloads), watched.read));
+    match parse_stream(&mut watched) {
+        Ok(Some((documents, workloads))) => return Ok((Streamed::Read(documents, workloads), watched.read)),
+        Err(why) => return Err(input(format!("{name}: {why}"))),
+        Ok(None) => {}
     }
     if watched.failed.is_none() && watched.nul_at.is_none() && watched.copy.is_some() {
         // The stream reader stopped at what it does not read: the copy needs the rest.
@@ -289,15 +305,15 @@ pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::res
 
 /// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints decoded into their
 /// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
-/// objects) or a plain YAML stream. `None` on anything [`manifest::parse`] must decide from the
-/// whole text: errors, and JSON that is really YAML. Public for the `manifest` fuzz target, which
-/// checks it against [`manifest::parse`] (docs/reliability.md).
-pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads)> {
-    use crate::model::slim::{SlimJson, SlimYaml};
+/// objects) or a plain YAML stream. `Ok(None)` on anything [`manifest::parse`] must decide from
+/// the whole text: errors, and JSON that is really YAML; `Err(why)` when a YAML line is longer
+/// than `--max-line-size` (reading it whole would cost more). Public for the `manifest` fuzz
+/// target, which checks it against [`manifest::parse`] (docs/reliability.md).
+pub fn parse_stream(reader: impl std::io::Read) -> std::result::Result<Option<(Vec<Value>, Workloads)>, String> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let first = loop {
-        let buffer = reader.fill_buf().ok()?;
+        let Ok(buffer) = reader.fill_buf() else { return Ok(None) };
         match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
             Some(at) => break Some(buffer[at]),
             None if buffer.is_empty() => break None,
@@ -308,17 +324,23 @@ pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads
         }
     };
     let json = matches!(first, Some(b'{' | b'['));
-    let slims: Vec<(Option<Value>, Workloads)> = match first {
+    let slims = match first {
         None => Vec::new(),
-        Some(_) if json => serde_json::Deserializer::from_reader(reader)
-            .into_iter::<SlimJson>()
-            .map(|d| d.map(|s| (s.document, s.workloads)))
-            .collect::<Result<_, _>>()
-            .ok()?,
-        Some(_) => serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options())
-            .map(|d| d.map(|s| (s.document, s.workloads)))
-            .collect::<Result<_, _>>()
-            .ok()?,
+        Some(_) if json => match slim_json(reader) {
+            Some(slims) => slims,
+            None => return Ok(None),
+        },
+        Some(_) => {
+            let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: MAX_LINE_BYTES.load(Ordering::Relaxed), over: None };
+            let slims = slim_yaml(&mut lines);
+            if let Some(line) = lines.over {
+                return Err(long_line(line));
+            }
+            match slims {
+                Some(slims) => slims,
+                None => return Ok(None),
+            }
+        }
     };
     let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
     for (document, decoded) in slims {
@@ -330,5 +352,88 @@ pub fn parse_stream(reader: impl std::io::Read) -> Option<(Vec<Value>, Workloads
         }
         workloads.append(decoded);
     }
-    Some((documents, workloads))
+    Ok(Some((documents, workloads)))
+}
+
+type Slims = Vec<(Option<Value>, Workloads)>;
+
+fn slim_json(reader: impl Read) -> Option<Slims> {
+    use crate::model::slim::SlimJson;
+    serde_json::Deserializer::from_reader(reader)
+        .into_iter::<SlimJson>()
+        .map(|d| d.map(|s| (s.document, s.workloads)))
+        .collect::<Result<_, _>>()
+        .ok()
+}
+
+fn slim_yaml(mut reader: impl Read) -> Option<Slims> {
+    use crate::model::slim::SlimYaml;
+    serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options())
+        .map(|d| d.map(|s| (s.document, s.workloads)))
+        .collect::<Result<_, _>>()
+        .ok()
+}
+
+/// The refusal of a YAML line longer than `--max-line-size` (`line` is its number).
+fn long_line(line: u64) -> String {
+    format!(
+        "line {line} is longer than {} (--max-line-size); no Kubernetes object has such a line: pass `kubectl get -o yaml` or JSON output, or raise --max-line-size",
+        size(MAX_LINE_BYTES.load(Ordering::Relaxed))
+    )
+}
+
+/// A reader that fails once a line is longer than `limit` bytes, so that the YAML parser never
+/// holds more of one scalar than that; `over` is the number of the line that was.
+struct LineBound<R> {
+    inner: R,
+    /// Bytes of the current line read so far.
+    run: u64,
+    /// The current line's number.
+    line: u64,
+    limit: u64,
+    over: Option<u64>,
+}
+
+impl<R: Read> Read for LineBound<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut start = 0;
+        for at in memchr::memchr_iter(b'\n', &buf[..n]) {
+            self.run += (at - start) as u64;
+            if self.run > self.limit {
+                break;
+            }
+            (self.run, self.line, start) = (0, self.line + 1, at + 1);
+        }
+        if self.run <= self.limit {
+            self.run += (n - start) as u64;
+        }
+        if self.run > self.limit {
+            self.over = Some(self.line);
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "line too long"));
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line `text` is refused at under a bound of `limit`, read `piece` bytes at a time.
+    fn over(text: &[u8], limit: u64, piece: usize) -> Option<u64> {
+        let mut lines = LineBound { inner: text, run: 0, line: 1, limit, over: None };
+        let mut buffer = vec![0; piece];
+        while lines.read(&mut buffer).is_ok_and(|n| n > 0) {}
+        lines.over
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_found_whatever_the_reads() {
+        for piece in [1, 3, 64] {
+            assert_eq!(over(b"abcd\nabcd\n\n", 4, piece), None, "{piece}");
+            assert_eq!(over(b"abcd\nabcde\n", 4, piece), Some(2), "{piece}");
+            assert_eq!(over(b"ab\n\nabcdefgh", 4, piece), Some(3), "{piece}");
+        }
+    }
 }

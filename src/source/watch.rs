@@ -147,6 +147,13 @@ fn workloads(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Listed {
 /// The longest watch request the server may hold open (kube's default, below the apiserver's cap).
 const MAX_WATCH_SECONDS: u64 = 290;
 
+/// How long the server holds each watch open when the caller follows the cluster for long
+/// (`serve`, `usage --watch`). kube's watcher takes a stream silent for this long plus 5 s for a
+/// stalled connection and watches again, which fails within the request deadline while the server
+/// stays silent: so a stalled API server is noticed within about a minute, not after the 290 s
+/// the server would otherwise hold a watch.
+pub const STALL_WATCH_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How each watch is run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WatchOptions {
@@ -391,16 +398,26 @@ impl Watch {
     fn record(&mut self, signal: Signal) -> bool {
         match signal {
             Signal::Changed { source, listed } => {
+                let was_failing = self.failing();
                 let health = &mut self.health[source];
                 if listed {
                     health.listed = true;
                     health.failing_since = None;
                 }
+                if was_failing && !self.failing() {
+                    warn_line!("note: the watch follows the cluster again");
+                }
                 true
             }
             Signal::Failed { source, error } => {
+                // One line when the watch stops following the cluster, not one per source and retry.
+                if !self.failing() {
+                    warn_line!(
+                        "warning: the watch of {} stalled or failed ({error}); restarting it with a fresh listing (again every 1-8 s) until the API server answers",
+                        self.health[source].resource
+                    );
+                }
                 let health = &mut self.health[source];
-                warn_line!("warning: watch of {} failed, restarting it with a fresh listing: {error}", health.resource);
                 health.errors += 1;
                 health.restarts += 1;
                 health.failing_since.get_or_insert_with(Instant::now);
@@ -408,6 +425,11 @@ impl Watch {
                 false
             }
         }
+    }
+
+    /// A source has failed since its last complete listing.
+    fn failing(&self) -> bool {
+        self.health.iter().any(|h| h.failing_since.is_some())
     }
 
     /// The snapshot the watched objects make now.
