@@ -150,15 +150,8 @@ fn openmetrics<R: Member>(fleet: &Fleet<R>) -> String {
         up,
     )];
     for cluster in &fleet.clusters {
-        let Ok(result) = &cluster.result else { continue };
-        for mut family in result.families() {
-            for sample in &mut family.samples {
-                sample.labels.insert(0, ("cluster", cluster.name.to_string()));
-            }
-            match families.iter_mut().find(|f| f.name == family.name) {
-                Some(known) => known.samples.append(&mut family.samples),
-                None => families.push(family),
-            }
+        if let Ok(result) = &cluster.result {
+            metrics::add_labelled(&mut families, Some(cluster.name), result.families());
         }
     }
     metrics::encode(&families, Encoding::OpenMetrics) + metrics::EOF
