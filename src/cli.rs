@@ -39,10 +39,10 @@ pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
     #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = CONNECTION)]
     pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use; several (A,B or repeated) read them all as a fleet (usage, check, ip: docs/fleet.md)
+    /// The kubeconfig context to use; several (A,B or repeated) read them all as a fleet (usage, check, ip, serve: docs/fleet.md)
     #[arg(long, global = true, value_name = "NAME", value_delimiter = ',', help_heading = CONNECTION)]
     pub context: Vec<String>,
-    /// Read every context of the kubeconfig as a fleet (usage, check, ip: docs/fleet.md)
+    /// Read every context of the kubeconfig as a fleet (usage, check, ip, serve: docs/fleet.md)
     #[arg(long, global = true, conflicts_with = "context", help_heading = CONNECTION)]
     pub all_contexts: bool,
     /// The kubeconfig cluster to use

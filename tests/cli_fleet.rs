@@ -125,3 +125,19 @@ fn fleet_flags_where_they_mean_nothing_are_refused() {
     let (code, _, stderr) = run(&["usage", "--context", "a,b", "-f", &example("east.yaml")]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+#[test]
+fn a_cell_with_three_spaces_does_not_shift_the_columns() {
+    // A pool name from a file may hold runs of spaces: its row keeps the header's columns.
+    let dir = tempfile::tempdir().unwrap();
+    let west = std::fs::read_to_string(example("west.yaml")).unwrap().replace("name: red", "name: red   hot");
+    let hostile = dir.path().join("west.yaml");
+    std::fs::write(&hostile, west).unwrap();
+    let (code, stdout, stderr) = run(&["usage", "-f", &example("east.yaml"), "-f", hostile.to_str().unwrap(), "--fleet"]);
+    assert_eq!(code, 0, "{stderr}");
+    let header = stdout.lines().next().unwrap();
+    let family = header.find("FAMILY").unwrap();
+    let row = stdout.lines().find(|l| l.contains("red   hot")).unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(row.get(family..family + 4), Some("ipv4"), "{stdout}");
+    assert_eq!(row.split("   hot").count(), 2, "{stdout}");
+}

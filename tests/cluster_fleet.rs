@@ -3,13 +3,19 @@
 //! same cluster-id and a pod address in common; gamma is apart. Each cluster's part of the fleet
 //! equals its single-context run, the same fleet dumped to files gives the same answers, and a
 //! cluster whose kube-apiserver is stopped is reported while the others still print (exit 3).
+//! `serve --all-contexts` follows the same fleet: each cluster's series (under its `cluster` label)
+//! equal its `usage -o json`, and the stopped cluster's series alone go stale.
 //! The three control planes run on one thread, so they hold one permit (tests/support).
 
 mod support;
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::Path;
-use support::{Dialect, TestCluster, cilium_node, pod};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use support::prometheus::{free_port, get};
+use support::{Dialect, KillOnDrop, TestCluster, cilium_node, pod};
 
 fn config(name: &str, id: u32) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
@@ -130,10 +136,30 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
         assert_eq!(offline_usage["clusters"][i]["pools"], usage["clusters"][i]["pools"], "cluster {i} from files");
     }
 
+    // serve follows the fleet: each cluster's series are its own usage figures.
+    let serve = Serve::start(&config);
+    serve.wait_readyz(200);
+    let metrics = serve.metrics();
+    for (i, part) in parts.iter().enumerate() {
+        let context = format!("c{}", i + 1);
+        assert_eq!(series(&metrics, &context), figures(part), "{context}: serve's series\n{metrics}");
+        assert!(metrics.contains(&format!("ciliumpool_exporter_ready{{cluster=\"{context}\"}} 1")), "{metrics}");
+    }
+
     // gamma stops answering: it is reported, alpha and beta still print, exit 3.
     clusters[2].signal_apiserver("STOP");
     let (code, stopped, stderr) = plugin(&config, &["usage", "-o", "json", "--all-contexts", "--request-timeout", "3s"]);
+    // serve: gamma's series alone go stale, /readyz says which cluster.
+    let reason = serve.wait_readyz(503);
+    let metrics = serve.metrics();
     clusters[2].signal_apiserver("CONT");
+    assert!(reason.starts_with("cluster c3: stale: the watches of ") && !reason.contains("c1") && !reason.contains("c2"), "{reason}");
+    assert!(series(&metrics, "c3").is_empty(), "no figure of the stopped cluster is served as fresh:\n{metrics}");
+    for (i, context) in ["c1", "c2"].iter().enumerate() {
+        assert_eq!(series(&metrics, context), figures(&parts[i]), "{context} stays fresh\n{metrics}");
+    }
+    let ready = |context: &str, value: u8| metrics.contains(&format!("ciliumpool_exporter_ready{{cluster=\"{context}\"}} {value}"));
+    assert!(ready("c1", 1) && ready("c2", 1) && ready("c3", 0), "{metrics}");
     assert_eq!(code, 3, "{stderr}");
     assert_eq!(stopped["clusters"][0]["pools"], usage["clusters"][0]["pools"]);
     assert_eq!(stopped["clusters"][1]["pools"], usage["clusters"][1]["pools"]);
@@ -148,4 +174,76 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
             assert!(!stderr.contains(value) && !stopped.to_string().contains(value), "a credential in the output");
         }
     }
+}
+
+/// Every poll here ends within it: a bound for a hang, not a speed target.
+const BOUND: Duration = Duration::from_secs(90);
+
+/// `serve --all-contexts`, stale after 3 s of failing; killed when dropped.
+struct Serve {
+    address: String,
+    _process: KillOnDrop,
+}
+
+impl Serve {
+    fn start(kubeconfig: &Path) -> Serve {
+        let address = format!("127.0.0.1:{}", free_port());
+        let mut command = support::cli::plugin_process();
+        command
+            .args(["serve", "--all-contexts", "--listen", &address, "--stale-after", "3s", "--request-timeout", "3s", "--kubeconfig"])
+            .arg(kubeconfig)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Serve { address, _process: KillOnDrop(command.spawn().expect("start serve")) }
+    }
+
+    /// Polls `/readyz` until it answers `code`; returns its body.
+    fn wait_readyz(&self, code: u16) -> String {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            match get(&self.address, "/readyz", None) {
+                Ok((status, body)) if status == code => return body,
+                answer => assert!(Instant::now() < deadline, "/readyz did not answer {code} within {BOUND:?}: {answer:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn metrics(&self) -> String {
+        get(&self.address, "/metrics", None).expect("scrape serve").1
+    }
+}
+
+/// The pool figures of one cluster in an exposition: `metric{pool,family}` → value, for the
+/// metrics of `support::cli::METRIC_FIELDS`, from the samples labelled `cluster="context"`.
+fn series(exposition: &str, context: &str) -> BTreeMap<String, f64> {
+    let own = format!("{{cluster=\"{context}\",");
+    exposition
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.split_once(&own)?;
+            support::cli::METRIC_FIELDS.iter().any(|(metric, _)| *metric == name).then_some(())?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            Some((format!("{name}{{{labels}}}"), value.parse().expect("a sample value")))
+        })
+        .collect()
+}
+
+/// The same figures from a `usage -o json` document (the metric-to-field table of the docs).
+fn figures(usage: &Value) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for pool in usage["pools"].as_array().unwrap() {
+        for fam in pool["families"].as_array().unwrap() {
+            for (metric, field) in support::cli::METRIC_FIELDS {
+                if let Some(value) = fam[field].as_f64() {
+                    out.insert(
+                        format!("{metric}{{pool=\"{}\",family=\"{}\"}}", pool["name"].as_str().unwrap(), fam["family"].as_str().unwrap()),
+                        value,
+                    );
+                }
+            }
+        }
+    }
+    out
 }

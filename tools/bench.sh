@@ -2,12 +2,15 @@
 # End-to-end performance comparisons, side by side in one run (docs/performance.md explains them):
 #   1. offline `usage -f` on generated dumps vs `jq -c .` reading the same files;
 #   2. live `usage -o json` against the real test apiserver vs the raw GETs of the same lists;
-#   3. peak RSS of each (GNU time).
+#   3. peak RSS of each (GNU time);
+#   --fleet instead: three control planes of --live-nodes nodes each read together
+#   (`usage --context a,b,c -o json`) vs each alone (the target: at most 1.3 × the slowest alone),
+#   with the CPU the client and the three control planes spent on one fleet read.
 # Prints a Markdown report on stdout; progress on stderr. Needs: cargo, jq, GNU time (/usr/bin/time),
 # and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
 # 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
 #
-# Usage: tools/bench.sh [--offline-only | --live-only | --bombs] [--nodes N] [--pods-per-node N] [--runs N]
+# Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet] [--nodes N] [--pods-per-node N] [--runs N]
 #        [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
 # --bombs: only the hostile inputs of issue 28 (tools/bombs.py writes them into a temporary
 # directory, about 1.3 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
@@ -17,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0
+NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0 FLEET=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -28,8 +31,9 @@ while [[ $# -gt 0 ]]; do
     --offline-only) OFFLINE_ONLY=1; shift ;;
     --live-only) LIVE_ONLY=1; shift ;;
     --bombs) BOMBS=1; shift ;;
+    --fleet) FLEET=1; shift ;;
     --watch-minutes) WATCH_MINUTES=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +55,12 @@ BIN="$PWD/target/release/kubectl-ciliumpool"
 GEN="$PWD/target/release/examples/gen_scale"
 
 WORK="$(mktemp -d)"
-cleanup() { [[ -n ${TESTENV_DIR:-} ]] && tools/testenv/down.sh >&2 || true; rm -rf "$WORK"; }
+FLEET_DIRS=()
+cleanup() {
+  [[ -n ${TESTENV_DIR:-} ]] && tools/testenv/down.sh >&2 || true
+  for dir in "${FLEET_DIRS[@]}"; do tools/testenv/down.sh "$dir" >&2 || true; done
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 
 size_of() { du -sb "$1" | cut -f1; }
@@ -106,8 +115,69 @@ bombs() {
   done
 }
 
+# cpu_ticks <pid files...>: user + system clock ticks the processes have used so far.
+cpu_ticks() { cat "$@" | while read -r pid; do awk '{print $14 + $15}' "/proc/$pid/stat"; done | awk '{t += $1} END {print t}'; }
+
+fleet() {
+  tools/testenv/build.sh >/dev/null
+  local crds; crds="$(tools/cilium-oracle/build.sh --crds)"
+  local name configs=()
+  for name in a b c; do
+    log "starting control plane $name and loading $LIVE_NODES nodes with $LIVE_PODS pods each"
+    eval "$(tools/testenv/up.sh)"
+    FLEET_DIRS+=("$TESTENV_DIR"); configs+=("$KUBECONFIG")
+    unset TESTENV_DIR   # cleanup stops each directory of FLEET_DIRS
+    kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f "$crds/ciliumnodes.yaml" \
+      -f "$crds/ciliumendpoints.yaml" >&2
+    kubectl wait --for=condition=Established crd --all --timeout=60s >&2
+    "$GEN" --nodes "$LIVE_NODES" --pods-per-node "$LIVE_PODS" --load
+  done
+  # One kubeconfig, a context per control plane (each testenv names its own the same way).
+  local merged="$WORK/fleet.kubeconfig"
+  python3 - "$merged" "${configs[@]}" <<'EOF'
+import json, subprocess, sys
+out = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [], "current-context": "a"}
+for name, path in zip("abc", sys.argv[2:]):
+    own = json.loads(subprocess.check_output(["kubectl", "config", "view", "--raw", "--flatten", "-o", "json", "--kubeconfig", path]))
+    out["clusters"].append({"name": name, "cluster": own["clusters"][0]["cluster"]})
+    out["users"].append({"name": name, "user": own["users"][0]["user"]})
+    out["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+open(sys.argv[1], "w").write(json.dumps(out))
+EOF
+  chmod 600 "$merged"
+  export KUBECONFIG="$merged"
+  log "timing the fleet read and each cluster alone"
+  "$HYPERFINE" --style none --warmup 1 --runs "$RUNS" --export-json "$WORK/fleet.json" \
+    -n "fleet a,b,c" "$BIN usage --context a,b,c -o json" \
+    -n "a alone" "$BIN usage --context a -o json" -n "b alone" "$BIN usage --context b -o json" \
+    -n "c alone" "$BIN usage --context c -o json" >&2
+  local together a b c slowest
+  together=$(median "$WORK/fleet.json" 0); a=$(median "$WORK/fleet.json" 1)
+  b=$(median "$WORK/fleet.json" 2); c=$(median "$WORK/fleet.json" 3)
+  slowest=$(printf '%s\n' "$a" "$b" "$c" | sort -g | tail -1)
+  # Where the time goes: CPU of the client (GNU time) and of the three etcd + kube-apiserver pairs.
+  local pids=() dir before after client servers
+  for dir in "${FLEET_DIRS[@]}"; do pids+=("$dir/etcd.pid" "$dir/kube-apiserver.pid"); done
+  before=$(cpu_ticks "${pids[@]}")
+  /usr/bin/time -f '%U %S %e' -o "$WORK/fleet.time" "$BIN" usage --context a,b,c -o json >/dev/null
+  after=$(cpu_ticks "${pids[@]}")
+  client=$(awk '{printf "%.2f s CPU (user %.2f + system %.2f) in %.2f s", $1 + $2, $1, $2, $3}' "$WORK/fleet.time")
+  servers=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f s CPU", t / hz }')
+  echo "## Fleet: \`usage --context a,b,c -o json\` vs each cluster alone (medians of $RUNS runs)"
+  echo
+  echo "| clusters | together | a alone | b alone | c alone | together / slowest alone |"
+  echo "|---|---|---|---|---|---|"
+  echo "| 3 × ($LIVE_NODES nodes, $((LIVE_NODES * LIVE_PODS)) pods) | ${together}s | ${a}s | ${b}s | ${c}s | $(ratio "$together" "$slowest") |"
+  echo
+  echo "One fleet read: the client $client; the three control planes $servers (etcd + kube-apiserver, /proc/PID/stat)."
+}
+
 if [[ $BOMBS == 1 ]]; then
   bombs
+  exit 0
+fi
+if [[ $FLEET == 1 ]]; then
+  fleet
   exit 0
 fi
 

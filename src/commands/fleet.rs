@@ -45,7 +45,9 @@ pub fn check_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
     match command {
         Command::Usage(args) if fleet && args.watch => Err(input("--watch follows one cluster; drop --watch to read a fleet")),
         Command::Usage(_) | Command::Check(_) | Command::Ip(_) => Ok(()),
-        _ if fleet => Err(input("a fleet (--fleet, several --context, --all-contexts) is read by usage, check and ip only")),
+        // `serve` follows live clusters only (it refuses -f, so --fleet, on its own).
+        Command::Serve(_) => Ok(()),
+        _ if fleet => Err(input("a fleet (--fleet, several --context, --all-contexts) is read by usage, check, ip and serve only")),
         _ => Ok(()),
     }
 }

@@ -180,7 +180,10 @@ fn check_combinations(command: &Command, offline: bool, output: Output) -> Resul
 
 /// Runs a command; returns the exit code for a successful run (0, or 1 for "found it").
 pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
-    if let Some(clusters) = &ctx.fleet {
+    // `serve` follows a fleet itself (each cluster watched, its series labelled).
+    if let Some(clusters) = &ctx.fleet
+        && !matches!(command, Command::Serve(_))
+    {
         return fleet::run(command, clusters, ctx).await;
     }
     match command {

@@ -1,17 +1,18 @@
 //! `serve`: the figures of `usage` as a Prometheus scrape target. The cluster is watched (the
 //! `usage --watch` machinery, `source::watch`); a change is re-analysed at most once a second and
-//! its exposition kept, so a scrape only copies the last one (`serve/http.rs`). Readiness and the
-//! exporter's own metrics follow the watches: state older than `--stale-after` is never served as
-//! fresh (docs/metrics.md).
+//! its metric families kept, so a scrape only encodes the last ones (`serve/http.rs`). Readiness and
+//! the exporter's own metrics follow the watches: state older than `--stale-after` is never served
+//! as fresh (docs/metrics.md). A fleet (`--context A,B`, `--all-contexts`) is each cluster followed
+//! on its own, its series under a `cluster` label: one stale cluster leaves the others fresh.
 
 mod http;
 
 use super::Context;
 use crate::cli::ServeArgs;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
-use crate::source::Input;
 use crate::source::cluster::{Cluster, Layout};
 use crate::source::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions, backoff};
+use crate::source::{ConnectOptions, Input};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -19,10 +20,18 @@ use std::time::{Duration, Instant, SystemTime};
 /// How long a burst of changes may last before the figures are recomputed once.
 const DEBOUNCE: Duration = Duration::from_secs(1);
 
-/// The last computed exposition and how the watches are doing, shared with the HTTP server.
+/// What each cluster served looks like now, shared with the HTTP server.
 pub struct State {
     started: Instant,
     stale_after: Duration,
+    clusters: Vec<Followed>,
+}
+
+/// One cluster served: its last figures and how its watches are doing.
+struct Followed {
+    /// Its context in a fleet (`serve --context A,B`, `--all-contexts`): the `cluster` label of its
+    /// series. None when one cluster is served, whose exposition has no `cluster` label.
+    name: Option<String>,
     figures: Option<Figures>,
     health: Vec<SourceHealth>,
     /// The first read (which decides where each source is read from) failed this many times.
@@ -30,10 +39,9 @@ pub struct State {
     updates: u64,
 }
 
-/// One analysis, encoded both ways.
+/// One analysis: its metric families (encoded when scraped, with the other clusters' in a fleet).
 struct Figures {
-    openmetrics: String,
-    prometheus: String,
+    families: Vec<Family>,
     at: SystemTime,
     took: Duration,
 }
@@ -48,20 +56,35 @@ pub struct Status {
 }
 
 impl State {
-    fn new(stale_after: Duration) -> State {
-        State { started: Instant::now(), stale_after, figures: None, health: Vec::new(), setup_errors: 0, updates: 0 }
+    fn new(stale_after: Duration, names: Vec<Option<String>>) -> State {
+        let clusters =
+            names.into_iter().map(|name| Followed { name, figures: None, health: Vec::new(), setup_errors: 0, updates: 0 }).collect();
+        State { started: Instant::now(), stale_after, clusters }
     }
 
+    /// Ready when every cluster is; the reason names each cluster that is not (in a fleet).
     pub fn status(&self) -> Status {
+        let statuses: Vec<(Option<&str>, Status)> = self.clusters.iter().map(|c| (c.name.as_deref(), self.status_of(c))).collect();
+        let reasons: Vec<String> = statuses
+            .iter()
+            .filter_map(|(name, s)| Some(name.map_or(String::new(), |n| format!("cluster {n}: ")) + s.reason.as_deref()?))
+            .collect();
+        let staleness = statuses.iter().map(|(_, s)| s.staleness).fold(0.0, f64::max);
+        let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+        Status { ready: reason.is_none(), reason, staleness }
+    }
+
+    fn status_of(&self, cluster: &Followed) -> Status {
         let now = Instant::now();
-        let synced = self.figures.is_some() && !self.health.is_empty() && self.health.iter().all(|h| h.listed);
+        let health = &cluster.health;
+        let synced = cluster.figures.is_some() && !health.is_empty() && health.iter().all(|h| h.listed);
         // Down since: the oldest failure of a source, or the start when never synced.
-        let since = if synced { self.health.iter().filter_map(|h| h.failing_since).min() } else { Some(self.started) };
+        let since = if synced { health.iter().filter_map(|h| h.failing_since).min() } else { Some(self.started) };
         let staleness = since.map_or(0.0, |since| now.duration_since(since).as_secs_f64());
         let reason = if !synced {
             Some("the first full sync of the watches is not done".to_string())
         } else if staleness > self.stale_after.as_secs_f64() {
-            let down: Vec<&str> = self.health.iter().filter(|h| h.failing_since.is_some()).map(|h| h.resource.as_str()).collect();
+            let down: Vec<&str> = health.iter().filter(|h| h.failing_since.is_some()).map(|h| h.resource.as_str()).collect();
             Some(format!(
                 "stale: the watches of {} have been failing for {staleness:.0}s (more than --stale-after {})",
                 down.join(", "),
@@ -73,24 +96,28 @@ impl State {
         Status { ready: reason.is_none(), reason, staleness }
     }
 
-    /// The exposition a scrape gets: the last figures unless stale, then the exporter's own
-    /// metrics, computed now.
+    /// The exposition a scrape gets: each cluster's last figures unless stale, then the
+    /// exporter's own metrics, computed now; in a fleet every series has its `cluster` label.
     pub fn exposition(&self, encoding: Encoding) -> String {
-        let status = self.status();
-        let mut out = String::new();
-        if let (true, Some(figures)) = (status.ready, &self.figures) {
-            out.push_str(match encoding {
-                Encoding::OpenMetrics => &figures.openmetrics,
-                Encoding::Prometheus => &figures.prometheus,
-            });
+        let mut families = Vec::new();
+        for cluster in &self.clusters {
+            let status = self.status_of(cluster);
+            let mut own = match (&cluster.figures, status.ready) {
+                (Some(figures), true) => figures.families.clone(),
+                _ => Vec::new(),
+            };
+            own.extend(cluster.exporter_families(&status));
+            metrics::add_labelled(&mut families, cluster.name.as_deref(), own);
         }
-        out.push_str(&metrics::encode(&self.exporter_families(&status), encoding));
+        let mut out = metrics::encode(&families, encoding);
         if encoding == Encoding::OpenMetrics {
             out.push_str(metrics::EOF);
         }
         out
     }
+}
 
+impl Followed {
     fn exporter_families(&self, status: &Status) -> Vec<Family> {
         let resource = |h: &SourceHealth| vec![("resource", h.resource.clone())];
         let mut families = vec![
@@ -148,7 +175,7 @@ impl State {
             families.push(Family::new(
                 "ciliumpool_exporter_analysis_duration_seconds",
                 Type::Gauge,
-                "How long the last analysis took (snapshot, allocator and encoding).",
+                "How long the last analysis took (snapshot, allocator and metric families).",
                 vec![Sample::new(vec![], figures.took.as_secs_f64())],
             ));
         }
@@ -163,19 +190,22 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 }
 
 pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
-    let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses serve with -f") };
+    let clusters = clusters(ctx)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| crate::error::input(format!("--listen {}: cannot listen there ({e}); choose another address or port", args.listen)))?;
-    let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after)));
+    let names = clusters.iter().map(|(name, _)| name.clone()).collect();
+    let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after, names)));
     let (shutdown, _) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone()));
     warn_line!("serving /metrics, /healthz and /readyz on http://{}", args.listen);
     let interrupted = super::interrupted();
     tokio::pin!(interrupted);
+    // Each cluster is followed on its own: one that cannot be read makes only its series stale.
+    let follows = clusters.iter().enumerate().map(|(i, (_, options))| follow(&args, options, ctx.namespace.as_deref(), &state, i));
     let result = tokio::select! {
         _ = &mut interrupted => Ok(()),
-        result = follow(&args, options, ctx.namespace.as_deref(), &state) => result,
+        result = futures::future::try_join_all(follows) => result.map(|_| ()),
     };
     // Stop accepting, let in-flight scrapes finish.
     let _ = shutdown.send(true);
@@ -183,11 +213,22 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     result.map(|()| 0)
 }
 
+/// The clusters to serve: the one of the flags (no name), or each context of a fleet by name.
+fn clusters(ctx: &Context) -> Result<Vec<(Option<String>, ConnectOptions)>> {
+    match &ctx.fleet {
+        Some(fleet) => Ok(crate::source::fleet::connections(fleet)?.into_iter().map(|(name, options)| (Some(name), options)).collect()),
+        None => {
+            let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses serve with -f") };
+            Ok(vec![(None, options.clone())])
+        }
+    }
+}
+
 /// Connects, reads once to learn the layout (retried with backoff while the cluster cannot be
-/// read), then follows the watches, re-analysing each settled change.
-async fn follow(args: &ServeArgs, options: &crate::source::ConnectOptions, namespace: Option<&str>, state: &Shared) -> Result<()> {
+/// read), then follows the watches, re-analysing each settled change into cluster `index`.
+async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&str>, state: &Shared, index: usize) -> Result<()> {
     let cluster = Cluster::connect(options, namespace).await?;
-    let layout = first_read(&cluster, state).await;
+    let layout = first_read(&cluster, state, index).await;
     let watch_options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: true };
     let mut watch = Watch::start(&cluster, &layout, watch_options);
     let mut dirty = false;
@@ -195,17 +236,17 @@ async fn follow(args: &ServeArgs, options: &crate::source::ConnectOptions, names
         // A failing watch wakes the loop too, so that readiness follows it.
         let changed = watch.step().await?;
         dirty |= changed;
-        lock(state).health = watch.health().to_vec();
+        lock(state).clusters[index].health = watch.health().to_vec();
         if dirty && watch.listed() {
             watch.settle(DEBOUNCE).await;
-            update(args, &watch, &layout, state).await;
+            update(args, &watch, &layout, state, index).await;
             dirty = false;
         }
     }
 }
 
 /// The layout of the first complete read; its objects are dropped (the watches list again).
-async fn first_read(cluster: &Cluster, state: &Shared) -> Layout {
+async fn first_read(cluster: &Cluster, state: &Shared, index: usize) -> Layout {
     let mut failures = 0u32;
     loop {
         match cluster.read().await {
@@ -215,33 +256,37 @@ async fn first_read(cluster: &Cluster, state: &Shared) -> Layout {
             }
             Err(error) => {
                 failures += 1;
-                lock(state).setup_errors += 1;
-                warn_line!("warning: cannot read the cluster yet (retrying): {error:#}");
+                let which = {
+                    let followed = &mut lock(state).clusters[index];
+                    followed.setup_errors += 1;
+                    followed.name.as_deref().map_or(String::new(), |n| format!(" {n}"))
+                };
+                warn_line!("warning: cannot read the cluster{which} yet (retrying): {error:#}");
                 tokio::time::sleep(backoff(failures)).await;
             }
         }
     }
 }
 
-/// Analyses the watched state and keeps its exposition. The allocator runs off the runtime's
-/// thread, so that scrapes are answered meanwhile.
-async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared) {
+/// Analyses the watched state and keeps its metric families. The allocator runs off the
+/// runtime's thread, so that scrapes are answered meanwhile.
+async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared, index: usize) {
     let start = Instant::now();
     let snapshot = watch.snapshot(layout);
     let nodes = args.node_metrics;
-    let encoded = tokio::task::spawn_blocking(move || {
+    let analysed = tokio::task::spawn_blocking(move || {
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<_> = report.pools.iter().collect();
-        let families = metrics::families(&report, &pools, &snapshot.origin, Options { nodes });
-        (metrics::encode(&families, Encoding::OpenMetrics), metrics::encode(&families, Encoding::Prometheus))
+        metrics::families(&report, &pools, &snapshot.origin, Options { nodes })
     })
     .await;
-    let Ok((openmetrics, prometheus)) = encoded else {
+    let Ok(families) = analysed else {
         warn_line!("warning: the analysis failed; the previous figures stay");
         return;
     };
     let mut state = lock(state);
-    state.figures = Some(Figures { openmetrics, prometheus, at: SystemTime::now(), took: start.elapsed() });
-    state.updates += 1;
-    state.health = watch.health().to_vec();
+    let followed = &mut state.clusters[index];
+    followed.figures = Some(Figures { families, at: SystemTime::now(), took: start.elapsed() });
+    followed.updates += 1;
+    followed.health = watch.health().to_vec();
 }

@@ -1,6 +1,6 @@
 //! `check` output: one row per problem, and a summary line.
 
-use super::{Render, Sourced, Style, Tone, table};
+use super::{Grid, Render, Sourced, Style, Tone};
 use crate::allocator::{Problem, Severity};
 use crate::model::Origin;
 use serde::Serialize;
@@ -28,7 +28,7 @@ impl Render for Check<'_> {
         if self.ipam.nothing_to_show {
             return super::usage::nothing_to_show(self.ipam);
         }
-        if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style) }
+        if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, style).render(style) }
     }
 
     fn notes(&self, wide: bool, _style: &Style) -> String {
@@ -47,7 +47,7 @@ pub fn tone(severity: Severity) -> Tone {
     }
 }
 
-pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> String {
+pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> Grid {
     let mut header = vec!["SEVERITY", "KIND", "OBJECT", "MESSAGE"];
     if wide {
         header.push("ACTION");
@@ -62,7 +62,7 @@ pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> Strin
             row
         })
         .collect();
-    table(&header, rows, style)
+    Grid::new(&header, rows)
 }
 
 /// An object as `kubectl get -o name` prints it: `ciliumnode.cilium.io/NAME`, `pod/NAME`.

@@ -4,14 +4,14 @@
 
 use super::check::problems_table;
 use super::metrics::{self, Encoding, Sample, Type};
-use super::{Render, SCHEMA_VERSION, Style, table};
+use super::{Grid, Render, SCHEMA_VERSION, Style};
 use crate::allocator::fleet::FleetProblem;
 use serde::Serialize;
 
 /// What a single-cluster result gives a fleet view besides its `Render` form.
 pub trait Member: Render {
-    /// The result's table(s) alone, plain, with headers (no footer): re-cut into the fleet table.
-    fn table(&self, wide: bool) -> String;
+    /// The result's tables, before layout: the fleet puts every cluster's rows into one table.
+    fn grids(&self, wide: bool, style: &Style) -> Vec<Grid>;
     /// Its metric families (`usage` only).
     fn families(&self) -> Vec<metrics::Family> {
         Vec::new()
@@ -79,20 +79,17 @@ impl<R: Member> Render for Fleet<'_, R> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let cut: Vec<(&str, Vec<Block>)> =
-            self.clusters.iter().filter_map(|c| Some((c.name, blocks(&c.result.as_ref().ok()?.table(wide))))).collect();
-        let mut out: Vec<String> = joined(&cut)
-            .into_iter()
-            .map(|(header, rows)| table(&header.iter().map(String::as_str).collect::<Vec<_>>(), rows, style))
-            .collect();
+        let mut grids = joined(self.clusters.iter().filter_map(|c| Some((c.name, c.result.as_ref().ok()?.grids(wide, style)))));
         if self.problem_table && !self.problems.is_empty() {
             let problems: Vec<&crate::allocator::Problem> = self.problems.iter().map(|p| &p.problem).collect();
-            let (header, rows) = blocks(&problems_table(&problems, wide, &Style::plain())).remove(0);
-            let clusters = self.problems.iter().map(|p| p.clusters.join(","));
-            let rows = clusters.zip(rows).map(|(c, row)| std::iter::once(c).chain(row).collect()).collect();
-            out.push(table(&std::iter::once("CLUSTERS").chain(header.iter().map(String::as_str)).collect::<Vec<_>>(), rows, style));
+            let mut between = problems_table(&problems, wide, style);
+            between.header.insert(0, "CLUSTERS".to_string());
+            for (row, problem) in between.rows.iter_mut().zip(&self.problems) {
+                row.insert(0, problem.clusters.join(","));
+            }
+            grids.push(between);
         }
-        out.join("\n")
+        grids.into_iter().map(|g| g.render(style)).collect::<Vec<_>>().join("\n")
     }
 
     fn notes(&self, _wide: bool, _style: &Style) -> String {
@@ -127,33 +124,15 @@ fn summary<R: Member>(fleet: &Fleet<R>) -> String {
     line + "\n"
 }
 
-/// A table's header and rows, cut from its text.
-type Block = (Vec<String>, Vec<Vec<String>>);
-
-/// The tables of a plain text, cut into cells: tables are separated by a blank line, cells by the
-/// three spaces `render::table` puts between columns (no cell holds three spaces in a row).
-fn blocks(text: &str) -> Vec<Block> {
-    let cells = |line: &str| line.trim().split("   ").map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect::<Vec<_>>();
-    text.split("\n\n")
-        .filter(|b| !b.trim().is_empty())
-        .map(|b| {
-            let mut lines = b.lines().filter(|l| !l.trim().is_empty());
-            let header = lines.next().map(cells).unwrap_or_default();
-            (header, lines.map(cells).collect())
-        })
-        .collect()
-}
-
 /// The clusters' tables joined: tables with the same header become one, a CLUSTER column first.
-fn joined(cut: &[(&str, Vec<Block>)]) -> Vec<(Vec<String>, Vec<Vec<String>>)> {
-    let mut out: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
-    for (name, blocks) in cut {
-        for (header, rows) in blocks {
-            let header: Vec<String> = std::iter::once("CLUSTER".to_string()).chain(header.iter().cloned()).collect();
-            let rows = rows.iter().map(|r| std::iter::once(name.to_string()).chain(r.iter().cloned()).collect());
-            match out.iter_mut().find(|(h, _)| *h == header) {
-                Some((_, all)) => all.extend(rows),
-                None => out.push((header, rows.collect())),
+fn joined<'a>(clusters: impl Iterator<Item = (&'a str, Vec<Grid>)>) -> Vec<Grid> {
+    let mut out: Vec<Grid> = Vec::new();
+    for (name, grids) in clusters {
+        for grid in grids {
+            let grid = grid.with_first_column("CLUSTER", name);
+            match out.iter_mut().find(|known| known.header == grid.header) {
+                Some(known) => known.rows.extend(grid.rows),
+                None => out.push(grid),
             }
         }
     }
@@ -171,23 +150,16 @@ fn openmetrics<R: Member>(fleet: &Fleet<R>) -> String {
         up,
     )];
     for cluster in &fleet.clusters {
-        let Ok(result) = &cluster.result else { continue };
-        for mut family in result.families() {
-            for sample in &mut family.samples {
-                sample.labels.insert(0, ("cluster", cluster.name.to_string()));
-            }
-            match families.iter_mut().find(|f| f.name == family.name) {
-                Some(known) => known.samples.append(&mut family.samples),
-                None => families.push(family),
-            }
+        if let Ok(result) = &cluster.result {
+            metrics::add_labelled(&mut families, Some(cluster.name), result.families());
         }
     }
     metrics::encode(&families, Encoding::OpenMetrics) + metrics::EOF
 }
 
 impl Member for super::usage::Usage<'_> {
-    fn table(&self, wide: bool) -> String {
-        self.text(wide, &Style::plain())
+    fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
+        super::usage::Usage::grids(self, wide, style)
     }
 
     fn families(&self) -> Vec<metrics::Family> {
@@ -204,14 +176,14 @@ impl Member for super::usage::Usage<'_> {
 }
 
 impl Member for super::check::Check<'_> {
-    fn table(&self, wide: bool) -> String {
-        if self.problems.is_empty() { String::new() } else { problems_table(&self.problems, wide, &Style::plain()) }
+    fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
+        if self.problems.is_empty() { Vec::new() } else { vec![problems_table(&self.problems, wide, style)] }
     }
 }
 
 impl Member for super::ip::Ip<'_> {
-    fn table(&self, wide: bool) -> String {
-        super::ip::table(self.answers, wide, &Style::plain(), self.mode)
+    fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
+        vec![super::ip::table(self.answers, wide, style, self.mode)]
     }
 }
 
@@ -220,13 +192,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tables_are_cut_at_column_gaps_and_joined_by_header() {
-        let a = blocks("POOL   FREE BLOCKS\nblue             3\n\nNODE   CIDR\nn1     10.0.0.0/24\n");
-        let b = blocks("POOL   FREE BLOCKS\nred       12\n");
-        let joined = joined(&[("east", a), ("west", b)]);
-        assert_eq!(joined.len(), 2);
-        assert_eq!(joined[0].0, ["CLUSTER", "POOL", "FREE BLOCKS"]);
-        assert_eq!(joined[0].1, [vec!["east", "blue", "3"], vec!["west", "red", "12"]]);
-        assert_eq!(joined[1].1, [vec!["east", "n1", "10.0.0.0/24"]]);
+    fn tables_with_the_same_header_are_joined_behind_a_cluster_column() {
+        let pools = |rows: &[&str]| Grid::new(&["POOL", "FREE"], rows.iter().map(|r| vec![r.to_string(), "3".into()]).collect());
+        let nodes = Grid::new(&["NODE"], vec![vec!["n1".into()]]);
+        let grids = joined([("east", vec![pools(&["blue   sky"]), nodes]), ("west", vec![pools(&["red"])])].into_iter());
+        assert_eq!(grids.len(), 2);
+        assert_eq!(grids[0].header, ["CLUSTER", "POOL", "FREE"]);
+        assert_eq!(grids[0].rows, [["east", "blue   sky", "3"], ["west", "red", "3"]]);
+        assert_eq!(grids[1].rows, [["east", "n1"]]);
     }
 }

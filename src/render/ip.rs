@@ -1,6 +1,6 @@
 //! `ip` output: one row per address, and the JSON/YAML document (docs/ip.md).
 
-use super::{Render, Sourced, Style, Tone};
+use super::{Grid, Render, Sourced, Style, Tone};
 use crate::allocator::lookup::{BlockState, Holder, IpAnswer};
 use crate::model::Origin;
 use crate::model::pool::ReservedRange;
@@ -24,7 +24,7 @@ impl Render for Ip<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let mut out = table(self.answers, wide, style, self.mode);
+        let mut out = table(self.answers, wide, style, self.mode).render(style);
         if style.headers {
             out.push_str(&footer(self.origin, self.mode));
         }
@@ -68,7 +68,7 @@ fn block_state_text(a: &IpAnswer, mode: &str) -> String {
 
 /// ADDRESS POOL CIDR BLOCK STATE RESERVED HELD-BY (`-o wide` adds NOTE). Escaping for the
 /// terminal is `Context::print`'s.
-pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> String {
+pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Grid {
     let mut header = vec!["ADDRESS", "POOL", "CIDR", "BLOCK", "STATE", "RESERVED", "HELD-BY"];
     if wide {
         header.push("NOTE");
@@ -105,7 +105,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Str
             row
         })
         .collect();
-    super::table(&header, rows, style)
+    Grid::new(&header, rows)
 }
 
 /// The data source and mode, one line.

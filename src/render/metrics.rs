@@ -277,6 +277,21 @@ pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> S
 /// The end of an OpenMetrics exposition.
 pub const EOF: &str = "# EOF\n";
 
+/// Adds `more` to `families`, each sample labelled `cluster` first when one is given (a fleet:
+/// `usage -o openmetrics` and `serve` label the same way); a family already there takes the samples,
+/// since OpenMetrics wants a family's samples together.
+pub fn add_labelled(families: &mut Vec<Family>, cluster: Option<&str>, more: Vec<Family>) {
+    for mut family in more {
+        if let Some(cluster) = cluster {
+            family.samples.iter_mut().for_each(|s| s.labels.insert(0, ("cluster", cluster.to_string())));
+        }
+        match families.iter_mut().find(|f| f.name == family.name) {
+            Some(known) => known.samples.append(&mut family.samples),
+            None => families.push(family),
+        }
+    }
+}
+
 /// The families as text, without the OpenMetrics `# EOF` (so that expositions can be joined).
 pub fn encode(families: &[Family], encoding: Encoding) -> String {
     let mut out = String::new();

@@ -190,6 +190,34 @@ const NUMERIC_COLUMNS: &[&str] = &[
     "WITHHELD-BLOCKS",
 ];
 
+/// A table before it is laid out: its header and its rows of cells (data as it is, colours painted
+/// by the renderer). A fleet view puts the rows of every cluster's grid into one, behind a CLUSTER
+/// column, so that one table is laid out with the rules of every table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Grid {
+    pub fn new(header: &[&str], rows: Vec<Vec<String>>) -> Grid {
+        Grid { header: header.iter().map(|h| h.to_string()).collect(), rows }
+    }
+
+    /// The grid with a first column `name` holding `value` on every row (`kubectl get -A` puts
+    /// NAMESPACE first the same way).
+    pub fn with_first_column(mut self, name: &str, value: &str) -> Grid {
+        self.header.insert(0, name.to_string());
+        self.rows.iter_mut().for_each(|row| row.insert(0, value.to_string()));
+        self
+    }
+
+    /// Laid out by [`table`].
+    pub fn render(self, style: &Style) -> String {
+        table(&self.header.iter().map(String::as_str).collect::<Vec<_>>(), self.rows, style)
+    }
+}
+
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
 /// columns ([`NUMERIC_COLUMNS`]) right-aligned.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {

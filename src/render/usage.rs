@@ -1,7 +1,7 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
-use super::{Render, SCHEMA_VERSION, Style, Tone, human, percent, table};
+use super::{Grid, Render, SCHEMA_VERSION, Style, Tone, bar, human, percent, table};
 use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
@@ -87,6 +87,30 @@ impl<'a> Usage<'a> {
     pub fn pools(&self) -> Vec<&'a PoolReport> {
         selected(self.report, self.names)
     }
+
+    /// The tables of the view (none when the mode has nothing to show).
+    pub fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
+        let ipam = &self.report.ipam;
+        if ipam.nothing_to_show {
+            return Vec::new();
+        }
+        let pools = self.pools();
+        let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
+        match self.table {
+            Table::Blocks => vec![blocks_table(self.report, &pools, &selected_name)],
+            Table::Nodes => vec![nodes_table(self.report, &selected_name)],
+            Table::Pools => {
+                // Modes without CiliumPodIPPools show what nodes hold instead of an empty pool table.
+                let mode_tables = [
+                    (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam)),
+                    (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam)),
+                ];
+                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none))
+                    .then(|| pools_table(&pools, wide, &self.thresholds, style));
+                std::iter::once(pool_table).chain(mode_tables).flatten().collect()
+            }
+        }
+    }
 }
 
 /// The reports of the pools named (all when `names` is empty).
@@ -113,26 +137,10 @@ impl Render for Usage<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let ipam = &self.report.ipam;
-        if ipam.nothing_to_show {
-            return nothing_to_show(ipam);
+        if self.report.ipam.nothing_to_show {
+            return nothing_to_show(&self.report.ipam);
         }
-        let pools = self.pools();
-        let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
-        match self.table {
-            Table::Blocks => blocks_table(self.report, &pools, &selected_name, style),
-            Table::Nodes => nodes_table(self.report, &selected_name, style),
-            Table::Pools => {
-                // Modes without CiliumPodIPPools show what nodes hold instead of an empty pool table.
-                let mode_tables = [
-                    (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam, style)),
-                    (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam, style)),
-                ];
-                let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none))
-                    .then(|| pools_table(&pools, wide, &self.thresholds, style));
-                std::iter::once(pool_table).chain(mode_tables).flatten().collect::<Vec<_>>().join("\n")
-            }
-        }
+        self.grids(wide, style).into_iter().map(|g| g.render(style)).collect::<Vec<_>>().join("\n")
     }
 
     fn notes(&self, wide: bool, style: &Style) -> String {
@@ -208,7 +216,7 @@ fn cidrs_cell(fam: &FamilyReport) -> String {
 /// One row per pool and family. The default fits about 120 columns; `-o wide` adds the CIDRs,
 /// the block breakdown and the node figures. The bar (a picture, not a value) is left out under
 /// `--no-headers`, where every cell is one word for `awk`.
-pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, style: &Style) -> String {
+pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, style: &Style) -> Grid {
     let mut header = vec!["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
     if style.headers {
         header.push("");
@@ -260,11 +268,11 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
             rows.push(row);
         }
     }
-    table(&header, rows, style)
+    Grid::new(&header, rows)
 }
 
 /// One row per node, pool and address family (a dual-stack pool's families never add up).
-pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
+pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool) -> Grid {
     let mut rows = Vec::new();
     for node in &report.nodes {
         for p in node.pools.iter().filter(|p| selected(&p.pool)) {
@@ -306,12 +314,12 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool, style: &Sty
             }
         }
     }
-    table(&["NODE", "POOL", "FAMILY", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE", "NOTE"], rows, style)
+    Grid::new(&["NODE", "POOL", "FAMILY", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE", "NOTE"], rows)
 }
 
 /// One row per allocated or orphan block, and per run of withheld or free blocks (`first..last`
 /// with their number), in address order; then the blocks nodes list under pools that do not exist.
-pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&str) -> bool, style: &Style) -> String {
+pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&str) -> bool) -> Grid {
     let mut rows = Vec::new();
     let held_row = |block: String, pool: &str, state: &str, nodes: &[std::sync::Arc<str>], used: String, usable: String| {
         vec![
@@ -369,11 +377,11 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
     for (pool, block, node) in missing {
         rows.push(held_row(block.to_string(), pool, "orphan", std::slice::from_ref(node), "-".into(), "-".into()));
     }
-    table(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows, style)
+    Grid::new(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows)
 }
 
 /// Pools of a non-multi-pool mode (ENI's `default`): what nodes hold; capacity is not in the cluster.
-pub fn mode_pools_table(ipam: &IpamReport, style: &Style) -> String {
+pub fn mode_pools_table(ipam: &IpamReport) -> Grid {
     let mut rows = Vec::new();
     for pool in &ipam.mode_pools {
         for fam in &pool.families {
@@ -390,13 +398,13 @@ pub fn mode_pools_table(ipam: &IpamReport, style: &Style) -> String {
             ]);
         }
     }
-    table(&["POOL", "IPAM-MODE", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "IDLE", "NODES", "CAPACITY"], rows, style)
+    Grid::new(&["POOL", "IPAM-MODE", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "IDLE", "NODES", "CAPACITY"], rows)
 }
 
 /// Cluster-pool blocks: `spec.ipam.podCIDRs` per node.
-pub fn pod_cidrs_table(ipam: &IpamReport, style: &Style) -> String {
+pub fn pod_cidrs_table(ipam: &IpamReport) -> Grid {
     let rows = ipam.pod_cidrs.iter().map(|n| vec![n.node.clone(), n.pod_cidrs.join(","), opt(n.used_addresses)]).collect();
-    table(&["NODE", "PODCIDRS", "USED"], rows, style)
+    Grid::new(&["NODE", "PODCIDRS", "USED"], rows)
 }
 
 /// What the IPAM mode means for these figures, one line each (table footers).
@@ -517,7 +525,7 @@ mod tests {
         ]);
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<&PoolReport> = report.pools.iter().collect();
-        let text = blocks_table(&report, &pools, &|_| true, &Style::plain());
+        let text = blocks_table(&report, &pools, &|_| true).render(&Style::plain());
         let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().take(5).collect()).collect();
         assert_eq!(rows, [["10.0.0.0/12", "blue", "allocated", "1", "node-1"], ["10.9.0.0/24", "blue", "allocated", "1", "node-2"]]);
     }

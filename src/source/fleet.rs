@@ -26,19 +26,26 @@ pub struct Read {
 /// Reads every cluster of `fleet`. A file that cannot be read fails the whole command (bad input,
 /// exit 2); a cluster that cannot be read is reported in its `Read` and the others still are.
 pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
+    if let Fleet::Files(paths) = fleet {
+        return from_files(paths, namespace, verbose);
+    }
+    // Each read runs under its own request deadlines (source/limits.rs): a cluster that does not
+    // answer ends its own read, not the others'.
+    let reads = connections(fleet)?.into_iter().map(|(name, options)| async move {
+        let snapshot = super::snapshot(&Input::Cluster(options), namespace, verbose).await;
+        Read { name, snapshot: snapshot.map_err(|e| super::secrets::redact(&format!("{e:#}")).into_owned()) }
+    });
+    Ok(futures::future::join_all(reads).await)
+}
+
+/// Each live cluster of `fleet`: its context's name and how to connect to it (none for files).
+pub fn connections(fleet: &Fleet) -> Result<Vec<(String, ConnectOptions)>> {
     let (options, contexts) = match fleet {
-        Fleet::Files(paths) => return from_files(paths, namespace, verbose),
+        Fleet::Files(_) => return Ok(Vec::new()),
         Fleet::Contexts(options, contexts) => (options, contexts.clone()),
         Fleet::AllContexts(options) => (options, super::client::context_names(options.kubeconfig.as_deref())?),
     };
-    // Each read runs under its own request deadlines (source/limits.rs): a cluster that does not
-    // answer ends its own read, not the others'.
-    let reads = contexts.iter().map(|context| async move {
-        let input = Input::Cluster(ConnectOptions { context: Some(context.clone()), ..options.clone() });
-        let snapshot = super::snapshot(&input, namespace, verbose).await;
-        Read { name: context.clone(), snapshot: snapshot.map_err(|e| super::secrets::redact(&format!("{e:#}")).into_owned()) }
-    });
-    Ok(futures::future::join_all(reads).await)
+    Ok(contexts.into_iter().map(|context| (context.clone(), ConnectOptions { context: Some(context), ..options.clone() })).collect())
 }
 
 /// One snapshot per path, named after its cilium-config `cluster-name`, or after the path when
