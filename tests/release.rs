@@ -234,3 +234,57 @@ fn krew_template_rendering_is_checked_line_by_line() {
         format!("spec:\n  version: {VERSION}\n  - x\n    uri: https://h/{VERSION}/a.tar.gz\n    sha256: \"{}\"\n", "0".repeat(64))
     );
 }
+
+/// The `image` job pushes the image deploy/deployment.yaml runs: the workflow's `IMAGE` tagged with
+/// the release tag (the `build` job checks the tag is Cargo.toml's version), built from
+/// deploy/image/Dockerfile for exactly the Linux platforms the matrix builds, out of the directory
+/// the job extracts their archives into; the Dockerfile's non-root user is the Deployment's, and
+/// the release waits for the image.
+#[test]
+fn the_release_image_is_the_one_the_deployment_runs() {
+    let workflow = yaml(".github/workflows/release.yml");
+    let image = str_at(&workflow, "/env/IMAGE");
+    let job = &workflow["jobs"]["image"];
+    let steps = job["steps"].as_array().expect("image job steps");
+    let uses = |prefix: &str| {
+        steps
+            .iter()
+            .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no {prefix} step in the image job"))
+    };
+    let build = uses("docker/build-push-action@");
+    assert_eq!(str_at(build, "/with/tags"), "${{ env.IMAGE }}:${{ github.ref_name }}");
+    assert_eq!(build["with"]["push"], json!(true));
+    assert_eq!(str_at(build, "/with/file"), "deploy/image/Dockerfile");
+    assert_eq!(str_at(uses("docker/login-action@"), "/with/registry"), "ghcr.io");
+    assert_eq!(image.split('/').next(), Some("ghcr.io"));
+    assert_eq!(str_at(job, "/permissions/packages"), "write");
+    let linux: Vec<String> =
+        workflow_targets(&workflow).iter().filter(|(_, os, _, _)| os == "linux").map(|(_, os, arch, _)| format!("{os}/{arch}")).collect();
+    assert_eq!(str_at(build, "/with/platforms").split(',').collect::<Vec<_>>(), linux);
+    assert_eq!(str_at(uses("actions/download-artifact@"), "/with/pattern"), "archive-linux-*");
+    let context = str_at(build, "/with/context");
+    let extract = steps.iter().filter_map(|s| s["run"].as_str()).find(|r| r.contains("tar -xzf")).expect("a step extracting the archives");
+    assert!(extract.contains(&format!("-C \"{context}/linux-$arch\" kubectl-ciliumpool")), "{extract}");
+    assert!(
+        workflow["jobs"]["release"]["needs"].as_array().is_some_and(|n| n.contains(&json!("image"))),
+        "the release does not wait for the image"
+    );
+
+    let dockerfile = std::fs::read_to_string(repo_root().join("deploy/image/Dockerfile")).expect("read deploy/image/Dockerfile");
+    let instructions: Vec<(&str, &str)> =
+        dockerfile.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(|l| l.split_once(' ').unwrap_or((l, ""))).collect();
+    let instruction = |name: &str| instructions.iter().find(|(n, _)| *n == name).map(|(_, rest)| *rest).unwrap_or_default();
+    assert!(["scratch", "gcr.io/distroless/static"].iter().any(|base| instruction("FROM").starts_with(base)), "{dockerfile}");
+    assert!(instruction("COPY").contains("linux-${TARGETARCH}/kubectl-ciliumpool "), "{dockerfile}");
+    let user = instruction("USER");
+
+    let deployment = yaml("deploy/deployment.yaml");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(str_at(container, "/image"), format!("{image}:{VERSION}"), "deploy/deployment.yaml runs another image");
+    let security = &deployment["spec"]["template"]["spec"]["securityContext"];
+    let (uid, gid) = (security["runAsUser"].as_u64().expect("runAsUser"), security["runAsGroup"].as_u64().expect("runAsGroup"));
+    assert_ne!(uid, 0);
+    assert_eq!(user, format!("{uid}:{gid}"), "the image's user is not the Deployment's");
+    assert_eq!(container["args"][0], "serve");
+}

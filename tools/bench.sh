@@ -10,10 +10,14 @@
 # and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
 # 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
 #
-# Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet] [--nodes N] [--pods-per-node N] [--runs N]
-#        [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
+# Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --serve] [--nodes N] [--pods-per-node N]
+#        [--runs N] [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
+#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N]
 # --bombs: only the hostile inputs of issue 28 (tools/bombs.py writes them into a temporary
 # directory, about 1.3 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
+# --serve: instead of the offline and `usage` timings, measure `serve` against the loaded cluster
+# (tools/bench-serve.sh: scrape latency, change → series, RSS over --churn-minutes of churn, default 5,
+# then the initial sync at --sync-nodes × --sync-pods-per-node, default 2000 × 25; 0 nodes skips it).
 # --watch-minutes N: after the live timings, `usage --watch` runs N minutes while pods come and go
 # (25 created and 25 deleted every round) and its RSS is compared with the RSS after the first frame
 # built from its watch stores (a marker pool makes that frame visible).
@@ -21,6 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0 FLEET=0
+SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -33,7 +38,11 @@ while [[ $# -gt 0 ]]; do
     --bombs) BOMBS=1; shift ;;
     --fleet) FLEET=1; shift ;;
     --watch-minutes) WATCH_MINUTES=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --serve) SERVE=1; LIVE_ONLY=1; shift ;;
+    --churn-minutes) CHURN_MINUTES=$2; shift 2 ;;
+    --sync-nodes) SYNC_NODES=$2; shift 2 ;;
+    --sync-pods-per-node) SYNC_PODS=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -213,6 +222,11 @@ done
 wait
 EOF
 chmod +x "$WORK/raw.sh"
+if [[ $SERVE == 1 ]]; then
+  # shellcheck source=tools/bench-serve.sh
+  source tools/bench-serve.sh
+  exit 0
+fi
 received=0
 for path in /apis/cilium.io/v2/ciliumpodippools /apis/cilium.io/v2/ciliumnodes /api/v1/pods /apis/cilium.io/v2/ciliumendpoints; do
   received=$((received + $(kubectl get --raw "$path" | wc -c)))

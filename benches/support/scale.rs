@@ -237,13 +237,15 @@ fn managed_fields() -> Value {
     ])
 }
 
-fn container(name: &str, image: String, rng: &mut Rng) -> Value {
+/// `port`: distinct per container of a pod, since a host-network pod's container ports are host
+/// ports, which the apiserver refuses to see twice (same width, so the dumps keep their size).
+fn container(name: &str, image: String, port: u16, rng: &mut Rng) -> Value {
     let env: Vec<Value> = (0..8)
         .map(|i| json!({"name": format!("{}_SETTING_{i}", name.to_uppercase()), "value": rng.hex(12 + (i % 3) * 8)}))
         .chain([json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}})])
         .collect();
     json!({"name": name, "image": image, "imagePullPolicy": "IfNotPresent", "env": env,
-        "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+        "ports": [{"containerPort": port, "name": "http", "protocol": "TCP"}],
         "resources": {"limits": {"memory": "512Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "failureThreshold": 3, "periodSeconds": 10, "successThreshold": 1, "timeoutSeconds": 1},
         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
@@ -274,8 +276,8 @@ fn pod_object(scale: &Scale, n: u32, j: u32, rng: &mut Rng) -> Value {
         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-{}", rng.hex(10)), "uid": format!("{}-0000-4000-8000-{}", rng.hex(8), rng.hex(12)), "controller": true, "blockOwnerDeletion": true}],
         "managedFields": managed_fields()});
     let containers = vec![
-        container("app", format!("registry.example.com/shop/{app}:1.{}.{}", j % 9, n % 13), rng),
-        container("sidecar", "registry.example.com/mesh/proxy:2.4.1".to_string(), rng),
+        container("app", format!("registry.example.com/shop/{app}:1.{}.{}", j % 9, n % 13), 8080, rng),
+        container("sidecar", "registry.example.com/mesh/proxy:2.4.1".to_string(), 9090, rng),
     ];
     let spec = &mut object["spec"];
     spec["containers"] = Value::Array(containers);
