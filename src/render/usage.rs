@@ -1,7 +1,7 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
-use super::{Grid, Render, SCHEMA_VERSION, Style, Tone, bar, human, percent, table};
+use super::{Grid, Render, SCHEMA_VERSION, Style, Tone, human, percent};
 use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources};
 use crate::model::{Origin, Snapshot};
 use serde::Serialize;
