@@ -365,6 +365,37 @@ fn openmetrics_parses_and_equals_the_json_figures() {
     assert_eq!(code, 2, "{stderr}");
 }
 
+/// Blocks under a deleted pool's name are orphans in OpenMetrics too (issue 31 §4): one
+/// `ciliumpool_orphan_blocks` series per name and family, counting a block two nodes list once;
+/// a view restricted to named pools leaves them out, as its table does.
+#[test]
+fn openmetrics_counts_the_blocks_of_a_deleted_pool_as_its_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "kept"},
+        "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}});
+    let objects = [
+        pool,
+        support::cilium_node("n1", &[("kept", &["10.0.1.0/24"]), ("gone", &["10.9.0.0/24", "fd00:9::/120"])], 1),
+        support::cilium_node("n2", &[("gone", &["10.9.0.0/24", "10.9.1.0/24"])], 1),
+    ];
+    let file = write_objects(dir.path(), "deleted.yaml", &objects);
+    let series = |args: &[&str]| -> Vec<String> {
+        let (code, text, stderr) = run(args);
+        assert_eq!(code, 0, "{stderr}");
+        openmetrics_parser::openmetrics::parse_openmetrics(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        text.lines().filter(|l| l.starts_with("ciliumpool_orphan_blocks{")).map(str::to_string).collect()
+    };
+    assert_eq!(
+        series(&["usage", "-o", "openmetrics", "-f", &file]),
+        [
+            r#"ciliumpool_orphan_blocks{pool="kept",family="ipv4"} 0"#,
+            r#"ciliumpool_orphan_blocks{pool="gone",family="ipv4"} 2"#,
+            r#"ciliumpool_orphan_blocks{pool="gone",family="ipv6"} 1"#,
+        ]
+    );
+    assert_eq!(series(&["usage", "kept", "-o", "openmetrics", "-f", &file]), [r#"ciliumpool_orphan_blocks{pool="kept",family="ipv4"} 0"#]);
+}
+
 // --- IPAM modes -----------------------------------------------------------------------------
 
 fn write_objects(dir: &Path, name: &str, objects: &[Value]) -> String {

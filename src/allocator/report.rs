@@ -30,6 +30,13 @@ impl Report {
     pub fn pool(&self, name: &str) -> Option<&PoolReport> {
         self.pools.iter().find(|p| p.name == name)
     }
+
+    /// Node entries under a pool name no CiliumPodIPPool has (a deleted pool): every block they
+    /// list is an orphan. The IPAM mode's own pools (ENI's `default`) have no object by design.
+    pub fn missing_pool_entries(&self) -> impl Iterator<Item = (&NodeReport, &NodePoolReport)> {
+        let mode_pool = |name: &str| self.ipam.mode_pools.iter().any(|m| *m.name == *name);
+        self.nodes.iter().flat_map(|n| n.pools.iter().map(move |p| (n, p))).filter(move |(_, p)| !p.pool_exists && !mode_pool(&p.pool))
+    }
 }
 
 /// Counts behind the "used" figures, for the footer.

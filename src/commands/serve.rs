@@ -277,7 +277,7 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
     let analysed = tokio::task::spawn_blocking(move || {
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<_> = report.pools.iter().collect();
-        metrics::families(&report, &pools, &snapshot.origin, Options { nodes })
+        metrics::families(&report, &pools, &snapshot.origin, Options { nodes, deleted_pools: true })
     })
     .await;
     let Ok(families) = analysed else {

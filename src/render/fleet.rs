@@ -163,7 +163,7 @@ impl Member for super::usage::Usage<'_> {
     }
 
     fn families(&self) -> Vec<metrics::Family> {
-        metrics::families(self.report, &self.pools(), &self.snapshot.origin, metrics::Options::default())
+        metrics::families(self.report, &self.pools(), &self.snapshot.origin, self.metric_options())
     }
 
     fn fullest(&self) -> (usize, Option<(String, f64)>) {

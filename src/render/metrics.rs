@@ -75,6 +75,8 @@ impl Family {
 pub struct Options {
     /// One series per node, pool and family (`serve --node-metrics`): nodes × pools series.
     pub nodes: bool,
+    /// The orphan blocks of deleted pools too: the view is of every pool, not of named ones.
+    pub deleted_pools: bool,
 }
 
 /// Per pool and family: name suffix, help, and the figure.
@@ -87,7 +89,11 @@ const FAMILY_FIGURES: [Figure; 12] = [
     }),
     ("withheld_blocks", "Blocks not allocated that a valid reserved range touches: never handed out.", |f| Some(f.withheld_blocks)),
     ("free_blocks", "Blocks neither allocated nor withheld: what the operator can still hand out.", |f| Some(f.free_blocks)),
-    ("orphan_blocks", "Blocks listed under the pool's name that lie outside its CIDRs.", |f| Some(f.orphan_blocks)),
+    (
+        "orphan_blocks",
+        "Blocks listed under the pool's name that lie outside its CIDRs; for a name no pool has (a deleted pool), every block listed under it.",
+        |f| Some(f.orphan_blocks),
+    ),
     ("total_addresses", "Addresses in the pool's CIDRs.", |f| Some(f.total_addresses)),
     ("reserved_addresses", "Addresses inside valid reserved ranges.", |f| Some(f.reserved_addresses)),
     ("allocated_addresses", "Usable addresses of the allocated blocks.", |f| Some(f.allocated_addresses)),
@@ -134,7 +140,13 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
     ));
 
     for (suffix, help, figure) in FAMILY_FIGURES {
-        let samples = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
+        let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
+        // A deleted pool's blocks are orphans of its name.
+        if suffix == "orphan_blocks" && options.deleted_pools {
+            samples.extend(missing_pool_blocks(report).into_iter().map(|((pool, family), n)| {
+                Sample::new(vec![("pool", pool.to_string()), ("family", family.to_string())], n)
+            }));
+        }
         out.push(Family::new(&format!("ciliumpool_{suffix}"), Type::Gauge, help, samples));
     }
     let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(labels(p, f), m))).collect();
@@ -215,6 +227,19 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
     out
 }
 
+/// Per pool name no CiliumPodIPPool has and family, the distinct blocks nodes list under it.
+fn missing_pool_blocks(report: &Report) -> BTreeMap<(&str, crate::model::Family), usize> {
+    let mut blocks = std::collections::BTreeSet::new();
+    for (_, entry) in report.missing_pool_entries() {
+        blocks.extend(entry.blocks.iter().filter_map(|b| crate::model::Prefix::parse(b)).map(|b| (&*entry.pool, b)));
+    }
+    let mut counts = BTreeMap::new();
+    for (pool, block) in blocks {
+        *counts.entry((pool, block.family)).or_default() += 1;
+    }
+    counts
+}
+
 /// Per pool and family, the nodes whose request exceeds the usable addresses of their blocks.
 fn nodes_waiting(report: &Report) -> BTreeMap<(&str, String), usize> {
     let mut waiting = BTreeMap::new();
@@ -268,8 +293,8 @@ fn node_families(report: &Report) -> Vec<Family> {
 }
 
 /// The OpenMetrics exposition of a usage report, ending in `# EOF` (`usage -o openmetrics`).
-pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin) -> String {
-    let mut out = encode(&families(report, pools, origin, Options::default()), Encoding::OpenMetrics);
+pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin, options: Options) -> String {
+    let mut out = encode(&families(report, pools, origin, options), Encoding::OpenMetrics);
     out.push_str(EOF);
     out
 }

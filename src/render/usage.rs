@@ -88,6 +88,11 @@ impl<'a> Usage<'a> {
         selected(self.report, self.names)
     }
 
+    /// What the exposition holds besides the pools: deleted pools' orphans when no pool is named.
+    pub fn metric_options(&self) -> super::metrics::Options {
+        super::metrics::Options { deleted_pools: self.names.is_empty(), ..Default::default() }
+    }
+
     /// The tables of the view (none when the mode has nothing to show).
     pub fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
         let ipam = &self.report.ipam;
@@ -163,7 +168,7 @@ impl Render for Usage<'_> {
     }
 
     fn openmetrics(&self) -> Option<String> {
-        Some(super::metrics::openmetrics(self.report, &self.pools(), &self.snapshot.origin))
+        Some(super::metrics::openmetrics(self.report, &self.pools(), &self.snapshot.origin, self.metric_options()))
     }
 }
 
@@ -366,12 +371,8 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
     }
     // Blocks under a pool name no CiliumPodIPPool has (the mode's own pools are not orphans).
     let mut missing: Vec<(&str, &str, &std::sync::Arc<str>)> = Vec::new();
-    for node in &report.nodes {
-        for p in
-            node.pools.iter().filter(|p| !p.pool_exists && selected(&p.pool) && !report.ipam.mode_pools.iter().any(|m| *m.name == *p.pool))
-        {
-            missing.extend(p.blocks.iter().map(|b| (p.pool.as_ref(), b.as_ref(), &node.name)));
-        }
+    for (node, p) in report.missing_pool_entries().filter(|(_, p)| selected(&p.pool)) {
+        missing.extend(p.blocks.iter().map(|b| (p.pool.as_ref(), b.as_ref(), &node.name)));
     }
     missing.sort();
     for (pool, block, node) in missing {
