@@ -238,21 +238,50 @@ fn completion_offers_pool_names_from_the_cluster() {
     assert_eq!(candidates(&succeeded("__complete against an unreachable server", output)), (vec![], ":4".to_string()));
 }
 
+/// `completion bash|zsh|fish` ask the plugin (`__complete`) at each TAB, so they complete what
+/// kubectl's completion does, pool names and a pool's CIDRs included: each is sourced into the
+/// real shell in a pseudo-terminal, a line is completed with TAB and then printed word by word.
+/// bash always runs; zsh and fish where they are installed (the test says when one is not).
+/// PowerShell gets clap's static script.
 #[test]
-fn completion_prints_a_script_for_every_shell() {
-    for (shell, marker) in [
-        ("bash", "complete -F"),
-        ("zsh", "#compdef kubectl-ciliumpool"),
-        ("fish", "complete -c kubectl-ciliumpool"),
-        ("powershell", "Register-ArgumentCompleter"),
-    ] {
-        let output = Command::new(PLUGIN).args(["completion", shell]).output().expect("run plugin");
-        let script = succeeded(&format!("completion {shell}"), output);
-        assert!(script.contains(marker), "completion {shell} has no {marker:?}:\n{}", &script[..script.len().min(400)]);
-        for subcommand in ["usage", "inspect", "reserve-range"] {
-            assert!(script.contains(subcommand), "completion {shell} does not know {subcommand}");
+fn completion_scripts_complete_pool_names_in_the_real_shells() {
+    let script = succeeded("completion powershell", Command::new(PLUGIN).args(["completion", "powershell"]).output().expect("run plugin"));
+    assert!(script.contains("Register-ArgumentCompleter") && script.contains("reserve-range"), "{}", &script[..script.len().min(400)]);
+    assert!(!script.contains("__complete"), "the static script offers the hidden __complete");
+
+    let cases = [
+        ("inspect -f examples/snapshot bl", "<inspect><-f><examples/snapshot><blue>"),
+        ("reserve-range default -f examples/snapshot --drain fd00:", "<reserve-range><default><-f><examples/snapshot><--drain><fd00:10::/104>"),
+        ("usage --output=ya", "<usage><--output=yaml>"),
+    ];
+    let shells: [(&str, &[&str], &str); 3] = [
+        ("bash", &["--norc", "--noprofile", "-i"], "source <(kubectl-ciliumpool completion bash)"),
+        ("zsh", &["-f", "-i"], "autoload -U compinit && compinit -u && source <(kubectl-ciliumpool completion zsh)"),
+        ("fish", &["--no-config", "-i"], "kubectl-ciliumpool completion fish | source"),
+    ];
+    let bin_dir = Path::new(PLUGIN).parent().expect("the plugin's directory");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    for (shell, flags, setup) in shells {
+        if shell != "bash" && Command::new(shell).arg("-c").arg("exit 0").status().map(|s| !s.success()).unwrap_or(true) {
+            eprintln!("skipped the {shell} script: {shell} is not installed");
+            continue;
         }
-        assert!(!script.contains("__complete"), "completion {shell} offers the hidden __complete");
+        for (typed, printed) in cases {
+            let home = tempfile::tempdir().expect("temp home");
+            let mut command = Command::new(shell);
+            command.args(flags).current_dir(repo_root()).env("PATH", &path).env("HOME", home.path());
+            command.env("XDG_CONFIG_HOME", home.path()).env("XDG_DATA_HOME", home.path()).env("PS1", "$ ").env("TERM", "xterm");
+            let mut term = rexpect::session::spawn_command(command, Some(30_000)).expect("the shell starts in a pseudo-terminal");
+            term.send_line(setup).expect("type");
+            // The completion runs the plugin: give it time, then print the completed line's words.
+            term.send(&format!("kubectl-ciliumpool {typed}\t")).expect("type");
+            term.flush().expect("flush");
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            term.send("\x01printf '<%s>' \r").expect("type");
+            term.flush().expect("flush");
+            term.exp_string(printed).unwrap_or_else(|e| panic!("{shell}: `kubectl-ciliumpool {typed}<TAB>` did not complete to {printed}: {e}"));
+            term.send_line("exit").expect("type");
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod complete;
+pub mod completion;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
@@ -20,7 +21,6 @@ use crate::render::{self, Format, Render, Style};
 use crate::source::{ConnectOptions, Input};
 use crate::terminal::Prompter;
 use anyhow::Result;
-use clap::CommandFactory;
 use std::io::Write;
 
 /// Every setting a command needs, resolved once from the flags and the terminal
@@ -194,9 +194,7 @@ pub async fn run(command: Command, ctx: &Context) -> Result<i32> {
         Command::ReserveRange(args) => reserve::run(args, ctx).await,
         Command::Migrate(args) => migrate::run(args, ctx).await,
         Command::Completion(args) => {
-            let mut buf = Vec::new();
-            clap_complete::generate(args.shell, &mut Cli::command(), "kubectl-ciliumpool", &mut buf);
-            emit(&String::from_utf8_lossy(&buf))?;
+            emit(&completion::script(args.shell))?;
             Ok(0)
         }
         Command::Serve(args) => serve::run(args, ctx).await,
