@@ -74,7 +74,7 @@ fn example_families() -> Vec<metrics::Family> {
     let report = ciliumpool::allocator::analyze(&snapshot);
     assert!(report.pools.iter().any(|p| p.name.contains('\n')), "the hostile pool is read");
     let pools: Vec<_> = report.pools.iter().collect();
-    metrics::families(&report, &pools, &snapshot.origin, Options { nodes: true })
+    metrics::families(&report, &pools, &snapshot.origin, Options { nodes: true, deleted_pools: true })
 }
 
 #[test]

@@ -251,7 +251,10 @@ fn completion_scripts_complete_pool_names_in_the_real_shells() {
 
     let cases = [
         ("inspect -f examples/snapshot bl", "<inspect><-f><examples/snapshot><blue>"),
-        ("reserve-range default -f examples/snapshot --drain fd00:", "<reserve-range><default><-f><examples/snapshot><--drain><fd00:10::/104>"),
+        (
+            "reserve-range default -f examples/snapshot --drain fd00:",
+            "<reserve-range><default><-f><examples/snapshot><--drain><fd00:10::/104>",
+        ),
         ("usage --output=ya", "<usage><--output=yaml>"),
     ];
     let shells: [(&str, &[&str], &str); 3] = [
@@ -279,7 +282,8 @@ fn completion_scripts_complete_pool_names_in_the_real_shells() {
             std::thread::sleep(std::time::Duration::from_secs(3));
             term.send("\x01printf '<%s>' \r").expect("type");
             term.flush().expect("flush");
-            term.exp_string(printed).unwrap_or_else(|e| panic!("{shell}: `kubectl-ciliumpool {typed}<TAB>` did not complete to {printed}: {e}"));
+            term.exp_string(printed)
+                .unwrap_or_else(|e| panic!("{shell}: `kubectl-ciliumpool {typed}<TAB>` did not complete to {printed}: {e}"));
             term.send_line("exit").expect("type");
         }
     }

@@ -141,7 +141,7 @@ async fn write_pools(conn: &client::Connection, plan: &Plan, ctx: &Context) -> R
         let outcome = write_pool(conn, &pool.name, plan.dialect, false).await;
         // One line per pool as it is written, so a log shows how far an interrupted run got.
         progress.suspend(|| {
-            ctx.human(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe()))))
+            ctx.record(&format!("{}\n", crate::escape::field(&format!("ciliumpodippool.cilium.io/{} {}", pool.name, outcome.describe()))))
         })?;
         outcomes.push((pool.name.clone(), outcome));
         progress.inc(1);

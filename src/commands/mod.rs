@@ -223,9 +223,21 @@ impl Context {
         if self.format.is_document() { emit(text) } else { self.human(text) }
     }
 
-    /// Writes a human line or block to stdout, escaped, whatever `-o` says.
+    /// Writes result records (`<resource>/<name> <verb> …`, as kubectl prints after a change) in
+    /// the `-o` format: escaped but never wrapped on a terminal, so that each stays one line for
+    /// `grep`.
+    pub fn record(&self, text: &str) -> Result<()> {
+        if self.format.is_document() { emit(text) } else { emit(&crate::escape::block(text, self.style.color)) }
+    }
+
+    /// Writes a human line or block to stdout, escaped (and on a terminal, prose wider than it
+    /// wrapped: `render::fit_prose`), whatever `-o` says.
     pub fn human(&self, text: &str) -> Result<()> {
-        emit(&crate::escape::block(text, self.style.color))
+        let escaped = crate::escape::block(text, self.style.color);
+        match self.style.width {
+            Some(width) => emit(&render::fit_prose(&escaped, width)),
+            None => emit(&escaped),
+        }
     }
 }
 

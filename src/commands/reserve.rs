@@ -159,7 +159,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
         file = atomic::commit(vec![atomic::stage(std::path::Path::new(&path), edited.as_bytes(), 0o644)?])?.remove(0);
     }
     let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file), previewed: ask };
-    ctx.print(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, outcome))?;
+    ctx.record(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, outcome))?;
     Ok(0)
 }
 
@@ -227,7 +227,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     if args.dry_run == DryRun::Client {
         let outcome =
             Outcome { written: false, resource_version: Some(planned.version.clone()), conflicts: 0, file: None, previewed: false };
-        ctx.print(&result_text(ctx, &snapshot.origin, &planned.prepared, args.dry_run, outcome))?;
+        ctx.record(&result_text(ctx, &snapshot.origin, &planned.prepared, args.dry_run, outcome))?;
         return Ok(0);
     }
     if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
@@ -247,7 +247,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
                 file: None,
                 previewed: false,
             };
-            ctx.print(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
+            ctx.record(&result_text(ctx, &snapshot.origin, prepared, args.dry_run, outcome))?;
             Ok(0)
         }
         Err(failed) => {

@@ -242,10 +242,12 @@ pub fn pool_details(
     for fam in &report.families {
         out.push('\n');
         out.push_str(&family_summary(fam, style));
+        // Indented by two: the table fits two columns less.
+        let narrower = Style { width: style.width.map(|w| w.saturating_sub(2)), ..*style };
         out.push_str(&indent(&table(
             &["CIDR", "BLOCKS", "ALLOCATED", "WITHHELD", "FREE", "STATE"],
             cidr_rows(fam, reservations_hidden),
-            style,
+            &narrower,
         )));
         out.push_str(&reservation_lines(fam, style));
         out.push_str(&draining_lines(fam, draining, style));
@@ -387,7 +389,7 @@ fn draining_lines(fam: &FamilyReport, draining: &[DrainingPods], style: &Style) 
                 ),
                 style,
             ));
-            out.push_str(&wrapped(&d.pods, "    ", "pods"));
+            out.push_str(&wrapped(&d.pods, "    ", "pods", style));
         }
     }
     out
@@ -408,7 +410,7 @@ fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
     holders.sort();
     let listed: Vec<String> = holders.iter().map(|(n, c)| format!("{n} ({c})")).collect();
     out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
-    out.push_str(&wrapped(&listed, "    ", "nodes"));
+    out.push_str(&wrapped(&listed, "    ", "nodes", style));
     if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
         let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
         out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
@@ -423,15 +425,16 @@ fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
 /// How many items of a long list `inspect` names before it summarises.
 const LISTED: usize = 24;
 
-/// `items` as lines of at most ~100 columns under `prefix`; past [`LISTED`] items, how many more
-/// there are and where to see them all.
-fn wrapped(items: &[String], prefix: &str, what: &str) -> String {
-    const WIDTH: usize = 100;
+/// `items` as lines as wide as the terminal (at most [`TABLE_WIDTH`](super::TABLE_WIDTH)) under
+/// `prefix`, an item never split; past [`LISTED`] items, how many more there are and where to see
+/// them all.
+fn wrapped(items: &[String], prefix: &str, what: &str, style: &Style) -> String {
+    let width = style.width.unwrap_or(super::TABLE_WIDTH);
     let mut out = String::new();
     let mut line = String::new();
     // Items are names: each escaped as one line (and measured as shown).
     for item in items.iter().take(LISTED).map(|i| crate::escape::field(i)) {
-        if !line.is_empty() && prefix.len() + line.len() + 2 + item.len() > WIDTH {
+        if !line.is_empty() && prefix.len() + line.chars().count() + 2 + item.chars().count() + 1 > width {
             out.push_str(&format!("{prefix}{line},\n"));
             line.clear();
         }

@@ -143,9 +143,11 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
         let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
         // A deleted pool's blocks are orphans of its name.
         if suffix == "orphan_blocks" && options.deleted_pools {
-            samples.extend(missing_pool_blocks(report).into_iter().map(|((pool, family), n)| {
-                Sample::new(vec![("pool", pool.to_string()), ("family", family.to_string())], n)
-            }));
+            samples.extend(
+                missing_pool_blocks(report)
+                    .into_iter()
+                    .map(|((pool, family), n)| Sample::new(vec![("pool", pool.to_string()), ("family", family.to_string())], n)),
+            );
         }
         out.push(Family::new(&format!("ciliumpool_{suffix}"), Type::Gauge, help, samples));
     }

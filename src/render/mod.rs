@@ -218,46 +218,175 @@ impl Grid {
     }
 }
 
+/// Spaces between two columns; [`TIGHT_GAP`] on a terminal the table would not fit otherwise.
+const GAP: usize = 3;
+const TIGHT_GAP: usize = 2;
+/// The narrowest a column is cut to: a name or a message still says what it is.
+const MIN_CUT_WIDTH: usize = 12;
+
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
-/// columns ([`NUMERIC_COLUMNS`]) right-aligned.
+/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
+/// be wider first loses its decoration column (empty header: the usage bar), then a space
+/// between columns, then its widest text columns are cut with `…` to one common width (counts
+/// never are): one line per row.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
+    // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
+    // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
+    // `-`, so that every row has a field per column.
+    let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, !style.headers).into_owned() };
+    // A header may name data too (the reserve-range preview's `POOL <name>`).
+    let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
+    let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(cell).collect()).collect();
+    let mut widths = column_widths(style.headers.then_some(&header[..]), &rows);
+    if let Some(width) = style.width
+        && line_width(&widths, GAP) > width
+        && let Some(decoration) = header.iter().position(String::is_empty)
+    {
+        header.remove(decoration);
+        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
+        widths.remove(decoration);
+    }
+    let gap = if style.width.is_some_and(|width| line_width(&widths, GAP) > width) { TIGHT_GAP } else { GAP };
+    let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
+    if let Some(width) = style.width {
+        let give: Vec<Give> = (0..widths.len())
+            .map(|i| match (rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))), numeric.get(i).copied().unwrap_or(false)) {
+                (true, _) => Give::Prose,
+                (false, true) => Give::Never,
+                (false, false) => Give::Names,
+            })
+            .collect();
+        let caps = column_caps(&widths, &give, width, gap);
+        for row in std::iter::once(&mut header).chain(rows.iter_mut()) {
+            for (cell, cap) in row.iter_mut().zip(&caps) {
+                if let Some(cap) = *cap {
+                    *cell = console::truncate_str(cell, cap, "…").into_owned();
+                }
+            }
+        }
+    }
+
     let mut t = Table::new();
     t.load_style(NOTHING);
     if style.headers {
-        // A header may name data too (the reserve-range preview's `POOL <name>`).
-        t.set_header(header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect::<Vec<_>>());
+        t.set_header(header);
     }
     for row in rows {
-        // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
-        // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
-        // `-`, so that every row has a field per column.
-        let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, !style.headers).into_owned() };
-        t.add_row(row.iter().map(cell).collect::<Vec<_>>());
+        t.add_row(row);
     }
     let columns = t.column_count();
     for (i, col) in t.column_iter_mut().enumerate() {
-        col.set_padding((0, if i + 1 == columns { 0 } else { 3 }));
-        if header.get(i).is_some_and(|h| NUMERIC_COLUMNS.contains(h)) {
+        col.set_padding((0, if i + 1 == columns { 0 } else { gap as u16 }));
+        if numeric.get(i).copied().unwrap_or(false) {
             col.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
-        if style.width.is_some() && i + 1 < columns {
-            col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
-        }
     }
-    if let Some(width) = style.width {
-        // Only the last column (messages, holders, notes) gives way: one line per row, cut with `…`.
-        t.set_width(u16::try_from(width).unwrap_or(u16::MAX));
-        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-        t.set_truncation_indicator("…");
-        t.row_iter_mut().for_each(|row| {
-            row.max_height(1);
-        });
-    }
-    let mut out: String = t.lines().map(|l| l.trim_end().to_string() + "\n").collect();
+    // What cannot fit even so loses its end: a row never wraps (`-o wide` shows it whole).
+    let fit = |line: String| match style.width {
+        Some(width) => console::truncate_str(line.trim_end(), width, "…").into_owned(),
+        None => line.trim_end().to_string(),
+    };
+    let mut out: String = t.lines().map(|l| fit(l) + "\n").collect();
     if t.row_count() == 0 && !style.headers {
         out.clear();
     }
     out
+}
+
+/// Prose on a terminal of `width` columns (tables already fit, so this touches only prose:
+/// inspect's fields and notes, version, migrate's lines). A wider line wraps at spaces (a word
+/// wider than the line is broken), its continuation lines indented under the value of a
+/// `Label:   value` field or four spaces deeper than the line itself.
+pub fn fit_prose(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n"));
+        if textwrap::core::display_width(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = " ".repeat(continuation_indent(body).min(width / 2));
+        let options =
+            textwrap::Options::new(width).subsequent_indent(&indent).break_words(true).word_splitter(textwrap::WordSplitter::NoHyphenation);
+        out.push_str(&textwrap::fill(body, options));
+        out.push_str(end);
+    }
+    out
+}
+
+/// Where the continuation of a long line starts: under the value of a field padded with two
+/// spaces or more after its label (`Annotations:   a=b, c=d`), else four spaces in.
+fn continuation_indent(line: &str) -> usize {
+    let leading = line.len() - line.trim_start().len();
+    let label =
+        line[leading..].split_once(':').filter(|(label, rest)| label.len() <= 20 && !label.contains("  ") && rest.starts_with("  "));
+    match label {
+        Some((label, rest)) => leading + label.len() + 1 + (rest.len() - rest.trim_start().len()),
+        None => leading + 4,
+    }
+}
+
+/// The display width of each column (colour codes do not count).
+fn column_widths(header: Option<&[String]>, rows: &[Vec<String>]) -> Vec<usize> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in header.into_iter().chain(rows.iter().map(Vec::as_slice)) {
+        widths.resize(widths.len().max(row.len()), 0);
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(console::measure_text_width(cell));
+        }
+    }
+    widths
+}
+
+/// The width of a line of columns this wide, `gap` spaces apart.
+fn line_width(widths: &[usize], gap: usize) -> usize {
+    widths.iter().sum::<usize>() + gap * widths.len().saturating_sub(1)
+}
+
+/// How a column may give way on a narrow terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Give {
+    /// Counts: never cut (a cut number would be another number).
+    Never,
+    /// Free text (a cell holds a space: messages, states, holders, notes): cut first.
+    Prose,
+    /// Names, CIDRs, kinds: cut only when the prose alone cannot make the table fit.
+    Names,
+}
+
+/// The width each column is cut to so that the line fits `width`: prose first, then names
+/// too, each time one common cap for the widest (narrower ones keep their width), never below
+/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. A table that cannot fit even so is cut as
+/// far as that, and its lines then lose their end ([`table`]).
+fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> Vec<Option<usize>> {
+    if line_width(widths, gap) <= width {
+        return vec![None; widths.len()];
+    }
+    let caps_with = |cut: &dyn Fn(Give) -> bool| -> (Vec<Option<usize>>, bool) {
+        let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| !cut(g)).map(|(w, _)| w).sum();
+        let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
+        let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| cut(g)).map(|(&w, _)| w).collect();
+        open.sort_unstable();
+        // Water-fill from the narrowest: a column narrower than an even share keeps its width.
+        let mut cap = None;
+        for (taken, &w) in open.iter().enumerate() {
+            let share = budget / (open.len() - taken);
+            if w > share {
+                cap = Some(share);
+                break;
+            }
+            budget -= w;
+        }
+        let cap = cap.unwrap_or(MIN_CUT_WIDTH).max(MIN_CUT_WIDTH);
+        let caps: Vec<Option<usize>> = widths.iter().zip(give).map(|(&w, &g)| (cut(g) && w > cap).then_some(cap)).collect();
+        let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
+        let fits = line_width(&cut_widths, gap) <= width;
+        (caps, fits)
+    };
+    match caps_with(&|g| g == Give::Prose) {
+        (caps, true) => caps,
+        _ => caps_with(&|g| g != Give::Never).0,
+    }
 }
 
 /// A count for humans, one notation in every table: exact below a million, else three
@@ -338,6 +467,39 @@ fn serialize<T: Serialize>(value: &T, yaml: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_gives_way_first_then_names_and_counts_never() {
+        use Give::*;
+        // The message alone absorbs the excess: the names keep their width.
+        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3), [None, None, Some(54)]);
+        // It cannot (12 columns left at most): the widest names and the message share one cap.
+        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2), [None, None, Some(29), Some(29)]);
+        assert!(line_width(&[8, 27, 29, 29], 2) <= 100);
+        // Counts are never cut, a table that fits is left alone, and no cut goes below the minimum.
+        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), [None, None]);
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), [None, None]);
+        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), [Some(MIN_CUT_WIDTH); 3]);
+    }
+
+    #[test]
+    fn a_table_fits_its_width_and_keeps_one_line_per_row() {
+        let style = Style { color: false, headers: true, width: Some(40) };
+        let rows = vec![vec!["node-with-a-long-name-in-a-zone".into(), "12".into(), "the block is listed twice on this node".into()]];
+        let text = table(&["NODE", "USED", "MESSAGE"], rows, &style);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 40), "{text}");
+        assert!(text.contains("  12  ") && text.contains('…'), "counts stay whole, text is cut: {text}");
+    }
+
+    #[test]
+    fn prose_wraps_under_its_field_value() {
+        let text = "Annotations:   alpha=1, beta=2, gamma=3\nshort\n";
+        assert_eq!(fit_prose(text, 31), "Annotations:   alpha=1, beta=2,\n               gamma=3\nshort\n");
+        // Anything else continues four columns in; a word wider than the line is broken.
+        assert_eq!(fit_prose("  Reserved a-b: c d\n", 15), "  Reserved a-b:\n      c d\n");
+        assert!(fit_prose(&"x".repeat(50), 20).lines().all(|l| l.chars().count() <= 20));
+    }
 
     #[test]
     fn human_counts() {
