@@ -632,6 +632,24 @@ fn inspect_on_a_sysdump_says_a_cidr_state_is_unknown() {
     assert!(stdout.contains("active") && !stdout.contains("unknown"), "{stdout}");
 }
 
+/// `ip` on the same sysdump: whether an address is reserved is unknown (`?`), not `no`; with the
+/// v2 pools the gateway is `yes (…)` and another address `no`.
+#[test]
+fn ip_on_a_sysdump_says_reserved_is_unknown() {
+    let d = dumps();
+    let reserved = |inputs: &[&str]| -> Vec<String> {
+        let mut args = vec!["ip", "10.40.255.254", "10.40.1.9", "--no-headers"];
+        for input in inputs {
+            args.extend(["-f", input]);
+        }
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        stdout.lines().map(|l| l.split_whitespace().nth(5).unwrap_or_default().to_string()).collect()
+    };
+    assert_eq!(reserved(&[path(&d.zip)]), ["?", "?"]);
+    assert_eq!(reserved(&[path(&d.sysdump), &example_file("pools.yaml")]), [r"yes\x20(10.40.255.254)", "no"]);
+}
+
 #[test]
 fn input_incomplete_does_not_fail_check() {
     // A clean pool and the node holding its block, no pods: the caveat is a problem scripts see,

@@ -183,7 +183,7 @@ impl Member for super::check::Check<'_> {
 
 impl Member for super::ip::Ip<'_> {
     fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
-        vec![super::ip::table(self.answers, wide, style, self.mode)]
+        vec![super::ip::table(self.answers, wide, style, self.mode, super::ip::reservations_unknown(self.origin))]
     }
 }
 

@@ -24,7 +24,7 @@ impl Render for Ip<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let mut out = table(self.answers, wide, style, self.mode).render(style);
+        let mut out = table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style);
         if style.headers {
             out.push_str(&footer(self.origin, self.mode));
         }
@@ -66,9 +66,15 @@ fn block_state_text(a: &IpAnswer, mode: &str) -> String {
     }
 }
 
+/// Whether the input hides every pool's reserved ranges (pools read through v2alpha1 only, e.g. a
+/// sysdump): RESERVED is then `?` where no range is known, not `no`.
+pub fn reservations_unknown(origin: &Origin) -> bool {
+    origin.lacks(crate::model::CaveatKind::PoolsThroughV2alpha1)
+}
+
 /// ADDRESS POOL CIDR BLOCK STATE RESERVED HELD-BY (`-o wide` adds NOTE). Escaping for the
 /// terminal is `Context::print`'s.
-pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Grid {
+pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reservations_unknown: bool) -> Grid {
     let mut header = vec!["ADDRESS", "POOL", "CIDR", "BLOCK", "STATE", "RESERVED", "HELD-BY"];
     if wide {
         header.push("NOTE");
@@ -89,7 +95,11 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str) -> Gri
                 a.cidr.clone().unwrap_or_else(dash),
                 a.block.clone().unwrap_or_else(dash),
                 style.paint(&state, tone),
-                a.reserved_by.as_ref().map_or_else(|| "no".to_string(), |r| format!("yes ({r})")),
+                match (&a.reserved_by, reservations_unknown && a.cidr.is_some()) {
+                    (Some(range), _) => format!("yes ({range})"),
+                    (None, true) => "?".to_string(),
+                    (None, false) => "no".to_string(),
+                },
                 if a.held_by.is_empty() { dash() } else { a.held_by.iter().map(holder_text).collect::<Vec<_>>().join(", ") },
             ];
             if wide {
