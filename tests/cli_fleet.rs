@@ -141,3 +141,15 @@ fn a_cell_with_three_spaces_does_not_shift_the_columns() {
     assert_eq!(row.get(family..family + 4), Some("ipv4"), "{stdout}");
     assert_eq!(row.split("   hot").count(), 2, "{stdout}");
 }
+
+/// A caveat of one cluster's input names that cluster (issue 31 §2): in a fleet, a bare
+/// "the input holds no CiliumNodes" would not say which input.
+#[test]
+fn each_warning_names_its_cluster() {
+    let pools = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot/pools.yaml").display().to_string();
+    let (code, _, stderr) = run(&["usage", "-f", &example("east.yaml"), "-f", &pools, "--fleet"]);
+    assert_eq!(code, 0, "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "no CiliumNodes, no pods: {stderr}");
+    assert!(warnings.iter().all(|w| w.starts_with("warning: cluster pools.yaml: the input holds no ")), "{stderr}");
+}

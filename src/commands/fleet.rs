@@ -2,7 +2,7 @@
 //! analysed as alone, the fleet checks between them, one view of all. A cluster that cannot be read
 //! does not hide the others; the run then ends with exit 3 after printing what was read.
 
-use super::{Context, input_of, warn_unread};
+use super::{Context, input_of, warn_unread_of};
 use crate::allocator::fleet::{self, FleetProblem, Member};
 use crate::allocator::lookup::{IpAnswer, lookup};
 use crate::allocator::{Report, Severity};
@@ -89,7 +89,7 @@ pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i3
 
 fn analyse(read: Read) -> Analysed {
     let result = read.snapshot.map(|snapshot| {
-        warn_unread(&snapshot);
+        warn_unread_of(&snapshot, Some(&read.name));
         let report = crate::allocator::analyze(&snapshot);
         (snapshot, report)
     });

@@ -310,13 +310,19 @@ pub async fn analyze(ctx: &Context) -> Result<(Snapshot, Report)> {
 /// stderr, whatever the output format: `-o json` marks such figures null but cannot say why.
 /// So does each caveat of the input (`model::caveat`), one `warning:` line each.
 pub fn warn_unread(snapshot: &Snapshot) {
+    warn_unread_of(snapshot, None);
+}
+
+/// [`warn_unread`] for one cluster of a fleet: each line names it (`warning: cluster east: …`).
+pub fn warn_unread_of(snapshot: &Snapshot, cluster: Option<&str>) {
+    let of = cluster.map(|name| format!("cluster {name}: ")).unwrap_or_default();
     if snapshot.origin.kind == "cluster" {
         for note in &snapshot.notes {
-            warn_line!("warning: {note}");
+            warn_line!("warning: {of}{note}");
         }
     }
     for caveat in &snapshot.origin.caveats {
-        warn_line!("warning: {}", caveat.message);
+        warn_line!("warning: {of}{}", caveat.message);
     }
 }
 
