@@ -48,7 +48,8 @@ enum Place {
 pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<String> {
     let root = tree(text)?;
     let mut edits = Vec::new();
-    diff(text, &root, old, new, Place::Root, &mut edits)?;
+    let layout = Layout::of(text, &root, old);
+    diff(text, &root, old, new, Place::Root, layout, &mut edits)?;
     // Applied from the end of the text; of two insertions at one place the one found first
     // (a nested mapping's key) is applied last, so that it stays first.
     let mut edits: Vec<(usize, Edit)> = edits.into_iter().enumerate().collect();
@@ -178,19 +179,158 @@ fn ends_a_line(text: &str) -> bool {
     text.ends_with(['\n', '\r'])
 }
 
-/// `value` as YAML lines: a scalar or empty collection on one line, anything else in block style.
-fn lines(value: &Value) -> Vec<String> {
-    match value {
-        Value::Object(map) if map.is_empty() => vec!["{}".to_string()],
-        Value::Array(items) if items.is_empty() => vec!["[]".to_string()],
-        Value::Object(_) | Value::Array(_) => to_yaml(value).lines().map(str::to_string).collect(),
-        scalar => {
-            let text = to_yaml(scalar);
-            let text = text.trim_end_matches('\n');
-            // A scalar YAML writes on several lines is written as a JSON string instead.
-            if text.contains('\n') { vec![serde_json::to_string(scalar).expect("JSON values serialize")] } else { vec![text.to_string()] }
+/// How a scalar string is quoted in the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quote {
+    /// Plain where YAML reads it back as the same string, quoted where it must be.
+    Plain,
+    Single,
+    Double,
+}
+
+/// The document's own style, which what is written follows: how its strings are quoted, how far a
+/// nested mapping is indented, how far a sequence under a key is (0: `key:` then `- item` below it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    quote: Quote,
+    indent: usize,
+    sequence_indent: usize,
+}
+
+impl Layout {
+    /// The style of the document `root` (whose value is `value`): the quoting most of its string
+    /// values use, and the indentation of its first nested mapping and first sequence under a key
+    /// (2 and 2 when it has none).
+    fn of(text: &str, root: &Node, value: &Value) -> Layout {
+        let mut layout = Layout { quote: dominant(&quotes(text, root, value, true)), indent: 0, sequence_indent: usize::MAX };
+        indents(text, root, &mut layout);
+        if layout.indent == 0 {
+            layout.indent = 2;
+        }
+        if layout.sequence_indent == usize::MAX {
+            layout.sequence_indent = 2;
+        }
+        layout
+    }
+
+    /// This layout quoting as the string values of `node` do, if it holds any (the entries of the
+    /// mapping a key is added to, the items of a sequence): the nearest style wins.
+    fn near(self, text: &str, node: &Node, value: &Value) -> Layout {
+        let direct = quotes(text, node, value, false);
+        let found = if direct.is_empty() { quotes(text, node, value, true) } else { direct };
+        if found.is_empty() { self } else { Layout { quote: dominant(&found), ..self } }
+    }
+}
+
+/// The quoting of a scalar node, read from its first character.
+fn quote_of(text: &str, node: &Node) -> Quote {
+    match text.as_bytes().get(node.start) {
+        Some(b'"') => Quote::Double,
+        Some(b'\'') => Quote::Single,
+        _ => Quote::Plain,
+    }
+}
+
+/// The quoting of the string values (not keys) directly in `node`, or in all of it when `deep`.
+fn quotes(text: &str, node: &Node, value: &Value, deep: bool) -> Vec<Quote> {
+    let children: Vec<(&Node, &Value)> = match (&node.shape, value) {
+        (Shape::Map(entries), Value::Object(map)) => entries.iter().filter_map(|(k, _, _, n)| Some((n, map.get(k)?))).collect(),
+        (Shape::Seq(items), Value::Array(values)) => items.iter().zip(values).collect(),
+        (Shape::Scalar, Value::String(_)) => return vec![quote_of(text, node)],
+        _ => return Vec::new(),
+    };
+    let mut found = Vec::new();
+    for (child, value) in children {
+        match (&child.shape, value) {
+            (Shape::Scalar, Value::String(_)) => found.push(quote_of(text, child)),
+            (Shape::Map(_) | Shape::Seq(_), _) if deep => found.extend(quotes(text, child, value, true)),
+            _ => {}
         }
     }
+    found
+}
+
+/// The style most of `quotes` have; plain on a tie or when there are none.
+fn dominant(quotes: &[Quote]) -> Quote {
+    let count = |q: Quote| quotes.iter().filter(|&&found| found == q).count();
+    let (plain, single, double) = (count(Quote::Plain), count(Quote::Single), count(Quote::Double));
+    if double > plain.max(single) {
+        Quote::Double
+    } else if single > plain.max(double) {
+        Quote::Single
+    } else {
+        Quote::Plain
+    }
+}
+
+/// The first indentation of a nested block mapping and of a block sequence under a key in `node`.
+fn indents(text: &str, node: &Node, layout: &mut Layout) {
+    match &node.shape {
+        Shape::Map(entries) if !node.flow => {
+            for (_, key_start, _, child) in entries {
+                let key_col = column(text, *key_start);
+                match &child.shape {
+                    Shape::Map(nested) if !child.flow && layout.indent == 0 => {
+                        if let Some((_, nested_start, _, _)) = nested.first() {
+                            layout.indent = column(text, *nested_start).saturating_sub(key_col);
+                        }
+                    }
+                    Shape::Seq(items) if !child.flow && layout.sequence_indent == usize::MAX => {
+                        if let Some(dash) = items.first().and_then(|item| text[..item.start].rfind('-')) {
+                            layout.sequence_indent = column(text, dash).saturating_sub(key_col);
+                        }
+                    }
+                    _ => {}
+                }
+                indents(text, child, layout);
+            }
+        }
+        Shape::Seq(items) if !node.flow => items.iter().for_each(|item| indents(text, item, layout)),
+        _ => {}
+    }
+}
+
+/// A scalar or an empty collection on one line: a string quoted as `quote` says (plain only where
+/// it reads back as the same string); a scalar YAML writes on several lines as a JSON string.
+fn scalar(value: &Value, quote: Quote) -> String {
+    let json = || serde_json::to_string(value).expect("JSON values serialize");
+    match (value, quote) {
+        (Value::Object(_), _) => "{}".to_string(),
+        (Value::Array(_), _) => "[]".to_string(),
+        (Value::String(_), Quote::Double) => json(),
+        (Value::String(s), Quote::Single) if !s.chars().any(char::is_control) => format!("'{}'", s.replace('\'', "''")),
+        (Value::String(_), Quote::Single) => json(),
+        _ => {
+            let text = to_yaml(value);
+            let text = text.trim_end_matches('\n');
+            if text.contains('\n') { json() } else { text.to_string() }
+        }
+    }
+}
+
+/// `value` as YAML lines in the document's layout: a scalar or empty collection on one line,
+/// anything else in block style.
+fn lines(value: &Value, layout: Layout) -> Vec<String> {
+    match value {
+        Value::Object(map) if !map.is_empty() => map.iter().flat_map(|(key, value)| entry_lines(key, value, layout)).collect(),
+        Value::Array(items) if !items.is_empty() => items.iter().flat_map(|item| item_lines(item, layout)).collect(),
+        scalar_value => vec![scalar(scalar_value, layout.quote)],
+    }
+}
+
+/// `key: value` as lines from column 0.
+fn entry_lines(key: &str, value: &Value, layout: Layout) -> Vec<String> {
+    let key = scalar(&Value::String(key.to_string()), Quote::Plain);
+    if is_inline(value) {
+        return vec![format!("{key}: {}", scalar(value, layout.quote))];
+    }
+    let pad = " ".repeat(if value.is_array() { layout.sequence_indent } else { layout.indent });
+    std::iter::once(format!("{key}:")).chain(lines(value, layout).into_iter().map(|l| format!("{pad}{l}"))).collect()
+}
+
+/// `- value` as lines from column 0 (what follows the dash is two columns in).
+fn item_lines(value: &Value, layout: Layout) -> Vec<String> {
+    lines(value, layout).into_iter().enumerate().map(|(i, l)| if i == 0 { format!("- {l}") } else { format!("  {l}") }).collect()
 }
 
 /// `value` in flow style (`{cidr: 10.60.0.0/20, reservedRange: ...}`), for a flow collection
@@ -202,10 +342,10 @@ fn flow(value: &Value) -> String {
             map.iter().map(|(k, v)| format!("{}: {}", flow(&Value::String(k.clone())), flow(v))).collect::<Vec<_>>().join(", ")
         ),
         Value::Array(items) => format!("[{}]", items.iter().map(flow).collect::<Vec<_>>().join(", ")),
-        scalar => {
-            let text = lines(scalar).remove(0);
+        scalar_value => {
+            let text = scalar(scalar_value, Quote::Plain);
             if text.contains([',', '[', ']', '{', '}', '#']) || text.contains(": ") {
-                serde_json::to_string(scalar).expect("JSON values serialize")
+                serde_json::to_string(scalar_value).expect("JSON values serialize")
             } else {
                 text
             }
@@ -221,30 +361,15 @@ fn is_inline(value: &Value) -> bool {
     }
 }
 
-/// `key: value` as lines starting at column `col`, newline-terminated.
-fn entry_text(key: &str, value: &Value, col: usize) -> String {
-    let key = lines(&Value::String(key.to_string())).remove(0);
+/// Lines starting at column `col`, newline-terminated.
+fn at_column(lines: Vec<String>, col: usize) -> String {
     let pad = " ".repeat(col);
-    if is_inline(value) {
-        return format!("{pad}{key}: {}\n", lines(value)[0]);
-    }
-    let nested: String = lines(value).iter().map(|l| format!("{pad}  {l}\n")).collect();
-    format!("{pad}{key}:\n{nested}")
-}
-
-/// `- value` as lines starting at column `col`, newline-terminated.
-fn item_text(value: &Value, col: usize) -> String {
-    let pad = " ".repeat(col);
-    let mut out = String::new();
-    for (i, line) in lines(value).iter().enumerate() {
-        out.push_str(&if i == 0 { format!("{pad}- {line}\n") } else { format!("{pad}  {line}\n") });
-    }
-    out
+    lines.into_iter().map(|l| format!("{pad}{l}\n")).collect()
 }
 
 type Edit = (usize, usize, String);
 
-fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: &mut Vec<Edit>) -> Option<()> {
+fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout: Layout, edits: &mut Vec<Edit>) -> Option<()> {
     if old == new {
         return Some(());
     }
@@ -262,7 +387,7 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
                 let colon_end = key_end + text[*key_end..].find(':')? + 1;
                 match (old_map.get(key), new_map.get(key)) {
                     (Some(old_value), Some(new_value)) => {
-                        diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, edits)?
+                        diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, layout, edits)?
                     }
                     (_, None) => {
                         let (from, _) = line_of(text, key_end - 1);
@@ -272,7 +397,12 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
                     (None, Some(_)) => return None, // a key the value does not have: duplicate keys
                 }
             }
-            let added: String = new_map.iter().filter(|(k, _)| !old_map.contains_key(*k)).map(|(k, v)| entry_text(k, v, key_col)).collect();
+            let near = layout.near(text, node, old);
+            let added: String = new_map
+                .iter()
+                .filter(|(k, _)| !old_map.contains_key(*k))
+                .map(|(k, v)| at_column(entry_lines(k, v, near), key_col))
+                .collect();
             if !added.is_empty() {
                 let last = entries.last()?.3.end;
                 let (_, next) = line_of(text, last.saturating_sub(1));
@@ -285,12 +415,13 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             if !node.flow && !new_items.is_empty() && old_items.len() == items.len() =>
         {
             for ((item, old_item), new_item) in items.iter().zip(old_items).zip(new_items) {
-                diff(text, item, old_item, new_item, Place::Item, edits)?;
+                diff(text, item, old_item, new_item, Place::Item, layout, edits)?;
             }
             let dash_col = column(text, text[..items[0].start].rfind('-')?);
             if new_items.len() > items.len() {
                 let (_, next) = line_of(text, items.last()?.end.saturating_sub(1));
-                let added: String = new_items[items.len()..].iter().map(|v| item_text(v, dash_col)).collect();
+                let near = layout.near(text, node, old);
+                let added: String = new_items[items.len()..].iter().map(|v| at_column(item_lines(v, near), dash_col)).collect();
                 let added = if ends_a_line(&text[..next]) { added } else { format!("\n{added}") };
                 edits.push((next, next, added));
             }
@@ -302,23 +433,28 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, edits: 
             Some(())
         }
         _ => {
-            edits.push(replacement(text, node, new, place));
+            // A string replacing a string keeps its quoting; anything else follows the document.
+            let own = match (&node.shape, old) {
+                (Shape::Scalar, Value::String(_)) => Layout { quote: quote_of(text, node), ..layout },
+                _ => layout,
+            };
+            edits.push(replacement(text, node, new, place, own));
             Some(())
         }
     }
 }
 
 /// The edit that puts `new` where `node` stands.
-fn replacement(text: &str, node: &Node, new: &Value, place: Place) -> Edit {
+fn replacement(text: &str, node: &Node, new: &Value, place: Place, layout: Layout) -> Edit {
     if node.flow && !is_inline(new) {
         return (node.start, node.end, flow(new));
     }
-    let lines = lines(new);
+    let lines = lines(new, layout);
     match place {
         // After `key:`: a scalar on the same line, a collection on the lines below.
         Place::Value { colon_end, .. } if is_inline(new) => (colon_end, node.end, format!(" {}", lines[0])),
         Place::Value { colon_end, key_col } => {
-            let pad = " ".repeat(key_col + 2);
+            let pad = " ".repeat(key_col + if new.is_array() { layout.sequence_indent } else { layout.indent });
             (colon_end, node.end, lines.iter().map(|l| format!("\n{pad}{l}")).collect())
         }
         // A sequence item or the root: from where the node starts, continued at its column.
@@ -353,9 +489,33 @@ mod tests {
         new["apiVersion"] = json!("cilium.io/v2alpha1");
         new["metadata"]["labels"]["a"] = json!("2");
         let out = patched(text, &new);
-        assert!(out.contains("apiVersion: cilium.io/v2alpha1   # quoted\n"), "{out}");
+        assert!(out.contains("apiVersion: \"cilium.io/v2alpha1\"   # quoted\n"), "a string keeps its quotes: {out}");
         assert!(out.contains("metadata: {name: blue, labels: {a: \"2\"}}\n"), "{out}");
         assert!(out.contains("    - \"10.40.0.0/16\"\n    - 10.41.0.0/16   # second\n"), "{out}");
+    }
+
+    #[test]
+    fn what_is_added_follows_the_files_quoting_and_indentation() {
+        // The new key is quoted as its sibling is; the file indents by four.
+        let text = "spec:\n    ipv4:\n        cidrs:\n            - cidr: '10.50.0.0/16'\n        maskSize: 24\n";
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["spec"]["ipv4"]["cidrs"][0]["reservedRange"] = json!("10.50.0.9-10.50.0.9");
+        assert_eq!(
+            patched(text, &new),
+            "spec:\n    ipv4:\n        cidrs:\n            - cidr: '10.50.0.0/16'\n              reservedRange: '10.50.0.9-10.50.0.9'\n        maskSize: 24\n"
+        );
+        // A new list: sequences under a key not indented, mappings by four, strings double-quoted.
+        let text = "spec:\n    ipv4:\n        cidrs:\n        - \"10.40.0.0/16\"\n        maskSize: 24\n";
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["spec"]["ipv4"]["pool"] = json!([{"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.0.0", "end": "10.40.0.15"}]}]);
+        assert_eq!(
+            patched(text, &new),
+            "spec:\n    ipv4:\n        cidrs:\n        - \"10.40.0.0/16\"\n        maskSize: 24\n        pool:\n        - cidr: \"10.40.0.0/16\"\n          reservedRanges:\n          - start: \"10.40.0.0\"\n            end: \"10.40.0.15\"\n"
+        );
+        // Plain files stay plain; a plain string that YAML would misread is still quoted.
+        let text = "a:\n  b: x\n";
+        let new = json!({"a": {"b": "x", "c": "true", "d": "z"}});
+        assert_eq!(patched(text, &new), "a:\n  b: x\n  c: \"true\"\n  d: z\n");
     }
 
     #[test]
