@@ -82,7 +82,7 @@ impl Context {
                 Output::OpenMetrics => Format::OpenMetrics,
             },
             style: Style { color: terminal.color, headers, width: table_width(terminal, global.output) },
-            stderr_style: Style { color: terminal.stderr_color, headers, width: None },
+            stderr_style: Style { color: terminal.stderr_color, headers, width: notes_width() },
             stdout_terminal: terminal.stdout,
             interactive: terminal.interactive,
         })
@@ -113,6 +113,15 @@ fn table_width(terminal: Terminal, output: Output) -> Option<usize> {
     let (_, columns) = console::Term::stdout().size();
     // A terminal that does not say its size (0 columns) gets the default width.
     Some(match usize::from(columns) {
+        0 => render::TABLE_WIDTH,
+        columns => columns.min(render::TABLE_WIDTH),
+    })
+}
+
+/// How wide notes on stderr may be: on a terminal, as tables are (they wrap to it); else unlimited.
+fn notes_width() -> Option<usize> {
+    let term = console::Term::stderr();
+    term.is_term().then(|| match usize::from(term.size().1) {
         0 => render::TABLE_WIDTH,
         columns => columns.min(render::TABLE_WIDTH),
     })
@@ -212,7 +221,10 @@ impl Context {
 
     /// Writes human notes to stderr, escaped.
     pub fn note(&self, text: &str) {
-        crate::source::stderr::block(text, self.stderr_style.color);
+        match self.stderr_style.width {
+            Some(width) => crate::source::stderr::block(&render::fit_prose(text, width), self.stderr_style.color),
+            None => crate::source::stderr::block(text, self.stderr_style.color),
+        }
     }
 
     /// Writes text in the `-o` format to stdout: escaped for a terminal unless it is a JSON/YAML

@@ -314,14 +314,15 @@ pub fn fit_prose(text: &str, width: usize) -> String {
     out
 }
 
-/// Where the continuation of a long line starts: under the value of a field padded with two
-/// spaces or more after its label (`Annotations:   a=b, c=d`), else four spaces in.
+/// Where the continuation of a long line starts: under the text after a label padded with two
+/// spaces or more (`Annotations:   a=b`, a legend's `USED       distinct IPs …`), else four
+/// columns deeper than the line.
 fn continuation_indent(line: &str) -> usize {
     let leading = line.len() - line.trim_start().len();
-    let label =
-        line[leading..].split_once(':').filter(|(label, rest)| label.len() <= 20 && !label.contains("  ") && rest.starts_with("  "));
-    match label {
-        Some((label, rest)) => leading + label.len() + 1 + (rest.len() - rest.trim_start().len()),
+    let body = &line[leading..];
+    let label_end = body.find("  ").filter(|&end| end <= 20 && !body[..end].contains(' '));
+    match label_end {
+        Some(end) => leading + end + (body[end..].len() - body[end..].trim_start().len()),
         None => leading + 4,
     }
 }
