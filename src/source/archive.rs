@@ -105,7 +105,8 @@ fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<(
             continue;
         }
         let entry = zip.by_index(index).map_err(|e| broken(&e))?;
-        read_member(entry, shown, &mut budget, inputs)?;
+        let declared = entry.size();
+        read_member(entry, declared, shown, &mut budget, inputs)?;
     }
     Ok(())
 }
@@ -136,7 +137,8 @@ fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs) -> Result<()> {
             read.skipped.push(SkippedFile { reason: not_manifest_reason(Path::new(&member)), name: shown });
             continue;
         }
-        read_member(entry, shown, &mut budget, &mut read)?;
+        let declared = entry.size();
+        read_member(entry, declared, shown, &mut budget, &mut read)?;
     }
     read.files.sort_by(|a, b| a.name.cmp(&b.name));
     read.skipped.sort_by(|a, b| a.name.cmp(&b.name));
@@ -160,8 +162,10 @@ fn not_a_file(kind: tar::EntryType) -> Option<&'static str> {
 }
 
 /// One member, parsed as it is decompressed (at most `inputs::max_input_bytes`, and what is left
-/// of the archive's budget) and then dropped; only the objects kept of it stay.
-fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
+/// of the archive's budget) and then dropped; only the objects kept of it stay. A member whose
+/// header already declares more (`declared`) is refused before a byte of it is read; one that
+/// declares less than it holds is still cut off by the count as it streams.
+fn read_member(reader: impl Read, declared: u64, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
     let limit = max_input_bytes().min(*budget);
     let too_large = || {
         if limit < max_input_bytes() {
@@ -173,6 +177,9 @@ fn read_member(reader: impl Read, shown: String, budget: &mut u64, inputs: &mut 
             inputs::too_large(&shown)
         }
     };
+    if declared > limit {
+        return Err(input(too_large()));
+    }
     let (streamed, read) = stream_input(reader, &shown, limit, &too_large)?;
     *budget -= read;
     streamed_member(shown, streamed, inputs);
