@@ -97,3 +97,31 @@ fn both_encodings_pass_promtool_check_metrics_and_nothing_is_injected() {
         assert!(text.contains(r#"ciliumpool_free_blocks{pool="evil\"} 1\nciliumpool_free_blocks{pool=\"x\\",family="ipv4"} 4"#), "{text}");
     }
 }
+
+/// Mebibytes of a memory quantity as the Deployment writes them (`Mi` or `Gi`).
+fn mebibytes(quantity: &str) -> u64 {
+    match (quantity.strip_suffix("Mi"), quantity.strip_suffix("Gi")) {
+        (Some(mi), _) => mi.parse().unwrap(),
+        (_, Some(gi)) => gi.parse::<u64>().unwrap() * 1024,
+        _ => panic!("memory quantity {quantity}: write it in Mi or Gi"),
+    }
+}
+
+/// The Deployment has CPU and memory requests and a memory limit above the request, and
+/// docs/metrics.md, which derives them from the measurements of docs/performance.md, gives the
+/// same values: a change to one without the other fails here.
+#[test]
+fn the_deployment_has_the_requests_and_limits_docs_metrics_derives() {
+    let deployment: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(support::repo_root().join("deploy/deployment.yaml")).unwrap()).unwrap();
+    let resources = &deployment["spec"]["template"]["spec"]["containers"][0]["resources"];
+    let docs = std::fs::read_to_string(support::repo_root().join("docs/metrics.md")).unwrap();
+    let mut quantities = Vec::new();
+    for (kind, resource) in [("requests", "cpu"), ("requests", "memory"), ("limits", "memory")] {
+        let value = resources[kind][resource].as_str().unwrap_or_else(|| panic!("no {kind}.{resource} in deploy/deployment.yaml"));
+        let documented = format!("`{kind}.{resource}: {value}`");
+        assert!(docs.contains(&documented), "docs/metrics.md does not give {documented}");
+        quantities.push(value);
+    }
+    assert!(mebibytes(quantities[2]) > mebibytes(quantities[1]), "the memory limit is not above the request: {resources}");
+}

@@ -93,8 +93,12 @@ measure_changes() {
   node=$(kubectl get ciliumnodes -o jsonpath='{.items[0].metadata.name}')
   block=$(kubectl get ciliumnode "$node" -o jsonpath='{.spec.ipam.pools.allocated[?(@.pool=="default")].cidrs[0]}')
   [[ $block == */24 ]] || die "expected a /24 block of pool default on $node, got $block"
-  kubectl create namespace bench >/dev/null
-  for i in $(seq 1 "$CHANGES"); do
+  # Namespaces are never deleted here (no controller-manager): a second run on the same cluster
+  # continues the numbering, so each pod and address is new.
+  kubectl create namespace bench >/dev/null 2>&1 || true
+  local earlier; earlier=$(kubectl get pods -n bench --no-headers 2>/dev/null | wc -l)
+  (( earlier + CHANGES <= 50 )) || die "namespace bench has $earlier pods: start from a fresh control plane"
+  for i in $(seq $((earlier + 1)) $((earlier + CHANGES))); do
     pod="bench-change-$i"
     printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"bench"},"spec":{"nodeName":"%s","containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}' "$pod" "$node" |
       kubectl create -f - >/dev/null
@@ -116,7 +120,7 @@ churn_objects() { # churn_objects <round>: 25 pods (no kubelet: they stay Pendin
 
 churn() {
   log "churn for $CHURN_MINUTES minute(s): every round 25 pods and 5 CiliumNodes created, the previous round's deleted"
-  kubectl create namespace churn >/dev/null
+  kubectl create namespace churn >/dev/null 2>&1 || true
   local rounds=0 end=$((SECONDS + CHURN_MINUTES * 60)) next=$SECONDS start=$SECONDS
   : >"$WORK/rss.txt"
   while (( SECONDS < end )); do
