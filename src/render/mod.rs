@@ -237,34 +237,11 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     // A header may name data too (the reserve-range preview's `POOL <name>`).
     let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
     let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(cell).collect()).collect();
-    let mut widths = column_widths(style.headers.then_some(&header[..]), &rows);
-    if let Some(width) = style.width
-        && line_width(&widths, GAP) > width
-        && let Some(decoration) = header.iter().position(String::is_empty)
-    {
-        header.remove(decoration);
-        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
-        widths.remove(decoration);
-    }
-    let gap = if style.width.is_some_and(|width| line_width(&widths, GAP) > width) { TIGHT_GAP } else { GAP };
     let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
-    if let Some(width) = style.width {
-        let give: Vec<Give> = (0..widths.len())
-            .map(|i| match (rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))), numeric.get(i).copied().unwrap_or(false)) {
-                (true, _) => Give::Prose,
-                (false, true) => Give::Never,
-                (false, false) => Give::Names,
-            })
-            .collect();
-        let caps = column_caps(&widths, &give, width, gap);
-        for row in std::iter::once(&mut header).chain(rows.iter_mut()) {
-            for (cell, cap) in row.iter_mut().zip(&caps) {
-                if let Some(cap) = *cap {
-                    *cell = console::truncate_str(cell, cap, "…").into_owned();
-                }
-            }
-        }
-    }
+    let (gap, numeric) = match style.width {
+        Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers),
+        None => (GAP, numeric),
+    };
 
     let mut t = Table::new();
     t.load_style(NOTHING);
@@ -291,6 +268,43 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
         out.clear();
     }
     out
+}
+
+/// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
+/// cuts the columns [`column_caps`] names. Returns the gap and which columns (still) hold counts.
+fn fit_columns(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    mut numeric: Vec<bool>,
+    width: usize,
+    headers: bool,
+) -> (usize, Vec<bool>) {
+    let mut widths = column_widths(headers.then_some(&header[..]), rows);
+    if line_width(&widths, GAP) > width
+        && let Some(decoration) = header.iter().position(String::is_empty)
+    {
+        header.remove(decoration);
+        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
+        widths.remove(decoration);
+        numeric.remove(decoration);
+    }
+    let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
+    let give: Vec<Give> = (0..widths.len())
+        .map(|i| match (rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))), numeric.get(i).copied().unwrap_or(false)) {
+            (true, _) => Give::Prose,
+            (false, true) => Give::Never,
+            (false, false) => Give::Names,
+        })
+        .collect();
+    let caps = column_caps(&widths, &give, width, gap);
+    for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
+        for (cell, cap) in row.iter_mut().zip(&caps) {
+            if let Some(cap) = *cap {
+                *cell = console::truncate_str(cell, cap, "…").into_owned();
+            }
+        }
+    }
+    (gap, numeric)
 }
 
 /// Prose on a terminal of `width` columns (tables already fit, so this touches only prose:
