@@ -356,7 +356,14 @@ fn packaged_crate_ships_only_what_it_needs_and_installs_offline() {
         })
         .collect();
     assert!(extra.is_empty(), "the package ships files it does not need: {extra:?}");
-    assert!(files.iter().filter(|f| f.starts_with("src/")).all(|f| f.ends_with(".rs")), "{files:?}");
+    // Under src/ only Rust sources, and the completion scripts `include_str!` embeds.
+    let not_source: Vec<&&str> =
+        files.iter().filter(|f| f.starts_with("src/") && !f.ends_with(".rs") && !f.starts_with("src/commands/completion/")).collect();
+    assert!(not_source.is_empty(), "the package ships files under src/ that are not sources: {not_source:?}");
+    for script in ["bash", "zsh", "fish"] {
+        let needed = format!("src/commands/completion/kubectl-ciliumpool.{script}");
+        assert!(files.contains(&needed.as_str()), "the package lacks {needed}, which completion.rs embeds");
+    }
 
     // --no-verify: the build below is the verification, in a place that is kept between runs.
     package("--no-verify");
