@@ -25,6 +25,17 @@ pub fn tune() {
     unsafe { mi_option_set(PURGE_DELAY, 10) }
 }
 
+/// Gives the memory freed so far back to the OS now: every page no thread uses, including the
+/// pages of threads that have ended. Each analysis runs its second half on a thread of its own
+/// (`allocator::parallel`), which ends with it; mimalloc keeps such a thread's pages for whichever
+/// thread next needs memory, so a long-running process's RSS would follow its busiest analysis,
+/// not what it keeps. `serve` calls this after every analysis (a few milliseconds, at most once a
+/// second; docs/performance.md).
+pub fn release_freed() {
+    // SAFETY: mimalloc's collection entry point; it may be called from any thread at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("heap", &[]),
     ("source", &["error", "escape", "interrupt", "manifest", "model"]),
     ("terminal", &["escape", "interrupt"]),
-    ("commands", &["allocator", "cli", "error", "escape", "interrupt", "manifest", "migrate", "model", "render", "source", "terminal"]),
+    (
+        "commands",
+        &["allocator", "cli", "error", "escape", "heap", "interrupt", "manifest", "migrate", "model", "render", "source", "terminal"],
+    ),
 ];
 
 /// What `src/main.rs` may use of the library.

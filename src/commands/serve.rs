@@ -25,6 +25,16 @@ pub struct State {
     started: Instant,
     stale_after: Duration,
     clusters: Vec<Followed>,
+    /// The pool series as each encoding last wrote them (OpenMetrics, then 0.0.4): a scrape
+    /// encodes only the exporter's own series, unless an analysis or a change of readiness came
+    /// since (a 1,000-node exposition is thousands of samples; a scrape should cost a copy).
+    encoded: [Option<Encoded>; 2],
+}
+
+/// The pool series of every ready cluster in one encoding, and which clusters were ready then.
+struct Encoded {
+    ready: Vec<bool>,
+    text: String,
 }
 
 /// One cluster served: its last figures and how its watches are doing.
@@ -59,7 +69,7 @@ impl State {
     fn new(stale_after: Duration, names: Vec<Option<String>>) -> State {
         let clusters =
             names.into_iter().map(|name| Followed { name, figures: None, health: Vec::new(), setup_errors: 0, updates: 0 }).collect();
-        State { started: Instant::now(), stale_after, clusters }
+        State { started: Instant::now(), stale_after, clusters, encoded: [None, None] }
     }
 
     /// Ready when every cluster is; the reason names each cluster that is not (in a fleet).
@@ -98,18 +108,25 @@ impl State {
 
     /// The exposition a scrape gets: each cluster's last figures unless stale, then the
     /// exporter's own metrics, computed now; in a fleet every series has its `cluster` label.
-    pub fn exposition(&self, encoding: Encoding) -> String {
-        let mut families = Vec::new();
-        for cluster in &self.clusters {
-            let status = self.status_of(cluster);
-            let mut own = match (&cluster.figures, status.ready) {
-                (Some(figures), true) => figures.families.clone(),
-                _ => Vec::new(),
-            };
-            own.extend(cluster.exporter_families(&status));
-            metrics::add_labelled(&mut families, cluster.name.as_deref(), own);
+    pub fn exposition(&mut self, encoding: Encoding) -> String {
+        let statuses: Vec<Status> = self.clusters.iter().map(|c| self.status_of(c)).collect();
+        let ready: Vec<bool> = statuses.iter().map(|s| s.ready).collect();
+        let slot = &mut self.encoded[encoding as usize];
+        if slot.as_ref().is_none_or(|kept| kept.ready != ready) {
+            let mut families = Vec::new();
+            for (cluster, &ready) in self.clusters.iter().zip(&ready) {
+                if let (Some(figures), true) = (&cluster.figures, ready) {
+                    metrics::add_labelled(&mut families, cluster.name.as_deref(), figures.families.clone());
+                }
+            }
+            *slot = Some(Encoded { ready, text: metrics::encode(&families, encoding) });
         }
-        let mut out = metrics::encode(&families, encoding);
+        let mut exporter = Vec::new();
+        for (cluster, status) in self.clusters.iter().zip(&statuses) {
+            metrics::add_labelled(&mut exporter, cluster.name.as_deref(), cluster.exporter_families(status));
+        }
+        let mut out = slot.as_ref().map(|kept| kept.text.clone()).unwrap_or_default();
+        out.push_str(&metrics::encode(&exporter, encoding));
         if encoding == Encoding::OpenMetrics {
             out.push_str(metrics::EOF);
         }
@@ -277,7 +294,10 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
     let analysed = tokio::task::spawn_blocking(move || {
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<_> = report.pools.iter().collect();
-        metrics::families(&report, &pools, &snapshot.origin, Options { nodes, deleted_pools: true })
+        let families = metrics::families(&report, &pools, &snapshot.origin, Options { nodes, deleted_pools: true });
+        drop((report, snapshot));
+        crate::heap::release_freed();
+        families
     })
     .await;
     let Ok(families) = analysed else {
@@ -285,6 +305,7 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
         return;
     };
     let mut state = lock(state);
+    state.encoded = [None, None];
     let followed = &mut state.clusters[index];
     followed.figures = Some(Figures { families, at: SystemTime::now(), took: start.elapsed() });
     followed.updates += 1;
