@@ -332,7 +332,7 @@ pub fn parse_stream(reader: impl std::io::Read) -> std::result::Result<Option<(V
         },
         Some(_) => {
             let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: MAX_LINE_BYTES.load(Ordering::Relaxed), over: None };
-            let slims = slim_yaml(&mut lines);
+            let slims = slim_yaml(super::comments::CommentRuns::new(&mut lines));
             if let Some(line) = lines.over {
                 return Err(long_line(line));
             }

@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod cilium;
 pub mod client;
 pub mod cluster;
+pub mod comments;
 pub mod files;
 pub mod fleet;
 pub mod inputs;

@@ -1,0 +1,337 @@
+//! Runs of YAML comment lines collapsed before the parser sees them. The YAML parser reads about
+//! 35 MB of comment lines a second, so a gigabyte of `#` lines (legal input, below every size
+//! bound) took half a minute to answer. A run of lines that YAML certainly reads as comments
+//! means what its first line means, so [`CommentRuns`] passes that line and drops the rest of the
+//! run, at memory speed. Only the streaming reader uses it: its errors are never shown (the
+//! whole text is read again for the error line), so the lines it drops shift no line number.
+//!
+//! Certainly a comment: a line whose first byte is `#`, before a document's first content line
+//! (at the start of the stream or after a bare `---` / `...`), or in a document whose root is a
+//! block mapping at column 0 (its first content line is `key:`) as long as no line of it holds a
+//! quote, `[` or `{`. In such a document a block scalar's lines are indented (YAML 1.2,
+//! s-l+block-node at n = 0) and no quoted scalar or flow collection is open, so nothing that starts
+//! at column 0 is inside a scalar. (A quoted scalar is the reason for the last condition: the
+//! parser reads a column-0 `#` line inside one as content, which YAML forbids.) From the first
+//! line that is not certain on, the rest of the stream passes unchanged: indented comments,
+//! quotes, documents that start otherwise (`--- |`, a quoted or flow root, a sequence), a BOM.
+
+use std::io::{self, Read};
+
+/// How much of a line is looked at to classify it; a key longer than this is not recognised as
+/// a plain key (its document is then left as it is).
+const LOOKAHEAD: usize = 256;
+
+/// A reader that drops every comment line of a run but the first (see the module's text).
+pub struct CommentRuns<R> {
+    inner: R,
+    buffer: Box<[u8]>,
+    /// The unread bytes are `buffer[at..end]`.
+    at: usize,
+    end: usize,
+    eof: bool,
+    line: Line,
+    document: Document,
+    /// The last line that decided anything was a certain comment, which was passed on: further
+    /// certain comments (and blank lines between them) add nothing.
+    in_run: bool,
+}
+
+/// Where the reader is in the current line.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Line {
+    Start,
+    Copy,
+    Drop,
+}
+
+/// What the current document's lines so far say about column 0.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Document {
+    /// No content line yet: only comments, blank lines and directives.
+    Prologue,
+    /// The root is a block mapping at column 0 and no quote or flow collection was seen: nothing
+    /// at column 0 is inside a scalar.
+    Mapping,
+    /// Anything else, for the rest of the stream: every line passes.
+    Unsure,
+}
+
+/// What the start of a line shows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Comment,
+    Blank,
+    /// `---` or `...`; bare when nothing but a comment follows on its line.
+    Marker {
+        bare: bool,
+    },
+    /// Any other line; `key` when it is a plain key at column 0 (`name:` then a space or the end).
+    Content {
+        key: bool,
+    },
+}
+
+impl<R: Read> CommentRuns<R> {
+    pub fn new(inner: R) -> CommentRuns<R> {
+        CommentRuns {
+            inner,
+            buffer: vec![0; 1 << 16].into_boxed_slice(),
+            at: 0,
+            end: 0,
+            eof: false,
+            line: Line::Start,
+            document: Document::Prologue,
+            in_run: false,
+        }
+    }
+
+    /// Reads more after the unread bytes, moving them to the front first.
+    fn fill(&mut self) -> io::Result<()> {
+        self.buffer.copy_within(self.at..self.end, 0);
+        (self.end, self.at) = (self.end - self.at, 0);
+        loop {
+            match self.inner.read(&mut self.buffer[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            return Ok(());
+        }
+    }
+
+    /// Decides what to do with the line that starts at `at`, once enough of it is buffered.
+    fn start_line(&mut self) {
+        let window = &self.buffer[self.at..self.end.min(self.at + LOOKAHEAD)];
+        let kind = classify(window);
+        let certain_comment = kind == Kind::Comment && self.document != Document::Unsure;
+        self.line = if certain_comment && self.in_run { Line::Drop } else { Line::Copy };
+        match kind {
+            Kind::Comment => self.in_run = certain_comment,
+            Kind::Blank => {}
+            Kind::Marker { bare } => {
+                if self.document != Document::Unsure {
+                    self.document = if bare { Document::Prologue } else { Document::Unsure };
+                }
+                self.in_run = false;
+            }
+            Kind::Content { key } => {
+                if self.document == Document::Prologue {
+                    self.document = if key { Document::Mapping } else { Document::Unsure };
+                }
+                self.in_run = false;
+            }
+        }
+    }
+
+    /// Skips the rest of a dropped line, and the run of `#` lines after it, as fast as memory.
+    fn drop_lines(&mut self) {
+        loop {
+            let rest = &self.buffer[self.at..self.end];
+            match memchr::memchr(b'\n', rest) {
+                None => {
+                    self.at = self.end;
+                    return;
+                }
+                Some(newline) => {
+                    self.at += newline + 1;
+                    // The next line is another comment of the run: skip it here too.
+                    if self.at == self.end || self.buffer[self.at] != b'#' {
+                        self.line = Line::Start;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for CommentRuns<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let buffered = &self.buffer[self.at..self.end];
+            let need_more = match self.line {
+                Line::Start => buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n'),
+                Line::Copy | Line::Drop => buffered.is_empty(),
+            };
+            if need_more && !self.eof {
+                self.fill()?;
+                continue;
+            }
+            if self.at == self.end {
+                return Ok(0);
+            }
+            match self.line {
+                Line::Start => self.start_line(),
+                Line::Drop => self.drop_lines(),
+                Line::Copy => {
+                    // This line, and the lines after it whose start decides nothing.
+                    let rest = &self.buffer[self.at..self.end];
+                    let room = rest.len().min(out.len());
+                    let (mut n, mut ends_line) = (room, false);
+                    for newline in memchr::memchr_iter(b'\n', &rest[..room]) {
+                        let next = newline + 1;
+                        if self.document == Document::Prologue || matches!(rest.get(next), None | Some(b'#' | b'-' | b'.')) {
+                            (n, ends_line) = (next, true);
+                            break;
+                        }
+                        // A line passed without a look is content or blank: a run ends there.
+                        self.in_run = false;
+                    }
+                    // A quoted scalar or flow collection may go on past this line.
+                    if self.document == Document::Mapping && rest[..n].iter().any(|b| matches!(b, b'"' | b'\'' | b'[' | b'{')) {
+                        self.document = Document::Unsure;
+                    }
+                    out[..n].copy_from_slice(&rest[..n]);
+                    self.at += n;
+                    if ends_line {
+                        self.line = Line::Start;
+                    }
+                    return Ok(n);
+                }
+            }
+        }
+    }
+}
+
+/// What a line is, from its first bytes (`window`: the line, or at least [`LOOKAHEAD`] bytes of it).
+fn classify(window: &[u8]) -> Kind {
+    let line = window.split(|&b| b == b'\n').next().unwrap_or_default();
+    let after_blanks = line.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r'));
+    match line.first() {
+        _ if after_blanks.is_none() && line.len() < window.len() => Kind::Blank,
+        Some(b'#') => Kind::Comment,
+        Some(b'-' | b'.') if line.starts_with(b"---") || line.starts_with(b"...") => match line.get(3) {
+            None | Some(b' ' | b'\t' | b'\r') => {
+                let rest = line[3..].iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r'));
+                // A comment after the marker needs a blank before it, which the match above saw.
+                let bare = rest.is_none_or(|at| line[3 + at] == b'#') && line.len() < window.len();
+                Kind::Marker { bare }
+            }
+            Some(_) => Kind::Content { key: false },
+        },
+        _ => Kind::Content { key: plain_key(line, line.len() < window.len()) },
+    }
+}
+
+/// `name:` at column 0 followed by a blank or the end of the line (when the line is `complete`,
+/// not cut at the look-ahead), `name` of letters, digits and `_ . - /`: the first line of a block
+/// mapping (a quoted, flow or explicit key is not recognised).
+fn plain_key(line: &[u8], complete: bool) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else { return false };
+    let name = &line[..colon];
+    let ends = match line.get(colon + 1) {
+        None => complete,
+        Some(next) => matches!(next, b' ' | b'\t' | b'\r'),
+    };
+    ends && name.first().is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        && name.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filtered(text: &str) -> String {
+        let mut out = String::new();
+        CommentRuns::new(text.as_bytes()).read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// Reads through a reader that hands out one byte at a time, and into one-byte reads.
+    fn filtered_bytewise(text: &str) -> String {
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let Some((&first, rest)) = self.0.split_first() else { return Ok(0) };
+                out[0] = first;
+                self.0 = rest;
+                Ok(1)
+            }
+        }
+        let mut reader = CommentRuns::new(Trickle(text.as_bytes()));
+        let (mut out, mut byte) = (Vec::new(), [0u8]);
+        while reader.read(&mut byte).unwrap() == 1 {
+            out.push(byte[0]);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_run_of_comment_lines_keeps_its_first_line() {
+        // A blank line inside a run is kept and the run goes on.
+        let text = "# one\n#\n# three\nkind: Pod\n#a\n#a2\n\n#b\nmetadata:\n  name: x\n#c\n#d\n";
+        let expected = "# one\nkind: Pod\n#a\n\nmetadata:\n  name: x\n#c\n";
+        assert_eq!(filtered(text), expected);
+        assert_eq!(filtered_bytewise(text), expected);
+    }
+
+    #[test]
+    fn comments_that_may_be_content_pass() {
+        for text in [
+            // A document whose root is a block scalar: its lines may start at column 0.
+            "--- |\n#a\n#b\n",
+            // A quoted or flow root, a sequence root, a BOM: not recognised, left alone.
+            "\"a\n#x\n#y\n\"\n",
+            "[a,\n#x\n#y\n]\n",
+            "- a\n#x\n#y\n",
+            "\u{feff}key: v\n#x\n#y\n",
+            // Indented comment-like lines are content inside a block scalar.
+            "data: |\n  #a\n  #b\n",
+            // A quote or flow collection may be open at column 0; nothing after it is dropped.
+            "a: \"x\n#y\n#z\n\"\n",
+            "a: 'x\n#y\n#z\n'\n---\n#p\n#q\n",
+            "a: [1,\n#y\n#z\n2]\n",
+        ] {
+            assert_eq!(filtered(text), text, "{text:?}");
+            assert_eq!(filtered_bytewise(text), text, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_bare_marker_starts_a_prologue_again() {
+        let text = "#a\n#b\n---\n#c\n#d\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
+        assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n#l\n");
+    }
+
+    #[test]
+    fn the_parser_reads_the_same_documents() {
+        let texts = [
+            "# head\n#\n#\napiVersion: v1\nkind: Pod\n#\n#\nmetadata:\n  name: a # x\n#\ndata: |\n  # kept\n  #\n#\n#\nspec: {}\n",
+            "a: \"x\n  #y\"\n#\n#\nb: 1\n",
+            "#\n#\n---\n#\n#\nk: v\n#\n...\n#\n#\n---\n- 1\n#\n#\n",
+        ];
+        // Column 0 inside a quoted scalar breaks YAML's indentation rule, but the parser reads the
+        // first (and refuses the second): the same either way.
+        let lenient = ["a: \"x\n#y\n#z\n\"\n", "a: 'x\n---\n#y\n#z\n'\n"];
+        assert!(serde_saphyr::from_multiple::<serde_json::Value>(lenient[0]).is_ok());
+        for text in texts.iter().chain(&lenient) {
+            let direct = serde_saphyr::from_multiple::<serde_json::Value>(text).ok();
+            let mut kept = String::new();
+            CommentRuns::new(text.as_bytes()).read_to_string(&mut kept).unwrap();
+            let via = serde_saphyr::from_multiple::<serde_json::Value>(&kept).ok();
+            assert_eq!(direct, via, "{text:?} → {kept:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Streams of lines that open and close scalars, collections and documents at column 0
+        /// and around comments: the parser reads the same documents (or refuses both).
+        #[test]
+        fn any_stream_of_tricky_lines_parses_the_same(lines in proptest::collection::vec(0..LINES.len(), 0..24)) {
+            let text: String = lines.iter().map(|&i| format!("{}\n", LINES[i])).collect();
+            let direct = serde_saphyr::from_multiple::<serde_json::Value>(&text).ok();
+            let kept = filtered(&text);
+            let via = serde_saphyr::from_multiple::<serde_json::Value>(&kept).ok();
+            proptest::prop_assert_eq!(direct, via, "{:?} → {:?}", text, kept);
+        }
+    }
+
+    const LINES: &[&str] = &[
+        "#", "# x", "#", "", "a: 1", "b: \"x", "  y\"", "\"", "c: |", "  #z", "#z", "---", "...", "--- |", "- 1", "d: [1,", "2]", "  e: f",
+        "'q", "x'", "f:", "  - g", "k: v # c", "  # i",
+    ];
+}
