@@ -53,6 +53,7 @@ fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), 
     if !listed {
         return Err(EditError::NoSuchCidr(edit.family, edit.cidr.clone()));
     }
+    let end_first = ranges_put_end_first(fam);
     let entries = fam.entry("pool").or_insert_with(|| Value::Array(Vec::new()));
     if !entries.is_array() {
         *entries = Value::Array(Vec::new());
@@ -73,7 +74,9 @@ fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), 
     let list = ranges.as_array_mut().expect("made an array above");
     list.retain(|r| !edit.remove.iter().any(|gone| text_of(r, "start") == gone.start && text_of(r, "end") == gone.end));
     if let Some(add) = &edit.add {
-        list.push(json!({"start": add.start, "end": add.end}));
+        let (start, end) = (("start".to_string(), json!(add.start)), ("end".to_string(), json!(add.end)));
+        let keys = if end_first { [end, start] } else { [start, end] };
+        list.push(Value::Object(keys.into_iter().collect()));
     }
     if list.is_empty() {
         entry.remove("reservedRanges");
@@ -85,6 +88,13 @@ fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), 
         fam.remove("pool");
     }
     Ok(())
+}
+
+/// Whether the family's existing ranges spell `end` before `start` (`kubectl get -o yaml` sorts
+/// keys), so that a range added to a manifest reads like its neighbours; `start` first otherwise.
+fn ranges_put_end_first(fam: &Map<String, Value>) -> bool {
+    let ranges = fam.get("pool").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("reservedRanges")?.as_array());
+    ranges.flatten().filter_map(Value::as_object).find_map(|r| r.keys().find(|k| *k == "start" || *k == "end")).is_some_and(|k| k == "end")
 }
 
 /// CFP: `cidrs: [{cidr, reservedRange: "A-B"}]`. String items (stored before the CRD switched
@@ -160,6 +170,22 @@ mod tests {
             Err(EditError::NoSuchCidr(Family::Ipv4, "10.40.0.0/16".into())),
             "keys are exact strings, never re-spelled"
         );
+    }
+
+    #[test]
+    fn a_new_range_spells_its_keys_in_the_order_its_neighbours_do() {
+        let keys = |pool: &Value, at: &str| -> Vec<String> { pool.pointer(at).unwrap().as_object().unwrap().keys().cloned().collect() };
+        // `kubectl get -o yaml` sorts keys (end before start), in this CIDR's entry or another's.
+        for (cidr, at) in [("10.40.0.0/16", "/spec/ipv4/pool/0/reservedRanges/1"), ("10.41.0.0/16", "/spec/ipv4/pool/1/reservedRanges/0")] {
+            let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16"], "maskSize": 24,
+                "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [{"end": "10.40.0.1", "start": "10.40.0.1"}]}]}}});
+            apply(&mut pool, Dialect::UpstreamV2, &add(cidr, range("10.4x.9.0", "10.4x.9.255"))).unwrap();
+            assert_eq!(keys(&pool, at), ["end", "start"], "{cidr}");
+        }
+        // With no neighbour, the order the CRD documents.
+        let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24}}});
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.0.1", "10.40.0.1"))).unwrap();
+        assert_eq!(keys(&pool, "/spec/ipv4/pool/0/reservedRanges/0"), ["start", "end"]);
     }
 
     #[test]
