@@ -452,6 +452,13 @@ fn eni_mode_blocks_are_the_modes_pool_not_orphans() {
     let (_, table, notes) = run(&["usage", "-f", &file]);
     assert!(table.starts_with("POOL      IPAM-MODE   FAMILY"), "{table}");
     assert!(notes.contains("capacity lives in AWS"), "{notes}");
+    // inspect shows CiliumPodIPPools: with none, it says so and where the mode's pool is shown.
+    let (code, stdout, stderr) = run(&["inspect", "-f", &file]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    assert!(stderr.contains("No CiliumPodIPPools in the input") && stderr.contains("`usage` shows them"), "{stderr}");
+    let (code, _, stderr) = run(&["inspect", "default", "-f", &file]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("IPAM mode eni's pool") && !stderr.contains("known pools: none"), "{stderr}");
 
     // Without cilium-config, the same blocks are orphans under a pool that does not exist.
     let file = write_objects(dir.path(), "unknown.yaml", &nodes);

@@ -22,6 +22,16 @@ pub fn pick_pool(report: &Report, prompter: &dyn Prompter) -> Result<Option<Stri
     Ok(choice.map(|i| report.pools[i].name.clone()))
 }
 
+/// Where the pools of a non-multi-pool IPAM mode are shown (they are the agent's, not objects).
+fn mode_pools_hint(report: &Report) -> String {
+    let ipam = &report.ipam;
+    if ipam.mode_pools.is_empty() {
+        String::new()
+    } else {
+        format!(" IPAM mode {}: its pools are the agent's; `usage` shows them.", ipam.mode)
+    }
+}
+
 pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, report) = analyze(ctx).await?;
     let names: Vec<String> = match args.pool {
@@ -34,6 +44,10 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
     };
     require_pools(&snapshot, &names)?;
     ctx.show(&Inspect { snapshot: &snapshot, report: &report, names: &names })?;
+    if names.is_empty() && matches!(ctx.format, crate::render::Format::Table) {
+        // An empty report says nothing: say why (kubectl's "No resources found" is on stderr too).
+        warn_line!("No CiliumPodIPPools in the input.{}", mode_pools_hint(&report));
+    }
     Ok(0)
 }
 

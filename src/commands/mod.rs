@@ -349,7 +349,11 @@ pub fn require_pools(snapshot: &Snapshot, names: &[String]) -> Result<()> {
                 .filter(|p| strsim::levenshtein(p, name) <= 2 || p.contains(name.as_str()) || name.contains(p))
                 .collect();
             close.sort();
-            let hint = if close.is_empty() {
+            let hint = if snapshot.is_mode_pool(name) && snapshot.nodes.iter().any(|n| n.allocated.iter().any(|a| *a.pool == **name)) {
+                // The agent's pool of a non-multi-pool mode (ENI): nodes list it, no object defines it.
+                let mode = snapshot.ipam.as_ref().map(|c| c.mode.name().to_string()).unwrap_or_default();
+                format!("it is IPAM mode {mode}'s pool, which no CiliumPodIPPool defines: `kubectl ciliumpool usage` shows it")
+            } else if close.is_empty() {
                 let mut all: Vec<&str> = snapshot.pools.iter().map(|p| p.name.as_str()).collect();
                 all.sort();
                 format!("known pools: {}", if all.is_empty() { "none".to_string() } else { all.join(", ") })
