@@ -521,7 +521,16 @@ pub fn one_line_error(rendered: &str) -> String {
             None => parts.push(line),
         }
     }
-    let mut line = parts.join(" ");
+    let mut line = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        // `[possible values: …]` reads on from the sentence it lists the values for; a tip is a clause.
+        line.push_str(match i {
+            0 => "",
+            _ if part.starts_with('[') => " ",
+            _ => "; ",
+        });
+        line.push_str(part);
+    }
     if let Some(hint) = help {
         line = format!("{line}; {hint}");
     }
@@ -570,7 +579,7 @@ mod tests {
         let unknown = "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: kubectl ciliumpool usage [OPTIONS] [POOLS]...\n\nFor more information, try '--help'.\n";
         assert_eq!(
             one_line_error(unknown),
-            "error: unexpected argument '--bogus' found tip: to pass '--bogus' as a value, use '-- --bogus'; try '--help'"
+            "error: unexpected argument '--bogus' found; tip: to pass '--bogus' as a value, use '-- --bogus'; try '--help'"
         );
         // Every error of clap is rendered through it: it is one line whatever clap adds.
         let err = Cli::command().try_get_matches_from(["kubectl-ciliumpool", "usage", "--fail-above", "abc"]).unwrap_err();
