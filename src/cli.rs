@@ -509,6 +509,34 @@ fn parse_percent(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A command-line error of clap (a bad flag value, an unknown flag) as one line, as every other
+/// error of the plugin is: clap's lines joined (`[possible values: …]`, its tips), the usage
+/// synopsis left out, and its pointer to `--help` kept at the end of the line.
+pub fn one_line_error(rendered: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut help = None;
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Usage:")) {
+        match line.strip_prefix("For more information, ") {
+            Some(hint) => help = Some(hint.trim_end_matches('.')),
+            None => parts.push(line),
+        }
+    }
+    let mut line = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        // `[possible values: …]` reads on from the sentence it lists the values for; a tip is a clause.
+        line.push_str(match i {
+            0 => "",
+            _ if part.starts_with('[') => " ",
+            _ => "; ",
+        });
+        line.push_str(part);
+    }
+    if let Some(hint) = help {
+        line = format!("{line}; {hint}");
+    }
+    if line.starts_with("error:") { line } else { format!("error: {line}") }
+}
+
 /// kubectl's spellings of its verbosity flag, `-v N`, `--v N` and `-vN`, as the `-v=N` clap
 /// reads (a bare `-v` stays `-v`: it means `-v=1`). Arguments after `--` are left alone.
 pub fn kubectl_verbosity(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
@@ -539,6 +567,25 @@ pub fn kubectl_verbosity(args: impl IntoIterator<Item = std::ffi::OsString>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_error_is_one_line() {
+        use clap::CommandFactory;
+        let rendered = "error: invalid value 'bogus' for '--output <OUTPUT>'\n  [possible values: table, wide]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line_error(rendered),
+            "error: invalid value 'bogus' for '--output <OUTPUT>' [possible values: table, wide]; try '--help'"
+        );
+        let unknown = "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: kubectl ciliumpool usage [OPTIONS] [POOLS]...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line_error(unknown),
+            "error: unexpected argument '--bogus' found; tip: to pass '--bogus' as a value, use '-- --bogus'; try '--help'"
+        );
+        // Every error of clap is rendered through it: it is one line whatever clap adds.
+        let err = Cli::command().try_get_matches_from(["kubectl-ciliumpool", "usage", "--fail-above", "abc"]).unwrap_err();
+        let line = one_line_error(&err.render().to_string());
+        assert!(!line.contains('\n') && line.starts_with("error: invalid value 'abc' for '--fail-above"), "{line}");
+    }
 
     #[test]
     fn percentages() {

@@ -11,13 +11,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     ciliumpool::heap::tune();
-    let matches = Cli::command().subcommand(complete_command()).get_matches_from(kubectl_verbosity(std::env::args_os()));
+    let matches = Cli::command()
+        .subcommand(complete_command())
+        .try_get_matches_from(kubectl_verbosity(std::env::args_os()))
+        .unwrap_or_else(|e| command_line_error(e));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Some((COMPLETE, args)) = matches.subcommand() {
         let words: Vec<String> = args.get_many::<String>("words").into_iter().flatten().cloned().collect();
         std::process::exit(exit_code(runtime.block_on(commands::complete::run(&words))));
     }
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| command_line_error(e.format(&mut Cli::command())));
     let stdout = std::io::stdout().is_terminal();
     let terminal = Terminal {
         color: match cli.global.color {
@@ -32,6 +35,17 @@ fn main() {
     };
     let result = Context::from_cli(&cli, terminal).and_then(|ctx| runtime.block_on(commands::run(cli.command, &ctx)));
     std::process::exit(exit_code(result));
+}
+
+/// `--help` and `--version` as clap prints them; any other command-line error as one `error:`
+/// line (escaped: it quotes the arguments), exit 2.
+fn command_line_error(error: clap::Error) -> ! {
+    use clap::error::ErrorKind::{DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion};
+    if matches!(error.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+        error.exit()
+    }
+    ciliumpool::source::stderr::line(&ciliumpool::cli::one_line_error(&error.render().to_string()));
+    std::process::exit(2)
 }
 
 /// The exit code of a run; its error, if any, on stderr.

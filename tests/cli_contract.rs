@@ -173,29 +173,6 @@ fn a_refused_format_reads_nothing() {
     assert!(stderr.contains("of migrate --status, allowed formats are: table, json, yaml"), "{stderr}");
 }
 
-/// What `args` show on a terminal of `columns` columns, stdout and stderr (both are the terminal).
-fn on_terminal(args: &[String], columns: u16) -> String {
-    let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
-    let plugin = support::cli::plugin_process();
-    let mut script = format!("stty rows 50 cols {columns} && exec {}", quote(plugin.get_program().to_str().unwrap()));
-    for arg in args {
-        script.push(' ');
-        script.push_str(&quote(arg));
-    }
-    // No keyboard: a picker or a question would wait for it.
-    script.push_str(" </dev/null");
-    let mut shell = std::process::Command::new("sh");
-    shell.args(["-c", &script]).env("NO_COLOR", "1").env_remove("KUBECONFIG");
-    let mut term = support::cli::terminal(shell, std::time::Duration::from_secs(30));
-    let shown = term.exp_eof().expect("the command ends").replace('\r', "");
-    // rexpect hands over each byte as a char: put UTF-8 (`…`, `—`) back together to count columns.
-    if shown.chars().all(|c| u32::from(c) <= 0xff) {
-        String::from_utf8_lossy(&shown.chars().map(|c| c as u8).collect::<Vec<u8>>()).into_owned()
-    } else {
-        shown
-    }
-}
-
 #[test]
 fn output_on_a_terminal_fits_it_and_never_passes_100_columns() {
     let hostile = Hostile {
@@ -212,7 +189,7 @@ fn output_on_a_terminal_fits_it_and_never_passes_100_columns() {
             continue;
         }
         for columns in [80u16, 100, 200] {
-            let shown = on_terminal(&invocation.command_line(dir.path()), columns);
+            let shown = support::cli::on_terminal(&invocation.command_line(dir.path()), columns);
             let limit = usize::from(columns.min(100));
             // `warning:` and `error:` lines are records (one line each, for grep), as kubectl's are.
             let records = |l: &&str| l.starts_with("warning: ") || l.starts_with("error: ");

@@ -69,6 +69,27 @@ fn fail_above_takes_a_percent_sign() {
 }
 
 #[test]
+fn a_bad_flag_value_is_one_error_line_and_exit_2() {
+    let ex = example();
+    for args in [
+        &["usage", "--fail-above", "abc", "-f", &ex][..],
+        &["usage", "-o", "bogus", "-f", &ex],
+        &["usage", "--bogus", "-f", &ex],
+        &["check", "--timeout", "soon", "-f", &ex],
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(err.starts_with("error: ") && err.ends_with('\n') && err.lines().count() == 1, "{args:?}: one line: {err:?}");
+    }
+    let (_, _, err) = run(&["usage", "--fail-above", "abc"]);
+    assert_eq!(err, "error: invalid value 'abc' for '--fail-above <PCT>': not a percentage; use e.g. 90 or 90%; try '--help'\n");
+    // --help itself is still clap's page, on stdout, exit 0.
+    let (code, out, _) = run(&["usage", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().count() > 10, "{out}");
+}
+
+#[test]
 fn archives_that_cannot_be_read_say_so() {
     let dir = tempfile::tempdir().unwrap();
     // Starts like a zip, but the rest is missing (an interrupted download).

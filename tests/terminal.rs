@@ -241,3 +241,112 @@ fn a_v2alpha1_only_input_is_refused_before_any_question() {
     assert!(shown.contains("pool legacy is a cilium.io/v2alpha1 manifest and cannot hold reserved ranges"), "{shown:?}");
     assert!(!shown.contains("Range to reserve"), "{shown:?}");
 }
+
+/// Headers of the columns that must never be cut on a narrow terminal: counts, addresses, CIDRs,
+/// ranges and identifiers (a problem's KIND). Written out here, not taken from the renderer.
+const WHOLE: &[&str] = &[
+    "ADDRESS",
+    "ADDRESSES",
+    "ALLOCATED",
+    "BLOCK",
+    "BLOCKS",
+    "CIDR",
+    "FAMILY",
+    "FREE",
+    "IDLE",
+    "KIND",
+    "MASK",
+    "NEEDED",
+    "RANGE",
+    "RESERVED",
+    "SEVERITY",
+    "TOTAL",
+    "USABLE",
+    "USED",
+    "UTIL",
+    "WITHHELD",
+    "WITHHOLDS",
+];
+
+/// The first table in `text` whose header starts with `first`: its lines, `lines` of them, or
+/// up to the first blank line.
+fn table_in(text: &str, first: &str, lines: Option<usize>) -> Vec<String> {
+    let start = text.lines().position(|l| l.trim_start().starts_with(first)).unwrap_or_else(|| panic!("no {first} table in:\n{text}"));
+    let rest = text.lines().skip(start);
+    match lines {
+        Some(n) => rest.take(n).map(String::from).collect(),
+        None => rest.take_while(|l| !l.trim().is_empty()).map(String::from).collect(),
+    }
+}
+
+/// A laid-out table as (header, cells) per column: columns are where some line has text, split
+/// at runs of two blanks or more on every line (a cell holds single spaces at most).
+fn columns(table: &[String]) -> Vec<(String, Vec<String>)> {
+    let lines: Vec<Vec<char>> = table.iter().map(|l| l.chars().collect()).collect();
+    let width = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let blank = |at: usize| lines.iter().all(|l| l.get(at).is_none_or(|c| *c == ' '));
+    let mut spans = Vec::new();
+    let mut at = 0;
+    while at < width {
+        if blank(at) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < width && !(blank(at) && (at + 1 >= width || blank(at + 1))) {
+            at += 1;
+        }
+        spans.push((start, at));
+    }
+    let cell = |line: &Vec<char>, (start, end): (usize, usize)| -> String {
+        line.iter().skip(start).take(end - start).collect::<String>().trim().to_string()
+    };
+    spans.into_iter().map(|span| (cell(&lines[0], span), lines[1..].iter().map(|l| cell(l, span)).collect())).collect()
+}
+
+#[test]
+fn on_a_narrow_terminal_counts_addresses_and_kinds_are_never_cut() {
+    let snapshot = example().display().to_string();
+    // (arguments, the first header of its table, its lines when the table is not followed by a blank line)
+    let views: [(&[&str], &str, Option<usize>); 7] = [
+        (&["usage"], "POOL", None),
+        (&["usage", "--by", "node"], "NODE", None),
+        (&["usage", "--show-blocks"], "BLOCK", None),
+        (&["check"], "SEVERITY", None),
+        (&["ip", "10.40.255.2", "10.40.0.1", "10.60.0.5"], "ADDRESS", None),
+        (&["reserve-range", "--list"], "POOL", None),
+        // blue's two CIDRs, then its reserved ranges.
+        (&["inspect", "blue"], "CIDR", Some(3)),
+    ];
+    let mut failed = Vec::new();
+    for (args, first, lines) in views {
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.extend(["--color".into(), "never".into(), "-f".into(), snapshot.clone()]);
+        // The full table, in a pipe: what every whole cell must equal.
+        let (code, piped, _) = cli::output(cli::plugin().args(&args));
+        assert!(code <= 1, "{args:?}: exit {code}");
+        let full = table_in(&piped, first, lines);
+        let full: std::collections::BTreeMap<String, Vec<String>> = columns(&full).into_iter().collect();
+        for width in [60u16, 80, 100] {
+            let shown = cli::on_terminal(&args, width);
+            let table = table_in(&shown, first, Some(full.values().next().map_or(0, Vec::len) + 1));
+            let what = format!("{args:?} on {width} columns:\n{}", table.join("\n"));
+            if let Some(line) = table.iter().find(|l| l.chars().count() > usize::from(width)) {
+                failed.push(format!("{what}\n  a line wider than the terminal: {line}"));
+            }
+            for (header, cells) in columns(&table) {
+                if header == "…" {
+                    // Columns left out: every row says so.
+                    if cells.iter().any(|c| c != "…") {
+                        failed.push(format!("{what}\n  the left-out marker is missing on a row"));
+                    }
+                } else if header.contains('…') {
+                    failed.push(format!("{what}\n  a header cut: {header}"));
+                } else if WHOLE.contains(&header.as_str()) && full.get(&header) != Some(&cells) {
+                    failed.push(format!("{what}\n  {header} is not whole: {cells:?}, in a pipe {:?}", full.get(&header)));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{} cut:\n{}", failed.len(), failed.join("\n\n"));
+}

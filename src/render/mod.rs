@@ -190,6 +190,15 @@ const NUMERIC_COLUMNS: &[&str] = &[
     "WITHHELD-BLOCKS",
 ];
 
+/// Headers of columns that hold addresses, CIDRs, ranges and stable identifiers (a problem's
+/// KIND, a family): never cut on a narrow terminal, as counts are not, because a cut address or
+/// kind is another value or none (scripts and people match on them whole).
+const IDENTIFIER_COLUMNS: &[&str] =
+    &["ADDRESS", "BLOCK", "CIDR", "CIDRS", "FAMILY", "IPAM-MODE", "KIND", "MASK", "PODCIDRS", "RANGE", "SEVERITY", "WITHHOLDS"];
+
+/// What stands for the columns a narrow terminal left out: the last cell of every line.
+const LEFT_OUT: &str = "…";
+
 /// A table before it is laid out: its header and its rows of cells (data as it is, colours painted
 /// by the renderer). A fleet view puts the rows of every cluster's grid into one, behind a CLUSTER
 /// column, so that one table is laid out with the rules of every table.
@@ -227,8 +236,10 @@ const MIN_CUT_WIDTH: usize = 12;
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
 /// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
 /// be wider first loses its decoration column (empty header: the usage bar), then a space
-/// between columns, then its widest text columns are cut with `…` to one common width (counts
-/// never are): one line per row.
+/// between columns, then its free-text columns and then its name columns are cut with `…`
+/// ([`column_caps`]); counts, addresses and identifiers ([`IDENTIFIER_COLUMNS`]) never are. If
+/// that is not enough, whole columns are left out from the right and every line ends in a `…`
+/// column instead ([`LEFT_OUT`]): one line per row, no cell cut that must stay whole.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
     // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
@@ -258,7 +269,7 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
             col.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    // What cannot fit even so loses its end: a row never wraps (`-o wide` shows it whole).
+    // Only a first column wider than the terminal itself is left to lose its end: a row never wraps.
     let fit = |line: String| match style.width {
         Some(width) => console::truncate_str(line.trim_end(), width, "…").into_owned(),
         None => line.trim_end().to_string(),
@@ -271,7 +282,8 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
 }
 
 /// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
-/// cuts the columns [`column_caps`] names. Returns the gap and which columns (still) hold counts.
+/// cuts the columns [`column_caps`] names, and leaves out trailing columns behind [`LEFT_OUT`]
+/// when cutting is not enough. Returns the gap and which columns (still) hold counts.
 fn fit_columns(
     header: &mut Vec<String>,
     rows: &mut [Vec<String>],
@@ -289,14 +301,16 @@ fn fit_columns(
         numeric.remove(decoration);
     }
     let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
-    let give: Vec<Give> = (0..widths.len())
-        .map(|i| match (rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))), numeric.get(i).copied().unwrap_or(false)) {
-            (true, _) => Give::Prose,
-            (false, true) => Give::Never,
-            (false, false) => Give::Names,
-        })
-        .collect();
-    let caps = column_caps(&widths, &give, width, gap);
+    let give: Vec<Give> = (0..widths.len()).map(|i| give_of(header[i].as_str(), rows, i)).collect();
+    let (kept, caps) = kept_columns(&widths, &give, width, gap);
+    if kept < widths.len() {
+        numeric.truncate(kept);
+        numeric.push(false);
+        for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
+            row.truncate(kept);
+            row.push(LEFT_OUT.to_string());
+        }
+    }
     for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
         for (cell, cap) in row.iter_mut().zip(&caps) {
             if let Some(cap) = *cap {
@@ -305,6 +319,36 @@ fn fit_columns(
         }
     }
     (gap, numeric)
+}
+
+/// How column `i` of a table with this header name may give way ([`Give`]): by what it holds.
+fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
+    if NUMERIC_COLUMNS.contains(&name) || IDENTIFIER_COLUMNS.contains(&name) {
+        Give::Never
+    } else if rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))) {
+        Give::Prose
+    } else {
+        Give::Names
+    }
+}
+
+/// How many leading columns a line of `width` keeps (all, or as many as fit beside the
+/// [`LEFT_OUT`] column, at least one) and the cut of each ([`column_caps`]).
+fn kept_columns(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (usize, Vec<Option<usize>>) {
+    let (caps, fits) = column_caps(widths, give, width, gap);
+    if fits {
+        return (widths.len(), caps);
+    }
+    for kept in (1..widths.len()).rev() {
+        // The marker is one column wide and never cut.
+        let widths: Vec<usize> = widths[..kept].iter().copied().chain([1]).collect();
+        let give: Vec<Give> = give[..kept].iter().copied().chain([Give::Never]).collect();
+        let (caps, fits) = column_caps(&widths, &give, width, gap);
+        if fits || kept == 1 {
+            return (kept, caps);
+        }
+    }
+    (widths.len(), caps)
 }
 
 /// Prose on a terminal of `width` columns (tables already fit, so this touches only prose:
@@ -361,21 +405,22 @@ fn line_width(widths: &[usize], gap: usize) -> usize {
 /// How a column may give way on a narrow terminal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Give {
-    /// Counts: never cut (a cut number would be another number).
+    /// Counts, addresses, CIDRs, ranges, kinds: never cut (a cut number or address would be
+    /// another one); the column is left out whole when the line cannot hold it.
     Never,
     /// Free text (a cell holds a space: messages, states, holders, notes): cut first.
     Prose,
-    /// Names, CIDRs, kinds: cut only when the prose alone cannot make the table fit.
+    /// Names (pools, nodes, objects): cut only when the prose alone cannot make the table fit.
     Names,
 }
 
 /// The width each column is cut to so that the line fits `width`: prose first, then names
 /// too, each time one common cap for the widest (narrower ones keep their width), never below
-/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. A table that cannot fit even so is cut as
-/// far as that, and its lines then lose their end ([`table`]).
-fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> Vec<Option<usize>> {
+/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. Also whether the line then fits (if not,
+/// the caps cut prose and names as far as they may be cut, and [`kept_columns`] leaves columns out).
+fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
     if line_width(widths, gap) <= width {
-        return vec![None; widths.len()];
+        return (vec![None; widths.len()], true);
     }
     let caps_with = |cut: &dyn Fn(Give) -> bool| -> (Vec<Option<usize>>, bool) {
         let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| !cut(g)).map(|(w, _)| w).sum();
@@ -399,8 +444,8 @@ fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> Vec
         (caps, fits)
     };
     match caps_with(&|g| g == Give::Prose) {
-        (caps, true) => caps,
-        _ => caps_with(&|g| g != Give::Never).0,
+        (caps, true) => (caps, true),
+        _ => caps_with(&|g| g != Give::Never),
     }
 }
 
@@ -487,14 +532,14 @@ mod tests {
     fn prose_gives_way_first_then_names_and_counts_never() {
         use Give::*;
         // The message alone absorbs the excess: the names keep their width.
-        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3), [None, None, Some(54)]);
+        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3).0, [None, None, Some(54)]);
         // It cannot (12 columns left at most): the widest names and the message share one cap.
-        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2), [None, None, Some(29), Some(29)]);
+        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2).0, [None, None, Some(29), Some(29)]);
         assert!(line_width(&[8, 27, 29, 29], 2) <= 100);
         // Counts are never cut, a table that fits is left alone, and no cut goes below the minimum.
-        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), [None, None]);
-        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), [None, None]);
-        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), [Some(MIN_CUT_WIDTH); 3]);
+        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), (vec![None, None], true));
+        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), (vec![Some(MIN_CUT_WIDTH); 3], false));
     }
 
     #[test]
@@ -505,6 +550,78 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(text.lines().all(|l| console::measure_text_width(l) <= 40), "{text}");
         assert!(text.contains("  12  ") && text.contains('…'), "counts stay whole, text is cut: {text}");
+    }
+
+    /// The cells of `text`'s lines, split at runs of two spaces or more (the narrow gap).
+    fn cells(text: &str) -> Vec<Vec<String>> {
+        text.lines().map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()).collect()
+    }
+
+    #[test]
+    fn a_table_too_wide_for_its_cuts_leaves_out_whole_columns_behind_a_marker() {
+        // `usage` on examples/snapshot at 60 columns: its counts and header alone need 79.
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", ""];
+        let row = |cells: [&str; 11]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        let rows = vec![
+            row(["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%", "#########."]),
+            row(["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%", ".........."]),
+        ];
+        for width in [40, 60] {
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width) });
+            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
+            let shown = cells(&text);
+            // Every line ends in the marker, a cell of its own, and has as many cells as the header.
+            assert!(shown.iter().all(|l| l.last().map(String::as_str) == Some(LEFT_OUT) && l.len() == shown[0].len()), "{width}:\n{text}");
+            // What is shown is shown whole: the header's names, the counts, the families.
+            let kept = shown[0].len() - 1;
+            assert_eq!(shown[0][..kept], header[..kept], "{width}:\n{text}");
+            for (line, full) in shown[1..].iter().zip(&rows) {
+                assert_eq!(line[..kept], full[..kept], "{width}:\n{text}");
+            }
+        }
+        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60) });
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "…"], "{at_60}");
+        // Under --no-headers too (no header to fit: all but UTIL, 41 + 1 columns and 9 gaps of 2):
+        // every row the same number of fields.
+        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60) });
+        assert!(bare.lines().all(|l| l.split_whitespace().count() == 10 && l.ends_with(" …")), "{bare}");
+        // A table that fits keeps every column and no marker.
+        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100) });
+        assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
+    }
+
+    #[test]
+    fn addresses_ranges_and_kinds_are_never_cut_and_free_text_gives_way_first() {
+        // `reserve-range --list` at 100 columns: NOTE (free text) is left out, RANGE and WITHHOLDS stay whole.
+        let header = ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "NOTE"];
+        let note = "draining; still allocated: 10.41.3.0/24 on ip-10-0-10-228.eu-west-1.compute.internal";
+        let full = ["blue", "10.41.0.0/16", "10.41.0.0-10.41.255.255", "65536", "256", "10.41.0.0/24..10.41.255.0/24", note];
+        let rows = vec![full.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
+        for width in [60, 80, 100] {
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width) });
+            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
+            let shown = cells(&text);
+            let kept = shown[1].len() - 1;
+            assert_eq!(shown[1][..kept], full[..kept], "{width}: every shown cell whole:\n{text}");
+        }
+        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100) });
+        assert_eq!(cells(&at_100)[0], ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "…"], "{at_100}");
+
+        // `check` at 80 columns: KIND whole, OBJECT and MESSAGE share what is left.
+        let header = ["SEVERITY", "KIND", "OBJECT", "MESSAGE"];
+        let problem = [
+            "warning",
+            "reservation-over-allocated",
+            "CiliumNode/ip-10-0-1-206.eu-west-1.compute.internal",
+            "reserved range 10.41.0.0-10.41.255.255 covers allocated blocks",
+        ];
+        let rows = vec![problem.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
+        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80) });
+        let shown = cells(&text);
+        assert_eq!(shown[1][..2], problem[..2], "{text}");
+        assert!(shown[1][3].starts_with("reserved range") && shown[1][3].ends_with('…'), "{text}");
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 80), "{text}");
+        assert_eq!(give_of("KIND", &[vec!["a b".into()]], 0), Give::Never, "a listed column is never cut, whatever it holds");
     }
 
     #[test]

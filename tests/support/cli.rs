@@ -101,3 +101,26 @@ pub const METRIC_FIELDS: [(&str, &str); 12] = [
     ("ciliumpool_free_addresses", "freeAddresses"),
     ("ciliumpool_block_mask_size", "maskSize"),
 ];
+
+/// What `args` show on a terminal of `columns` columns, stdout and stderr (both are the terminal).
+pub fn on_terminal(args: &[String], columns: u16) -> String {
+    let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+    let plugin = plugin_process();
+    let mut script = format!("stty rows 50 cols {columns} && exec {}", quote(plugin.get_program().to_str().unwrap()));
+    for arg in args {
+        script.push(' ');
+        script.push_str(&quote(arg));
+    }
+    // No keyboard: a picker or a question would wait for it.
+    script.push_str(" </dev/null");
+    let mut shell = std::process::Command::new("sh");
+    shell.args(["-c", &script]).env("NO_COLOR", "1").env_remove("KUBECONFIG");
+    let mut term = terminal(shell, std::time::Duration::from_secs(30));
+    let shown = term.exp_eof().expect("the command ends").replace('\r', "");
+    // rexpect hands over each byte as a char: put UTF-8 (`…`, `—`) back together to count columns.
+    if shown.chars().all(|c| u32::from(c) <= 0xff) {
+        String::from_utf8_lossy(&shown.chars().map(|c| c as u8).collect::<Vec<u8>>()).into_owned()
+    } else {
+        shown
+    }
+}
