@@ -13,7 +13,18 @@
 //! at column 0 is inside a scalar. (A quoted scalar is the reason for the last condition: the
 //! parser reads a column-0 `#` line inside one as content, which YAML forbids.) From the first
 //! line that is not certain on, the rest of the stream passes unchanged: indented comments,
-//! quotes, documents that start otherwise (`--- |`, a quoted or flow root, a sequence), a BOM.
+//! quotes, documents that start otherwise (`--- |`, a quoted or flow root), a BOM.
+//!
+//! Runs of sequence entries are dropped the same way, for the same reason (the parser reads about
+//! 6 MB of `- 1` lines a second). A document whose root is a block sequence (its first content
+//! line is `- ` at column 0) is one object without a kind, whose elements the snapshot never
+//! reads (`model::slim` skips them); as long as no line of it holds a quote, `[` or `{`, a line
+//! `- ` at column 0 is an entry of that root sequence, as in a mapping document. A run of
+//! *simple* entries (`- ` then a letter or digit and only letters, digits, `_` and `.` to the end
+//! of the line: a plain scalar that can be nothing else) passes as its first line: the parser is
+//! in the same state after the first as after the last (in the root sequence, after an entry that
+//! is a plain scalar), so what follows the run means what it meant. The scalars dropped are never
+//! looked at, and the number of elements is not kept. Comment lines of such a document pass.
 
 use std::io::{self, Read};
 
@@ -34,6 +45,9 @@ pub struct CommentRuns<R> {
     /// The last line that decided anything was a certain comment, which was passed on: further
     /// certain comments (and blank lines between them) add nothing.
     in_run: bool,
+    /// The last line was a simple entry of a root sequence (see the module's text), which was
+    /// passed on: further simple entries right after it add nothing.
+    in_entries: bool,
 }
 
 /// Where the reader is in the current line.
@@ -42,6 +56,8 @@ enum Line {
     Start,
     Copy,
     Drop,
+    /// A simple entry of a root sequence after another: it and those right after it are dropped.
+    DropEntries,
 }
 
 /// What the current document's lines so far say about column 0.
@@ -52,6 +68,9 @@ enum Document {
     /// The root is a block mapping at column 0 and no quote or flow collection was seen: nothing
     /// at column 0 is inside a scalar.
     Mapping,
+    /// The root is a block sequence at column 0 and no quote or flow collection was seen: a line
+    /// `- ` at column 0 is an entry of the root sequence.
+    Sequence,
     /// Anything else, for the rest of the stream: every line passes.
     Unsure,
 }
@@ -64,6 +83,11 @@ enum Kind {
     /// `---` or `...`; bare when nothing but a comment follows on its line.
     Marker {
         bare: bool,
+    },
+    /// `- ` (or `-` alone) at column 0: the start of an entry of a block sequence; `simple` when
+    /// the whole line is `- ` and a plain scalar of letters, digits, `_` and `.` (see [`simple_entry`]).
+    Entry {
+        simple: bool,
     },
     /// Any other line; `key` when it is a plain key at column 0 (`name:` then a space or the end).
     Content {
@@ -82,6 +106,7 @@ impl<R: Read> CommentRuns<R> {
             line: Line::Start,
             document: Document::Prologue,
             in_run: false,
+            in_entries: false,
         }
     }
 
@@ -104,8 +129,14 @@ impl<R: Read> CommentRuns<R> {
     fn start_line(&mut self) {
         let window = &self.buffer[self.at..self.end.min(self.at + LOOKAHEAD)];
         let kind = classify(window);
-        let certain_comment = kind == Kind::Comment && self.document != Document::Unsure;
-        self.line = if certain_comment && self.in_run { Line::Drop } else { Line::Copy };
+        let certain_comment = kind == Kind::Comment && matches!(self.document, Document::Prologue | Document::Mapping);
+        let repeated_entry = kind == (Kind::Entry { simple: true }) && self.document == Document::Sequence && self.in_entries;
+        self.line = match () {
+            _ if certain_comment && self.in_run => Line::Drop,
+            _ if repeated_entry => Line::DropEntries,
+            _ => Line::Copy,
+        };
+        self.in_entries = false;
         match kind {
             Kind::Comment => self.in_run = certain_comment,
             Kind::Blank => {}
@@ -121,7 +152,23 @@ impl<R: Read> CommentRuns<R> {
                 }
                 self.in_run = false;
             }
+            Kind::Entry { simple } => {
+                if self.document == Document::Prologue {
+                    self.document = Document::Sequence;
+                }
+                self.in_run = false;
+                self.in_entries = simple && self.document == Document::Sequence;
+            }
         }
+    }
+
+    /// Skips the dropped entry, and the simple entries right after it.
+    fn drop_entries(&mut self) {
+        while let Some(length) = simple_entry(&self.buffer[self.at..self.end]) {
+            self.at += length;
+        }
+        // At the start of another line, or of one not wholly buffered yet: look at it.
+        self.line = Line::Start;
     }
 
     /// Skips the rest of a dropped line, and the run of `#` lines after it, as fast as memory.
@@ -166,7 +213,7 @@ impl<R: Read> Read for CommentRuns<R> {
             let buffered = &self.buffer[self.at..self.end];
             let need_more = match self.line {
                 Line::Start => buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n'),
-                Line::Copy | Line::Drop => buffered.is_empty(),
+                Line::Copy | Line::Drop | Line::DropEntries => buffered.is_empty(),
             };
             if need_more && !self.eof {
                 self.fill()?;
@@ -178,6 +225,7 @@ impl<R: Read> Read for CommentRuns<R> {
             match self.line {
                 Line::Start => self.start_line(),
                 Line::Drop => self.drop_lines(),
+                Line::DropEntries => self.drop_entries(),
                 Line::Copy => {
                     // This line, and the lines after it whose start decides nothing.
                     let rest = &self.buffer[self.at..self.end];
@@ -190,10 +238,12 @@ impl<R: Read> Read for CommentRuns<R> {
                             break;
                         }
                         // A line passed without a look is content or blank: a run ends there.
-                        self.in_run = false;
+                        (self.in_run, self.in_entries) = (false, false);
                     }
                     // A quoted scalar or flow collection may go on past this line.
-                    if self.document == Document::Mapping && rest[..n].iter().any(|b| matches!(b, b'"' | b'\'' | b'[' | b'{')) {
+                    if matches!(self.document, Document::Mapping | Document::Sequence)
+                        && rest[..n].iter().any(|b| matches!(b, b'"' | b'\'' | b'[' | b'{'))
+                    {
                         self.document = Document::Unsure;
                     }
                     out[..n].copy_from_slice(&rest[..n]);
@@ -224,8 +274,23 @@ fn classify(window: &[u8]) -> Kind {
             }
             Some(_) => Kind::Content { key: false },
         },
+        Some(b'-') if line.get(1) == Some(&b' ') || (line.len() == 1 && line.len() < window.len()) => {
+            Kind::Entry { simple: simple_entry(window).is_some() }
+        }
         _ => Kind::Content { key: plain_key(line, line.len() < window.len()) },
     }
+}
+
+/// The length of the line that `bytes` start with, its line break included, when it is a whole
+/// simple entry of a block sequence: `- `, then a letter or digit, then letters, digits, `_` and
+/// `.` up to the break (a plain scalar, which no other character on the line can make more).
+fn simple_entry(bytes: &[u8]) -> Option<usize> {
+    let scalar = bytes.strip_prefix(b"- ")?;
+    if !scalar.first()?.is_ascii_alphanumeric() {
+        return None;
+    }
+    let end = scalar.iter().position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')))?;
+    (scalar[end] == b'\n').then_some(2 + end + 1)
 }
 
 /// `name:` at column 0 followed by a blank or the end of the line (when the line is `complete`,
@@ -322,9 +387,59 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_simple_entries_of_a_root_sequence_keeps_its_first_line() {
+        // Not simple: `-  4` (a space first); a blank or comment line ends a run; in a mapping
+        // document, entries are a value's and pass.
+        let text = "- 1\n- 2\n- 3\n-  4\n- 5\n- 6\n\n- 7\n- 8.x_y\n# c\n- 9\n- 10\n---\nk:\n- 1\n- 2\n";
+        let expected = "- 1\n-  4\n- 5\n\n- 7\n# c\n- 9\n---\nk:\n- 1\n- 2\n";
+        assert_eq!(filtered(text), expected);
+        assert_eq!(filtered_bytewise(text), expected);
+        // Runs across the reader's buffer, and a last line without its break.
+        let long = format!("---\n{}- 2", "- 1\n".repeat(100_000));
+        assert_eq!(filtered(&long), "---\n- 1\n- 2");
+        assert_eq!(filtered(&format!("{long}\n")), "---\n- 1\n");
+    }
+
+    #[test]
+    fn entries_that_may_mean_more_pass() {
+        for text in [
+            // A quote or a flow collection may be open at column 0 from there on.
+            "- \"a\n- 1\n- 2\n\"\n",
+            "- 1\n- 'a\n- 1\n- 2\n'\n",
+            "- [1,\n- 2\n- 3]\n",
+            "- 1\n# it's\n- 2\n- 3\n",
+            // A root that is not a block sequence, or entries that are not plain scalars.
+            "--- |\n- 1\n- 2\n",
+            "k:\n- 1\n- 2\n",
+            "- 1\n- &a 2\n- *a\n- !t 3\n- a: 1\n- - 1\n- -1\n- 1 # c\n- 1\r\n- 2\r\n",
+            // A line more indented after an entry continues it: the run ends there.
+            "- 1\n  x\n- 2\n  y\n",
+        ] {
+            assert_eq!(filtered(text), text, "{text:?}");
+            assert_eq!(filtered_bytewise(text), text, "{text:?}");
+        }
+    }
+
+    #[test]
     fn a_bare_marker_starts_a_prologue_again() {
         let text = "#a\n#b\n---\n#c\n#d\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
         assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n#l\n");
+    }
+
+    /// The documents the parser reads from `text`, a root sequence as an empty one (the snapshot
+    /// never reads a root sequence's elements: `model::slim`); `None` when it refuses the text.
+    fn documents(text: &str) -> Option<Vec<serde_json::Value>> {
+        let documents = serde_saphyr::from_multiple::<serde_json::Value>(text).ok()?;
+        Some(documents.into_iter().map(|d| if d.is_array() { serde_json::Value::Array(Vec::new()) } else { d }).collect())
+    }
+
+    /// What `inputs::parse_stream` keeps of `text`'s documents (the slim decoder, the plugin's
+    /// parser options), as text; `None` when the parser refuses the text.
+    fn slim(text: &str) -> Option<String> {
+        use crate::model::slim::SlimYaml;
+        let documents: Result<Vec<SlimYaml>, _> =
+            serde_saphyr::read_with_options(&mut text.as_bytes(), crate::manifest::yaml_options()).collect();
+        documents.ok().map(|d| format!("{d:?}"))
     }
 
     #[test]
@@ -333,35 +448,36 @@ mod tests {
             "# head\n#\n#\napiVersion: v1\nkind: Pod\n#\n#\nmetadata:\n  name: a # x\n#\ndata: |\n  # kept\n  #\n#\n#\nspec: {}\n",
             "a: \"x\n  #y\"\n#\n#\nb: 1\n",
             "#\n#\n---\n#\n#\nk: v\n#\n...\n#\n#\n---\n- 1\n#\n#\n",
+            "- 1\n- 2\n- 3\n---\nk: v\n---\n- a\n- b\n  c\n- d\n- e\n...\n- |\n- 1\n- 2\n",
         ];
         // Column 0 inside a quoted scalar breaks YAML's indentation rule, but the parser reads the
         // first (and refuses the second): the same either way.
         let lenient = ["a: \"x\n#y\n#z\n\"\n", "a: 'x\n---\n#y\n#z\n'\n"];
         assert!(serde_saphyr::from_multiple::<serde_json::Value>(lenient[0]).is_ok());
         for text in texts.iter().chain(&lenient) {
-            let direct = serde_saphyr::from_multiple::<serde_json::Value>(text).ok();
-            let mut kept = String::new();
-            CommentRuns::new(text.as_bytes()).read_to_string(&mut kept).unwrap();
-            let via = serde_saphyr::from_multiple::<serde_json::Value>(&kept).ok();
-            assert_eq!(direct, via, "{text:?} → {kept:?}");
+            let kept = filtered(text);
+            assert_eq!(documents(text), documents(&kept), "{text:?} → {kept:?}");
+            assert_eq!(slim(text), slim(&kept), "{text:?} → {kept:?}");
         }
     }
 
     proptest::proptest! {
         /// Streams of lines that open and close scalars, collections and documents at column 0
-        /// and around comments: the parser reads the same documents (or refuses both).
+        /// and around comments and sequence entries: the parser reads the same documents (or
+        /// refuses both), root sequences compared as the snapshot reads them (see [`documents`]),
+        /// and the slim decoder keeps the same.
         #[test]
         fn any_stream_of_tricky_lines_parses_the_same(lines in proptest::collection::vec(0..LINES.len(), 0..24)) {
             let text: String = lines.iter().map(|&i| format!("{}\n", LINES[i])).collect();
-            let direct = serde_saphyr::from_multiple::<serde_json::Value>(&text).ok();
             let kept = filtered(&text);
-            let via = serde_saphyr::from_multiple::<serde_json::Value>(&kept).ok();
-            proptest::prop_assert_eq!(direct, via, "{:?} → {:?}", text, kept);
+            proptest::prop_assert_eq!(documents(&text), documents(&kept), "{:?} → {:?}", text, kept);
+            proptest::prop_assert_eq!(slim(&text), slim(&kept), "{:?} → {:?}", text, kept);
         }
     }
 
     const LINES: &[&str] = &[
         "#", "# x", "#", "", "a: 1", "b: \"x", "  y\"", "\"", "c: |", "  #z", "#z", "---", "...", "--- |", "- 1", "d: [1,", "2]", "  e: f",
-        "'q", "x'", "f:", "  - g", "k: v # c", "  # i",
+        "'q", "x'", "f:", "  - g", "k: v # c", "  # i", "- 1", "- 2", "- a.b", "- 1", "-", "- |", "- >", "  - 3", "- k: v", "- \"q",
+        "- 'q", "- [1,", "- &a 1", "- *a", "  4", "- - 5", "? x", "--- - 1", "- 1 # c", "-  6",
     ];
 }

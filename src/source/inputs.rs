@@ -224,7 +224,7 @@ impl<R: Read> Read for Watched<R> {
             self.failed = Some(Failed::TooLarge);
             return Err(std::io::Error::other("over the input limit"));
         }
-        if let Some(at) = buf[..n].iter().position(|&b| b == 0) {
+        if let Some(at) = memchr::memchr(0, &buf[..n]) {
             self.nul_at = Some(self.read + at as u64);
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a manifest"));
         }
@@ -394,20 +394,37 @@ struct LineBound<R> {
     over: Option<u64>,
 }
 
-impl<R: Read> Read for LineBound<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+impl<R> LineBound<R> {
+    /// Counts the lines of `read` (the bytes that follow those counted so far), stopping at the
+    /// first longer than the limit.
+    fn count(&mut self, read: &[u8]) {
+        let (first, last) = (memchr::memchr(b'\n', read), memchr::memrchr(b'\n', read));
+        if let (Some(first), Some(last)) = (first, last)
+            && self.run + first as u64 <= self.limit
+            && (last - first) as u64 <= self.limit
+        {
+            // Every line between the first break and the last is shorter than the bytes between
+            // them: only the breaks are counted (a line every two bytes is common: `#` lines).
+            self.line += memchr::memchr_iter(b'\n', read).count() as u64;
+            self.run = (read.len() - last - 1) as u64;
+            return;
+        }
         let mut start = 0;
-        for at in memchr::memchr_iter(b'\n', &buf[..n]) {
+        for at in memchr::memchr_iter(b'\n', read) {
             self.run += (at - start) as u64;
             if self.run > self.limit {
-                break;
+                return;
             }
             (self.run, self.line, start) = (0, self.line + 1, at + 1);
         }
-        if self.run <= self.limit {
-            self.run += (n - start) as u64;
-        }
+        self.run += (read.len() - start) as u64;
+    }
+}
+
+impl<R: Read> Read for LineBound<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count(&buf[..n]);
         if self.run > self.limit {
             self.over = Some(self.line);
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "line too long"));
@@ -434,6 +451,21 @@ mod tests {
             assert_eq!(over(b"abcd\nabcd\n\n", 4, piece), None, "{piece}");
             assert_eq!(over(b"abcd\nabcde\n", 4, piece), Some(2), "{piece}");
             assert_eq!(over(b"ab\n\nabcdefgh", 4, piece), Some(3), "{piece}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the lines and the reads, the first line longer than the bound is the one found
+        /// (reads longer than the bound take the path that only counts breaks).
+        #[test]
+        fn the_first_line_over_the_bound_is_found(
+            lines in proptest::collection::vec(0usize..12, 0..40),
+            limit in 0u64..10,
+            piece in 1usize..40,
+        ) {
+            let text: Vec<u8> = lines.iter().map(|&n| "a".repeat(n)).collect::<Vec<_>>().join("\n").into_bytes();
+            let expected = text.split(|&b| b == b'\n').position(|line| line.len() as u64 > limit).map(|at| at as u64 + 1);
+            proptest::prop_assert_eq!(over(&text, limit, piece), expected);
         }
     }
 }
