@@ -44,7 +44,7 @@ fn holder_text(h: &Holder) -> String {
 fn state_text(a: &IpAnswer, mode: &str) -> String {
     let state = block_state_text(a, mode);
     match a.state {
-        Some(BlockState::Allocated | BlockState::Free | BlockState::Orphan) if a.unusable => {
+        Some(BlockState::Allocated | BlockState::Free | BlockState::Orphan | BlockState::Unknown) if a.unusable => {
             format!("{state}; not handed out (block edge)")
         }
         _ => state,
@@ -63,6 +63,7 @@ fn block_state_text(a: &IpAnswer, mode: &str) -> String {
         }
         Some(BlockState::Orphan) => format!("orphan, listed by {nodes}"),
         Some(BlockState::ModeAllocated) => format!("held by {nodes} ({mode} mode)"),
+        Some(BlockState::Unknown) => "unknown: not allocated; free or withheld (reserved ranges not in the input)".to_string(),
     }
 }
 
@@ -86,7 +87,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reserv
             let state = state_text(a, mode);
             let tone = match a.state {
                 None | Some(BlockState::Orphan) => Tone::Bad,
-                Some(BlockState::Withheld) => Tone::Warn,
+                Some(BlockState::Withheld | BlockState::Unknown) => Tone::Warn,
                 _ => Tone::Good,
             };
             let mut row = vec![
