@@ -667,7 +667,8 @@ fn input_incomplete_does_not_fail_check() {
     let doc = json_of(&["check", "--severity", "warning", "-o", "json", "-f", &file], 0);
     assert_eq!(doc["problems"], json!([]));
     let (code, names, _) = run(&["check", "-o", "name", "-f", &file]);
-    assert_eq!((code, names.as_str()), (0, "input/no-pods\n"));
+    // -o name lists objects only: the caveat is none (it used to print `input/no-pods`).
+    assert_eq!((code, names.as_str()), (0, ""));
 }
 
 /// On a sysdump (pools through v2alpha1, reserved ranges invisible) the figures reservations
@@ -732,4 +733,16 @@ fn ip_on_a_sysdump_says_a_free_looking_block_is_unknown() {
     assert_eq!(states(&[path(&d.sysdump), &example_file("pools.yaml")]), ["withheld", "free"]);
     let (_, table, _) = run(&["ip", "10.40.200.3", "-f", path(&d.zip)]);
     assert!(table.contains("unknown: not allocated"), "{table}");
+}
+
+/// `-o name` lists only objects that exist: not the orphan pool `legacy` of `ip` (no
+/// CiliumPodIPPool has that name in examples/snapshot/pools.yaml), nor `check`'s input caveats.
+#[test]
+fn o_name_lists_only_real_objects() {
+    let example_dir = example_file("");
+    let (code, names, stderr) = run(&["ip", "10.99.7.20", "10.40.3.17", "-o", "name", "-f", &example_dir]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(names, "ciliumpodippool.cilium.io/blue\n");
+    let (_, names, _) = run(&["check", "--severity", "info", "-o", "name", "-f", &example_file("pools.yaml")]);
+    assert!(names.lines().all(|l| !l.starts_with("input/")) && names.contains("ciliumpodippool.cilium.io/blue"), "{names}");
 }

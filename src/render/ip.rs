@@ -20,7 +20,10 @@ impl Render for Ip<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(super::name_records(self.answers.iter().filter_map(|a| a.pool.as_deref()).map(|p| (super::POOL_RESOURCE, p))))
+        // Only pools that exist: an orphan's or a mode's pool name has no CiliumPodIPPool (and an
+        // address is in a pool's CIDR exactly when that pool exists).
+        let pools = self.answers.iter().filter(|a| a.cidr.is_some()).filter_map(|a| a.pool.as_deref());
+        Some(super::name_records(pools.map(|p| (super::POOL_RESOURCE, p))))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
