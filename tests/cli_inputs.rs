@@ -746,3 +746,30 @@ fn o_name_lists_only_real_objects() {
     let (_, names, _) = run(&["check", "--severity", "info", "-o", "name", "-f", &example_file("pools.yaml")]);
     assert!(names.lines().all(|l| !l.starts_with("input/")) && names.contains("ciliumpodippool.cilium.io/blue"), "{names}");
 }
+
+/// Each caveat once per run on stderr, on every command that reads (the `warning:` channel), and
+/// the usage legend once; `check`'s table also has it as its `input-incomplete` row.
+#[test]
+fn each_caveat_is_said_once_per_run() {
+    let d = dumps();
+    let pools = example_file("pools.yaml");
+    let commands: [&[&str]; 7] = [
+        &["usage"],
+        &["usage", "-o", "wide"],
+        &["inspect", "blue"],
+        &["check", "-o", "wide"],
+        &["ip", "10.40.1.9"],
+        &["reserve-range", "--list"],
+        &["usage", "--by", "node"],
+    ];
+    for command in commands {
+        let args: Vec<&str> = command.iter().copied().chain(["-f", path(&d.zip)]).collect();
+        let (_, _, stderr) = run(&args);
+        assert_eq!(stderr.matches("warning: pools were read through cilium.io/v2alpha1").count(), 1, "{command:?}: {stderr}");
+        assert!(stderr.matches("UTIL       allocated blocks").count() <= 1, "{command:?}: {stderr}");
+    }
+    let (_, _, stderr) = run(&["reserve-range", "blue", "10.40.100.0-10.40.100.10", "-f", &pools]);
+    for caveat in ["warning: the input holds no CiliumNodes", "warning: the input holds no Pods"] {
+        assert_eq!(stderr.matches(caveat).count(), 1, "{stderr}");
+    }
+}
