@@ -773,3 +773,22 @@ fn each_caveat_is_said_once_per_run() {
         assert_eq!(stderr.matches(caveat).count(), 1, "{stderr}");
     }
 }
+
+/// docs/usage.md defines NEEDED with the legend's own words (`usage --by node` on stderr), and
+/// the figure is per family: in the example, each node's row equals its `needed.ipv4-addrs`.
+#[test]
+fn needed_in_the_docs_is_the_legend() {
+    let (code, rows, legend) = run(&["usage", "batch", "--by", "node", "-f", &example_file("")]);
+    assert_eq!(code, 0, "{legend}");
+    let needed = legend.lines().find(|l| l.starts_with("NEEDED ")).expect("NEEDED in the legend");
+    let doc = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/usage.md")).unwrap();
+    assert!(doc.lines().any(|l| l == needed), "docs/usage.md must say {needed:?}");
+    for node in example("ciliumnodes.yaml") {
+        let requested = node.pointer("/spec/ipam/pools/requested").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(batch) = requested.iter().find(|r| r["pool"] == "batch") else { continue };
+        let name = node["metadata"]["name"].as_str().unwrap();
+        let row = rows.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}: {rows}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[6], batch["needed"]["ipv4-addrs"].to_string(), "{row}");
+    }
+}

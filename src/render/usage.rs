@@ -459,7 +459,7 @@ pub fn legend(view: Table, wide: bool, thresholds: bool, style: &Style) -> Strin
             "BLOCKS     valid blocks the node lists for the pool, per family",
             "USABLE     usable addresses of those blocks",
             "USED       distinct in-use IPs inside them",
-            "NEEDED     addresses the node requests from the pool (spec.ipam.pools.requested)",
+            "NEEDED     addresses the node's agent requests from the pool in this family (spec.ipam.pools.requested[].needed)",
             "IDLE       USABLE - USED",
             "NOTE       pool-missing: no CiliumPodIPPool has this name; node-ignored: the operator skips the node",
         ],
