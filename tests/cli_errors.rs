@@ -160,3 +160,21 @@ fn migrate_marks_each_file_of_a_directory() {
     assert!(out.contains("spec: {ipv4: {cidrs: [\"10.9.0.0/16\"], maskSize: 24}}"), "{out}");
     assert!(out.contains("apiVersion: cilium.io/v2\n"), "{out}");
 }
+
+/// No kubeconfig at all and a `--kubeconfig` file that does not exist are the same mistake, a
+/// configuration to fix before any cluster is asked: both exit 2 (docs/design/exit-codes.md).
+#[test]
+fn no_kubeconfig_and_a_missing_kubeconfig_file_both_exit_2() {
+    let home = tempfile::tempdir().unwrap();
+    let no_config = || {
+        let mut command = plugin();
+        command.env("HOME", home.path()).env_remove("KUBERNETES_SERVICE_HOST").env_remove("KUBERNETES_SERVICE_PORT");
+        command
+    };
+    let (code, stdout, stderr) = output(no_config().arg("usage"));
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(stderr.starts_with("error: no cluster configured") && stderr.contains("-f FILE"), "{stderr}");
+    let missing = home.path().join("nonexistent");
+    let (code, _, stderr) = output(no_config().arg("usage").arg("--kubeconfig").arg(&missing));
+    assert_eq!(code, 2, "{stderr}");
+}

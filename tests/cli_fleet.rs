@@ -153,3 +153,20 @@ fn each_warning_names_its_cluster() {
     assert_eq!(warnings.len(), 2, "no CiliumNodes, no pods: {stderr}");
     assert!(warnings.iter().all(|w| w.starts_with("warning: cluster pools.yaml: the input holds no ")), "{stderr}");
 }
+
+/// Fleet `-o name` keeps the cluster: `CLUSTER RESOURCE.GROUP/NAME` per line, one record per
+/// cluster and object (east holds pool blue, west green and red: examples/fleet/*.yaml).
+#[test]
+fn o_name_says_which_cluster() {
+    let (code, stdout, stderr) = fleet(&["usage", "-o", "name"]);
+    assert_eq!(code, 0, "{stderr}");
+    let records: Vec<Vec<&str>> = stdout.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(
+        records,
+        [
+            ["east", "ciliumpodippool.cilium.io/blue"],
+            ["west", "ciliumpodippool.cilium.io/green"],
+            ["west", "ciliumpodippool.cilium.io/red"]
+        ]
+    );
+}

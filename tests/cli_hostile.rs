@@ -96,12 +96,21 @@ fn name_records(invocation: &Invocation, doc: &Value) -> Option<usize> {
             doc["problems"]
                 .as_array()?
                 .iter()
-                .map(|p| ciliumpool::render::check::kubectl_name(p["object"].as_str().unwrap()))
+                .filter_map(|p| ciliumpool::render::check::kubectl_name(p["object"].as_str().unwrap()))
                 .collect::<BTreeSet<_>>()
                 .len(),
         ),
         // Each pool once (a record names an object, not an address or a range).
-        "ip" => Some(doc["addresses"].as_array()?.iter().filter_map(|a| a["pool"].as_str()).collect::<BTreeSet<_>>().len()),
+        // Pools that exist: an address in an orphan block names a pool no object has (no `cidr`).
+        "ip" => Some(
+            doc["addresses"]
+                .as_array()?
+                .iter()
+                .filter(|a| !a["cidr"].is_null())
+                .filter_map(|a| a["pool"].as_str())
+                .collect::<BTreeSet<_>>()
+                .len(),
+        ),
         "reserve-range" if invocation.args.iter().any(|a| a == "--list") => {
             Some(doc["reservedRanges"].as_array()?.iter().filter_map(|r| r["pool"].as_str()).collect::<BTreeSet<_>>().len())
         }

@@ -674,5 +674,128 @@ fn input_incomplete_does_not_fail_check() {
     let doc = json_of(&["check", "--severity", "warning", "-o", "json", "-f", &file], 0);
     assert_eq!(doc["problems"], json!([]));
     let (code, names, _) = run(&["check", "-o", "name", "-f", &file]);
-    assert_eq!((code, names.as_str()), (0, "input/no-pods\n"));
+    // -o name lists objects only: the caveat is none (it used to print `input/no-pods`).
+    assert_eq!((code, names.as_str()), (0, ""));
+}
+
+/// On a sysdump (pools through v2alpha1, reserved ranges invisible) the figures reservations
+/// change are unknown: `?` in tables, null in JSON, no series; `inspect` claims no "<none>"
+/// problems. With the v2 pools they are known again: blue reserves 10.40.255.254 and 10.41.0.0/16
+/// (1 + 65536 addresses, from examples/snapshot/pools.yaml).
+#[test]
+fn a_sysdump_shows_reservation_figures_as_unknown() {
+    let d = dumps();
+    let pools = example_file("pools.yaml");
+    let (code, table, stderr) = run(&["usage", "blue", "-o", "wide", "--no-headers", "-f", path(&d.zip)]);
+    assert_eq!(code, 0, "{stderr}");
+    let row: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    // POOL FAMILY MASK BLOCKS TOTAL RESERVED ALLOCATED USED FREE UTIL CAPACITY WITHHELD FREE-BLOCKS IDLE ORPHANS NODES RUNWAY CIDRS
+    assert_eq!(
+        (row[3].ends_with("/?"), row[5], row[8], row[9], row[11], row[12], row[16]),
+        (true, "?", "?", "?", "?", "?", "?"),
+        "{row:?}"
+    );
+    let doc = json_of(&["usage", "blue", "-o", "json", "-f", path(&d.zip)], 0);
+    let fam = &doc["pools"][0]["families"][0];
+    for key in ["withheldBlocks", "freeBlocks", "reservedAddresses", "freeAddresses", "nextBlock"] {
+        assert_eq!(fam[key], Value::Null, "{key}: {fam}");
+    }
+    for cidr in fam["cidrs"].as_array().unwrap() {
+        assert_eq!((&cidr["withheldBlocks"], &cidr["freeBlocks"], &cidr["reservedRanges"]), (&Value::Null, &Value::Null, &Value::Null));
+    }
+    assert!(fam["allocatedBlocks"].is_u64() && fam["capacityBlocks"] == 512, "what the input shows stays: {fam}");
+    let (_, metrics, _) = run(&["usage", "-o", "openmetrics", "-f", path(&d.zip)]);
+    for family in ["free_blocks{", "withheld_blocks{", "reserved_addresses{", "free_addresses{", "utilization_ratio{"] {
+        assert!(!metrics.contains(&format!("ciliumpool_{family}")), "{family}: unknown, no sample");
+    }
+    let (_, text, _) = run(&["inspect", "blue", "-f", path(&d.zip)]);
+    assert!(!text.contains("Problems:\n  <none>"), "{text}");
+    assert!(text.contains("Problems:\n  unknown:") && text.contains("Reserved ranges: unknown"), "{text}");
+    assert!(text.contains("Next block: unknown"), "{text}");
+    let doc = json_of(&["inspect", "blue", "-o", "json", "-f", path(&d.zip)], 0);
+    let fam = &doc["pools"][0]["families"][0];
+    assert_eq!((&fam["reservations"], &fam["draining"], &fam["runwayNodes"]), (&Value::Null, &Value::Null, &Value::Null), "{fam}");
+
+    // The same sysdump with the v2 pools: known again, from the pool's own ranges.
+    let doc = json_of(&["usage", "blue", "-o", "json", "-f", path(&d.sysdump), "-f", &pools], 0);
+    let fam = &doc["pools"][0]["families"][0];
+    assert_eq!((fam["reservedAddresses"].as_u64(), fam["withheldBlocks"].as_u64()), (Some(65537), Some(256)), "{fam}");
+    let (_, text, _) = run(&["inspect", "blue", "-f", path(&d.sysdump), "-f", &pools]);
+    assert!(!text.contains("unknown"), "{text}");
+}
+
+/// `ip` on a sysdump: a block no node holds is free or withheld, and the input cannot tell which.
+#[test]
+fn ip_on_a_sysdump_says_a_free_looking_block_is_unknown() {
+    let d = dumps();
+    let states = |inputs: &[&str]| -> Vec<String> {
+        let mut args = vec!["ip", "10.40.255.254", "10.40.200.3", "-o", "json"];
+        for input in inputs {
+            args.extend(["-f", input]);
+        }
+        let doc = json_of(&args, 0);
+        doc["addresses"].as_array().unwrap().iter().map(|a| a["state"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(states(&[path(&d.zip)]), ["unknown", "unknown"]);
+    assert_eq!(states(&[path(&d.sysdump), &example_file("pools.yaml")]), ["withheld", "free"]);
+    let (_, table, _) = run(&["ip", "10.40.200.3", "-f", path(&d.zip)]);
+    assert!(table.contains("unknown: not allocated"), "{table}");
+}
+
+/// `-o name` lists only objects that exist: not the orphan pool `legacy` of `ip` (no
+/// CiliumPodIPPool has that name in examples/snapshot/pools.yaml), nor `check`'s input caveats.
+#[test]
+fn o_name_lists_only_real_objects() {
+    let example_dir = example_file("");
+    let (code, names, stderr) = run(&["ip", "10.99.7.20", "10.40.3.17", "-o", "name", "-f", &example_dir]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(names, "ciliumpodippool.cilium.io/blue\n");
+    let (_, names, _) = run(&["check", "--severity", "info", "-o", "name", "-f", &example_file("pools.yaml")]);
+    assert!(names.lines().all(|l| !l.starts_with("input/")) && names.contains("ciliumpodippool.cilium.io/blue"), "{names}");
+}
+
+/// Each caveat once per run on stderr, on every command that reads (the `warning:` channel), and
+/// the usage legend once; `check`'s table also has it as its `input-incomplete` row.
+#[test]
+fn each_caveat_is_said_once_per_run() {
+    let d = dumps();
+    let pools = example_file("pools.yaml");
+    let commands: [&[&str]; 7] = [
+        &["usage"],
+        &["usage", "-o", "wide"],
+        &["inspect", "blue"],
+        &["check", "-o", "wide"],
+        &["ip", "10.40.1.9"],
+        &["reserve-range", "--list"],
+        &["usage", "--by", "node"],
+    ];
+    for command in commands {
+        let args: Vec<&str> = command.iter().copied().chain(["-f", path(&d.zip)]).collect();
+        let (_, _, stderr) = run(&args);
+        assert_eq!(stderr.matches("warning: pools were read through cilium.io/v2alpha1").count(), 1, "{command:?}: {stderr}");
+        assert!(stderr.matches("UTIL       allocated blocks").count() <= 1, "{command:?}: {stderr}");
+    }
+    let (_, _, stderr) = run(&["reserve-range", "blue", "10.40.100.0-10.40.100.10", "-f", &pools]);
+    for caveat in ["warning: the input holds no CiliumNodes", "warning: the input holds no Pods"] {
+        assert_eq!(stderr.matches(caveat).count(), 1, "{stderr}");
+    }
+}
+
+/// docs/usage.md defines NEEDED with the legend's own words (`usage --by node` on stderr), and
+/// the figure is per family: in the example, each node's row equals its `needed.ipv4-addrs`.
+#[test]
+fn needed_in_the_docs_is_the_legend() {
+    let (code, rows, legend) = run(&["usage", "batch", "--by", "node", "-f", &example_file("")]);
+    assert_eq!(code, 0, "{legend}");
+    let needed = legend.lines().find(|l| l.starts_with("NEEDED ")).expect("NEEDED in the legend");
+    let doc = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/usage.md")).unwrap();
+    assert!(doc.lines().any(|l| l == needed), "docs/usage.md must say {needed:?}");
+    for node in example("ciliumnodes.yaml") {
+        let requested = node.pointer("/spec/ipam/pools/requested").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(batch) = requested.iter().find(|r| r["pool"] == "batch") else { continue };
+        let name = node["metadata"]["name"].as_str().unwrap();
+        let row = rows.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}: {rows}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[6], batch["needed"]["ipv4-addrs"].to_string(), "{row}");
+    }
 }

@@ -121,7 +121,8 @@ fn diff_is_a_unified_diff_with_kubectl_diff_exit_codes() {
     let diff = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     assert!(
         diff.starts_with(
-            "--- a/sub/pools.yaml\n+++ b/sub/pools.yaml\n@@ -1,4 +1,4 @@\n-apiVersion: cilium.io/v2alpha1\n+apiVersion: cilium.io/v2\n"
+            // The first hunk reaches the annotation added after `name:` (line 6 of the example).
+            "--- a/sub/pools.yaml\n+++ b/sub/pools.yaml\n@@ -1,9 +1,11 @@\n-apiVersion: cilium.io/v2alpha1\n+apiVersion: cilium.io/v2\n"
         ),
         "{diff}"
     );
@@ -265,4 +266,41 @@ fn stdin_and_cluster_only_flags() {
     assert_eq!(doc["spec"]["ipv6"]["cidrs"][0]["cidr"], "fd00::/104");
     plugin().args(["migrate", "--in-place", "-f", "-"]).write_stdin(input).assert().code(2);
     plugin().args(["migrate", "--status", "-f", EXAMPLE]).assert().code(2);
+}
+
+/// The migrated-to-v2 annotation goes where a person writes it: into `annotations:` when the pool
+/// has them, else right after `name:` (not after `uid:` at the end of metadata), in the file's
+/// own indentation.
+#[test]
+fn the_new_annotation_stands_after_the_name_or_in_annotations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pools = "\
+apiVersion: cilium.io/v2alpha1
+kind: CiliumPodIPPool
+metadata:
+    name: plain
+    resourceVersion: \"7\"
+    uid: 1f0c
+spec:
+    ipv4: {cidrs: [10.1.0.0/16], maskSize: 24}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumPodIPPool
+metadata:
+  annotations:
+    team: net
+  name: annotated
+  uid: 2e0d
+spec:
+  ipv4: {cidrs: [10.2.0.0/16], maskSize: 24}
+";
+    std::fs::write(tmp.path().join("pools.yaml"), pools).unwrap();
+    let assert = plugin().current_dir(tmp.path()).args(["migrate", "--diff", "-f", "pools.yaml"]).assert().code(1);
+    let diff = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let lines: Vec<&str> = diff.lines().collect();
+    let at = |line: &str| lines.iter().position(|l| *l == line).unwrap_or_else(|| panic!("{line:?} not in\n{diff}"));
+    assert_eq!(at("+    annotations:"), at("     name: plain") + 1, "{diff}");
+    assert_eq!(at("+        cilium.io/migrated-to-v2: \"true\""), at("+    annotations:") + 1, "{diff}");
+    assert_eq!(at("+    cilium.io/migrated-to-v2: \"true\""), at("     team: net") + 1, "{diff}");
+    assert!(!diff.contains("+  annotations:"), "the annotated pool keeps its one annotations map: {diff}");
 }

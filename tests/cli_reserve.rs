@@ -330,3 +330,27 @@ fn guided_flow_in_a_real_terminal() {
         json!([{"cidr": "10.41.0.0/16", "reservedRanges": [{"start": "10.41.0.0", "end": "10.41.0.15"}]}])
     );
 }
+
+/// The preview (stderr) on a pools-only file: without CiliumNodes which blocks are allocated is
+/// unknown, so a `warning:` line says so once and the figures show `?`, not "allocated blocks 0"; with the nodes beside
+/// it, node-a's block 10.41.3.0/24 is the one allocated block.
+#[test]
+fn preview_without_ciliumnodes_says_allocated_blocks_are_unknown() {
+    let fx = Fixture::new();
+    let figure = |table: &str, name: &str| -> Vec<String> {
+        let row = table.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{name}: {table}"));
+        row.trim_start()[name.len()..].split_whitespace().map(str::to_string).collect()
+    };
+    let (code, _, stderr) = run_on(&fx.pools(), &["reserve-range", "blue", "10.40.100.0-10.40.100.10"]);
+    assert_eq!(code, 0, "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: the input holds no CiliumNodes")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    for name in ["allocated blocks", "free blocks", "allocatable blocks", "free addresses"] {
+        assert_eq!(figure(&stderr, name), ["?", "?"], "{name}: {stderr}");
+    }
+    assert_eq!(figure(&stderr, "capacity blocks"), ["512", "512"], "{stderr}");
+    let (code, _, stderr) = fx.run(&["reserve-range", "blue", "10.40.100.0-10.40.100.10"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("no CiliumNodes"), "{stderr}");
+    assert_eq!(figure(&stderr, "allocated blocks"), ["1", "1"], "{stderr}");
+}

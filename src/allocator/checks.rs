@@ -373,12 +373,20 @@ fn exhaustion(pool: &PoolReport, fam: &FamilyReport, problems: &mut Problems) {
             ),
             "add a CIDR to the pool before nodes fail to get addresses",
         );
-    } else if let Some(utilization) = fam.utilization().filter(|&u| u >= NEARLY_EXHAUSTED) {
+    } else if let Some(utilization) = fam.utilization_at_least().filter(|&u| u >= NEARLY_EXHAUSTED) {
+        // With reserved ranges the input cannot show, the figures are bounds (and certain as such).
+        let (at_least, at_most) = if fam.reservations_known { ("", "") } else { ("at least ", "at most ") };
         problems.of_pool(
             &pool.name,
             Severity::Warning,
             ProblemKind::PoolNearlyExhausted,
-            format!("{} {} is {:.0}% allocated: {} free block(s) left", pool.name, fam.family, utilization * 100.0, fam.free_blocks),
+            format!(
+                "{} {} is {at_least}{:.0}% allocated: {at_most}{} free block(s) left",
+                pool.name,
+                fam.family,
+                utilization * 100.0,
+                fam.free_blocks
+            ),
             "add a CIDR to the pool",
         );
     }

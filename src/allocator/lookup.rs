@@ -21,6 +21,9 @@ pub enum BlockState {
     Orphan,
     /// Listed by a node under a pool of a non-multi-pool IPAM mode (e.g. ENI's `default`).
     ModeAllocated,
+    /// Not allocated, and the input cannot show the reserved ranges (pools read through
+    /// v2alpha1): free or withheld, nobody can tell from this input.
+    Unknown,
 }
 
 impl BlockState {
@@ -31,6 +34,7 @@ impl BlockState {
             BlockState::Withheld => "withheld",
             BlockState::Orphan => "orphan",
             BlockState::ModeAllocated => "mode-allocated",
+            BlockState::Unknown => "unknown",
         }
     }
 }
@@ -147,6 +151,8 @@ fn in_cidr(answer: &mut IpAnswer, cidr: &CidrReport, mask: u8, addr: Addr, allow
             .filter(|r| r.blocks.contains(index))
             .map(|r| ReservedRange { start: r.start.to_string(), end: r.end.to_string() })
             .collect();
+    } else if !cidr.reservations_known {
+        answer.state = Some(BlockState::Unknown);
     } else {
         answer.state = Some(BlockState::Free);
     }
@@ -328,10 +334,16 @@ mod tests {
         // In ENI mode the node's own pool is the mode's, not an orphan.
         let eni = ask(&snapshot("eni"), "10.99.0.5");
         assert_eq!((eni.pool.as_deref(), eni.state), (Some("gone"), Some(BlockState::ModeAllocated)));
-        let names: Vec<&str> =
-            [BlockState::Allocated, BlockState::Free, BlockState::Withheld, BlockState::Orphan, BlockState::ModeAllocated]
-                .map(BlockState::name)
-                .to_vec();
-        assert_eq!(names, ["allocated", "free", "withheld", "orphan", "mode-allocated"]);
+        let names: Vec<&str> = [
+            BlockState::Allocated,
+            BlockState::Free,
+            BlockState::Withheld,
+            BlockState::Orphan,
+            BlockState::ModeAllocated,
+            BlockState::Unknown,
+        ]
+        .map(BlockState::name)
+        .to_vec();
+        assert_eq!(names, ["allocated", "free", "withheld", "orphan", "mode-allocated", "unknown"]);
     }
 }

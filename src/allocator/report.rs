@@ -70,8 +70,9 @@ impl PoolReport {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Serialized through [`FamilyDocument`]: the figures reservations change are null when the
+/// input cannot show the reserved ranges.
+#[derive(Clone, Debug)]
 pub struct FamilyReport {
     pub family: Family,
     pub mask_size: Option<u8>,
@@ -88,37 +89,92 @@ pub struct FamilyReport {
     pub idle_addresses: Option<Count>,
     pub free_addresses: Count,
     pub cidrs: Vec<CidrReport>,
-    #[serde(skip)]
     pub usable_per_block: Count,
     /// `false` when the input holds no CiliumNodes: utilization is unknown, not 0.
-    #[serde(skip)]
     pub allocation_known: bool,
+    /// `false` when the input cannot show the pool's reserved ranges (pools read through
+    /// v2alpha1): withheld, free and reserved figures, utilization, runway and the next block
+    /// are unknown; the fields above hold what the input shows (no reservation), a bound only.
+    pub reservations_known: bool,
     /// Nodes holding at least one allocated block of this pool and family.
-    #[serde(skip)]
     pub nodes_holding: usize,
-    #[serde(skip)]
     pub median_blocks_per_node: Option<f64>,
     /// How many more nodes fit at the median blocks per node.
-    #[serde(skip)]
     pub runway_nodes: Option<Count>,
     /// The lowest free block of the first CIDR that has one: what the operator hands out next
     /// after a restart (a prediction). JSON `nextBlock`: the CIDR text, or null.
-    #[serde(serialize_with = "display_or_null")]
     pub next_block: Option<Prefix>,
-    #[serde(skip)]
     pub orphans: Vec<HeldBlock>,
 }
 
-impl FamilyReport {
-    /// Allocated blocks / allocatable blocks (allocated + free), as a fraction; `None` when unknown.
-    pub fn utilization(&self) -> Option<f64> {
-        let allocatable = self.allocated_blocks + self.free_blocks;
-        (self.allocation_known && !allocatable.is_zero()).then(|| self.allocated_blocks.to_f64() / allocatable.to_f64())
+/// The JSON of a [`FamilyReport`] (docs/design/json-contract.md): null for what is unknown.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FamilyDocument<'a> {
+    family: Family,
+    mask_size: Option<u8>,
+    total_addresses: Count,
+    capacity_blocks: Count,
+    allocated_blocks: Count,
+    withheld_blocks: Option<Count>,
+    free_blocks: Option<Count>,
+    orphan_blocks: Count,
+    reserved_addresses: Option<Count>,
+    allocated_addresses: Count,
+    used_addresses: Option<Count>,
+    idle_addresses: Option<Count>,
+    free_addresses: Option<Count>,
+    cidrs: &'a [CidrReport],
+    #[serde(serialize_with = "display_or_null")]
+    next_block: Option<Prefix>,
+}
+
+impl Serialize for FamilyReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        FamilyDocument {
+            family: self.family,
+            mask_size: self.mask_size,
+            total_addresses: self.total_addresses,
+            capacity_blocks: self.capacity_blocks,
+            allocated_blocks: self.allocated_blocks,
+            withheld_blocks: self.known(self.withheld_blocks),
+            free_blocks: self.known(self.free_blocks),
+            orphan_blocks: self.orphan_blocks,
+            reserved_addresses: self.known(self.reserved_addresses),
+            allocated_addresses: self.allocated_addresses,
+            used_addresses: self.used_addresses,
+            idle_addresses: self.idle_addresses,
+            free_addresses: self.known(self.free_addresses),
+            cidrs: &self.cidrs,
+            next_block: self.next_block.filter(|_| self.reservations_known),
+        }
+        .serialize(serializer)
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+impl FamilyReport {
+    /// Allocated blocks / allocatable blocks (allocated + free), as a fraction; `None` when unknown
+    /// (no CiliumNodes, or reserved ranges the input cannot show).
+    pub fn utilization(&self) -> Option<f64> {
+        self.utilization_at_least().filter(|_| self.reservations_known)
+    }
+
+    /// [`FamilyReport::utilization`] as far as the input shows: with reserved ranges it cannot
+    /// show, the true figure is at least this (hidden reservations only withhold free blocks).
+    pub fn utilization_at_least(&self) -> Option<f64> {
+        let allocatable = self.allocated_blocks + self.free_blocks;
+        (self.allocation_known && !allocatable.is_zero()).then(|| self.allocated_blocks.to_f64() / allocatable.to_f64())
+    }
+
+    /// A figure reserved ranges change (withheld, free, reserved, allocatable, runway): `None`
+    /// when the input cannot show the reserved ranges (unknown is not zero).
+    pub fn known<T>(&self, figure: T) -> Option<T> {
+        self.reservations_known.then_some(figure)
+    }
+}
+
+/// Serialized through [`CidrDocument`].
+#[derive(Clone, Debug)]
 pub struct CidrReport {
     /// The CIDR as spelled in the pool.
     pub cidr: String,
@@ -128,24 +184,47 @@ pub struct CidrReport {
     pub free_blocks: Count,
     /// Valid reserved ranges (invalid ones are problems).
     pub reserved_ranges: Vec<ReservedRange>,
-    #[serde(skip)]
+    /// As [`FamilyReport::reservations_known`].
+    pub reservations_known: bool,
     pub prefix: Prefix,
     /// The family's block size, so the report names its blocks itself (`run`, `index_of`).
-    #[serde(skip)]
     pub mask_size: u8,
-    #[serde(skip)]
     pub allocated: Vec<HeldBlock>,
     /// Block indices withheld (reserved and not allocated).
-    #[serde(skip)]
     pub withheld: IntervalSet,
     /// Block indices free.
-    #[serde(skip)]
     pub free: IntervalSet,
-    #[serde(skip)]
     pub reservations: Vec<Reservation>,
     /// Every block of the CIDR is reserved: it is being decommissioned.
-    #[serde(skip)]
     pub draining: bool,
+}
+
+/// The JSON of a [`CidrReport`]: withheld and free blocks and the reserved ranges are null when
+/// the input cannot show the reserved ranges.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CidrDocument<'a> {
+    cidr: &'a str,
+    capacity_blocks: Count,
+    allocated_blocks: Count,
+    withheld_blocks: Option<Count>,
+    free_blocks: Option<Count>,
+    reserved_ranges: Option<&'a [ReservedRange]>,
+}
+
+impl Serialize for CidrReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let known = |figure| self.reservations_known.then_some(figure);
+        CidrDocument {
+            cidr: &self.cidr,
+            capacity_blocks: self.capacity_blocks,
+            allocated_blocks: self.allocated_blocks,
+            withheld_blocks: known(self.withheld_blocks),
+            free_blocks: known(self.free_blocks),
+            reserved_ranges: self.reservations_known.then_some(self.reserved_ranges.as_slice()),
+        }
+        .serialize(serializer)
+    }
 }
 
 impl CidrReport {

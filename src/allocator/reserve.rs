@@ -267,9 +267,9 @@ pub struct TouchedBlock {
     pub pods_in_range: Vec<String>,
 }
 
-/// One family's figures before or after (the same definitions as `usage`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One family's figures before or after (the same definitions as `usage`); serialized through
+/// [`FiguresDocument`] (what is unknown is null).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Figures {
     pub capacity_blocks: Count,
     pub allocated_blocks: Count,
@@ -281,6 +281,41 @@ pub struct Figures {
     pub free_addresses: Count,
     /// More nodes that fit at the median blocks per node; `None` when unknown.
     pub runway_nodes: Option<Count>,
+    /// `false` when the input holds no CiliumNodes: which blocks are allocated is unknown, and so
+    /// are the allocated, withheld, free and allocatable blocks, free addresses and runway
+    /// (null in JSON; capacity and reserved addresses stay known).
+    pub allocation_known: bool,
+}
+
+/// The JSON of [`Figures`]: what depends on the allocated blocks is null without CiliumNodes.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FiguresDocument {
+    capacity_blocks: Count,
+    allocated_blocks: Option<Count>,
+    withheld_blocks: Option<Count>,
+    free_blocks: Option<Count>,
+    allocatable_blocks: Option<Count>,
+    reserved_addresses: Count,
+    free_addresses: Option<Count>,
+    runway_nodes: Option<Count>,
+}
+
+impl Serialize for Figures {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let known = |figure: Count| self.allocation_known.then_some(figure);
+        FiguresDocument {
+            capacity_blocks: self.capacity_blocks,
+            allocated_blocks: known(self.allocated_blocks),
+            withheld_blocks: known(self.withheld_blocks),
+            free_blocks: known(self.free_blocks),
+            allocatable_blocks: known(self.allocatable_blocks),
+            reserved_addresses: self.reserved_addresses,
+            free_addresses: known(self.free_addresses),
+            runway_nodes: self.runway_nodes.filter(|_| self.allocation_known),
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Figures {
@@ -294,6 +329,7 @@ impl Figures {
             reserved_addresses: fam.reserved_addresses,
             free_addresses: fam.free_addresses,
             runway_nodes: fam.runway_nodes,
+            allocation_known: fam.allocation_known,
         }
     }
 }

@@ -53,6 +53,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
             (snapshot, Some(cluster))
         }
     };
+    // What files cannot show (no CiliumNodes: allocated blocks unknown), once, before the plan.
+    if cluster.is_none() {
+        super::warn_unread(&snapshot);
+    }
     let request = match from_args {
         Some(request) => request,
         None => {

@@ -4,7 +4,8 @@
 //!
 //! The document is parsed with positions (granit-parser, the parser serde-saphyr uses), the old and
 //! new values are walked together, and each difference becomes one text edit: a changed value is
-//! replaced where it stands, a new key is added after the last one of its mapping, a removed key's
+//! replaced where it stands, a new key is added after the key the new value puts before it (after
+//! the last one of its mapping when none is), a removed key's
 //! lines are dropped, items are appended to or removed from the end of a sequence. A flow
 //! collection that changes is rewritten whole, in flow style. Anchors, aliases and
 //! tags are not patched (`None`: the caller re-serializes the document), and neither is anything
@@ -383,6 +384,7 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
                 }) =>
         {
             let key_col = column(text, node.start);
+            let mut removed = Vec::new();
             for (key, _, key_end, value) in entries {
                 let colon_end = key_end + text[*key_end..].find(':')? + 1;
                 match (old_map.get(key), new_map.get(key)) {
@@ -392,22 +394,37 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
                     (_, None) => {
                         let (from, _) = line_of(text, key_end - 1);
                         let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
+                        removed.push((from, to));
                         edits.push((from, to, String::new()));
                     }
                     (None, Some(_)) => return None, // a key the value does not have: duplicate keys
                 }
             }
             let near = layout.near(text, node, old);
-            let added: String = new_map
-                .iter()
-                .filter(|(k, _)| !old_map.contains_key(*k))
-                .map(|(k, v)| at_column(entry_lines(k, v, near), key_col))
-                .collect();
-            if !added.is_empty() {
-                let last = entries.last()?.3.end;
-                let (_, next) = line_of(text, last.saturating_sub(1));
-                let added = if ends_a_line(&text[..next]) { added } else { format!("\n{added}") };
-                edits.push((next, next, added));
+            // A new key goes where the new value's order puts it: after the kept key before it
+            // (after the last entry when none is), so `annotations` added after `name` stands there.
+            let mut added: Vec<(usize, String)> = Vec::new();
+            let mut after = None;
+            for (k, v) in new_map {
+                if let Some((_, _, _, kept)) = entries.iter().find(|(key, ..)| key == k) {
+                    after = Some(kept.end);
+                    continue;
+                }
+                let end = after.or(entries.last().map(|e| e.3.end))?;
+                let (_, mut next) = line_of(text, end.saturating_sub(1));
+                // Where removed lines start, the new key goes after them (the edits never overlap).
+                while let Some(&(_, to)) = removed.iter().find(|(from, _)| *from == next) {
+                    next = to;
+                }
+                let lines = at_column(entry_lines(k, v, near), key_col);
+                match added.last_mut() {
+                    Some((at, text)) if *at == next => text.push_str(&lines),
+                    _ => added.push((next, lines)),
+                }
+            }
+            for (next, lines) in added {
+                let lines = if ends_a_line(&text[..next]) { lines } else { format!("\n{lines}") };
+                edits.push((next, next, lines));
             }
             Some(())
         }

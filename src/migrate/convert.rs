@@ -179,11 +179,17 @@ pub fn v2alpha1_projection(obj: &Value) -> Value {
     spec
 }
 
+/// Sets one annotation. A new `annotations` map goes where a person puts it: right after `name`
+/// and `namespace` (not after `uid` at the end), so a manifest patched in place shows it there.
 pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
     let metadata =
         object.as_object_mut().expect("a Kubernetes object is a map").entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let annotations =
-        metadata.as_object_mut().expect("metadata is a map").entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+    let metadata = metadata.as_object_mut().expect("metadata is a map");
+    if !metadata.contains_key("annotations") {
+        let after = metadata.keys().rposition(|k| k == "name" || k == "namespace").map_or(metadata.len(), |i| i + 1);
+        metadata.shift_insert(after, "annotations".to_string(), Value::Object(Map::new()));
+    }
+    let annotations = metadata.get_mut("annotations").expect("inserted above");
     if !annotations.is_object() {
         *annotations = Value::Object(Map::new());
     }

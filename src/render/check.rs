@@ -20,8 +20,9 @@ impl Render for Check<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        let objects: Vec<(String, &str)> = self.problems.iter().map(|p| kubectl_object(&p.object)).collect();
-        Some(super::name_records(objects.iter().map(|(resource, name)| (resource.as_str(), *name))))
+        // Only Kubernetes objects: an `Input/<kind>` caveat is no object `kubectl get` could name.
+        let objects: Vec<(&str, &str)> = self.problems.iter().filter_map(|p| kubectl_object(&p.object)).collect();
+        Some(super::name_records(objects))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -65,15 +66,16 @@ pub fn problems_table(problems: &[&Problem], wide: bool, style: &Style) -> Grid 
     Grid::new(&header, rows)
 }
 
-/// An object as `kubectl get -o name` prints it: `ciliumnode.cilium.io/NAME`, `pod/NAME`.
-pub fn kubectl_name(object: &str) -> String {
-    let (resource, name) = kubectl_object(object);
-    format!("{resource}/{name}")
+/// An object as `kubectl get -o name` prints it: `ciliumnode.cilium.io/NAME`, `pod/NAME`; `None`
+/// for what is no Kubernetes object (an input caveat's `Input/<kind>`).
+pub fn kubectl_name(object: &str) -> Option<String> {
+    kubectl_object(object).map(|(resource, name)| format!("{resource}/{name}"))
 }
 
-/// The resource and name of a problem's object (`Kind/name`, `Kind/namespace/name`) in kubectl's form.
-fn kubectl_object(object: &str) -> (String, &str) {
-    let (kind, name) = object.split_once('/').unwrap_or(("", object));
+/// The resource and name of a problem's object (`Kind/name`, `Kind/namespace/name`) in kubectl's
+/// form (`ciliumnode.cilium.io`, `pod`); `None` for what is no Kubernetes object (`Input/<kind>`).
+fn kubectl_object(object: &str) -> Option<(&'static str, &str)> {
+    let (kind, name) = object.split_once('/')?;
     let resource = match kind {
         "CiliumNode" => "ciliumnode.cilium.io",
         "CiliumPodIPPool" => super::POOL_RESOURCE,
@@ -81,11 +83,11 @@ fn kubectl_object(object: &str) -> (String, &str) {
         "CustomResourceDefinition" => "customresourcedefinition.apiextensions.k8s.io",
         "ConfigMap" => "configmap",
         "Pod" => "pod",
-        other => return (other.to_lowercase(), name),
+        _ => return None,
     };
     // Namespaced objects are written NAMESPACE/NAME in problems; kubectl's names omit the namespace.
     let name = if matches!(kind, "Pod" | "ConfigMap" | "CiliumEndpoint") { name.rsplit('/').next().unwrap_or(name) } else { name };
-    (resource.to_string(), name)
+    Some((resource, name))
 }
 
 /// "2 errors, 1 warning, 0 info" — or a clean bill of health; and how many problems below

@@ -68,14 +68,19 @@ impl<R: Member> Render for Fleet<'_, R> {
         FleetDocument { schema_version: SCHEMA_VERSION, clusters, fleet_problems: &self.problems }
     }
 
+    /// `CLUSTER RESOURCE.GROUP/NAME`, one record per line (docs/fleet.md): the same pool name in two
+    /// clusters is two objects, and `while read cluster name` gets both fields (the cluster name
+    /// escaped as one word, as the object's is).
     fn names(&self) -> Option<String> {
-        let mut seen = std::collections::BTreeSet::new();
-        let names = self
-            .clusters
-            .iter()
-            .filter_map(|c| c.result.as_ref().ok()?.names())
-            .flat_map(|n| n.lines().map(str::to_string).collect::<Vec<_>>());
-        Some(names.filter(|n| seen.insert(n.clone())).map(|n| n + "\n").collect())
+        let mut out = String::new();
+        for cluster in &self.clusters {
+            let Some(names) = cluster.result.as_ref().ok().and_then(|r| r.names()) else { continue };
+            let prefix = crate::escape::word(cluster.name);
+            for name in names.lines() {
+                out.push_str(&format!("{prefix} {name}\n"));
+            }
+        }
+        Some(out)
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {

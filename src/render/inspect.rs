@@ -2,6 +2,11 @@
 
 use super::usage::pool_names;
 use super::{Render, Style, Tone, human, line, table};
+
+/// A figure, or `?` when unknown.
+fn opt(figure: Option<Count>) -> String {
+    figure.map_or_else(|| "?".to_string(), human)
+}
 use crate::allocator::{Count, FamilyReport, PoolReport, Problem, Report};
 use crate::model::{CaveatKind, CrdInfo, Dialect, Pool, Snapshot};
 use serde::Serialize;
@@ -111,9 +116,10 @@ struct FamilyDetail<'a> {
     usable_per_block: Count,
     nodes_holding: usize,
     median_blocks_per_node: Option<f64>,
+    /// These two are null when the input cannot show the reserved ranges (unknown is not none).
     runway_nodes: Option<Count>,
-    reservations: Vec<ReservationDetail>,
-    draining: Vec<DrainingDetail<'a>>,
+    reservations: Option<Vec<ReservationDetail>>,
+    draining: Option<Vec<DrainingDetail<'a>>>,
     orphans: Vec<BlockDetail>,
 }
 
@@ -186,9 +192,9 @@ impl<'a> FamilyDetail<'a> {
             usable_per_block: fam.usable_per_block,
             nodes_holding: fam.nodes_holding,
             median_blocks_per_node: fam.median_blocks_per_node,
-            runway_nodes: fam.runway_nodes,
-            reservations,
-            draining,
+            runway_nodes: fam.runway_nodes.filter(|_| fam.reservations_known),
+            reservations: fam.known(reservations),
+            draining: fam.known(draining),
             orphans: fam.orphans.iter().map(block_detail).collect(),
         }
     }
@@ -254,7 +260,13 @@ pub fn pool_details(
         out.push_str(&holder_lines(fam, style));
     }
     out.push_str("\nProblems:\n");
-    if problems.is_empty() {
+    if reservations_hidden {
+        // Unknown is not none: what the input cannot show cannot be checked either.
+        out.push_str(&line(
+            "  unknown: the input holds no reserved ranges (pools read through cilium.io/v2alpha1), so invalid or draining reservations cannot be checked",
+            style,
+        ));
+    } else if problems.is_empty() {
         out.push_str("  <none>\n");
     }
     for p in problems {
@@ -297,15 +309,17 @@ fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
 /// The headline of one family: block size, allocation and its bar.
 fn family_summary(fam: &FamilyReport, style: &Style) -> String {
     let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
+    let utilization = match super::utilization(fam).as_str() {
+        "?" => "utilization unknown".to_string(),
+        known => format!("{known} {}", super::utilization_bar(fam, style)),
+    };
     line(
         &format!(
-            "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {} {}",
+            "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {utilization}",
             style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
             human(fam.usable_per_block),
             human(fam.allocated_blocks),
-            human(fam.allocated_blocks + fam.free_blocks),
-            super::utilization(fam),
-            super::utilization_bar(fam, style),
+            opt(fam.known(fam.allocated_blocks + fam.free_blocks)),
         ),
         style,
     )
@@ -330,7 +344,8 @@ fn cidr_rows(fam: &FamilyReport, reservations_hidden: bool) -> Vec<Vec<String>> 
             } else {
                 "active".to_string()
             };
-            vec![c.cidr.clone(), human(c.capacity_blocks), human(c.allocated_blocks), human(c.withheld_blocks), human(c.free_blocks), state]
+            let known = |figure: Count| if c.reservations_known { human(figure) } else { "?".to_string() };
+            vec![c.cidr.clone(), human(c.capacity_blocks), human(c.allocated_blocks), known(c.withheld_blocks), known(c.free_blocks), state]
         })
         .collect()
 }
@@ -338,6 +353,9 @@ fn cidr_rows(fam: &FamilyReport, reservations_hidden: bool) -> Vec<Vec<String>> 
 /// Each reserved range, what it withholds, and the allocated blocks it does not evict.
 fn reservation_lines(fam: &FamilyReport, style: &Style) -> String {
     let mut out = String::new();
+    if !fam.reservations_known {
+        out.push_str("  Reserved ranges: unknown (not in this input)\n");
+    }
     for cidr in &fam.cidrs {
         for r in &cidr.reservations {
             out.push_str(&line(
@@ -416,6 +434,9 @@ fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
         out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
     }
     match fam.next_block {
+        _ if !fam.reservations_known => {
+            out.push_str("  Next block: unknown — the lowest free block may lie in a reserved range the input does not show\n")
+        }
         Some(next) => out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n")),
         None => out.push_str("  Next block: none — no free block\n"),
     }

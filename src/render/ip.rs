@@ -20,7 +20,10 @@ impl Render for Ip<'_> {
     }
 
     fn names(&self) -> Option<String> {
-        Some(super::name_records(self.answers.iter().filter_map(|a| a.pool.as_deref()).map(|p| (super::POOL_RESOURCE, p))))
+        // Only pools that exist: an orphan's or a mode's pool name has no CiliumPodIPPool (and an
+        // address is in a pool's CIDR exactly when that pool exists).
+        let pools = self.answers.iter().filter(|a| a.cidr.is_some()).filter_map(|a| a.pool.as_deref());
+        Some(super::name_records(pools.map(|p| (super::POOL_RESOURCE, p))))
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
@@ -44,7 +47,7 @@ fn holder_text(h: &Holder) -> String {
 fn state_text(a: &IpAnswer, mode: &str) -> String {
     let state = block_state_text(a, mode);
     match a.state {
-        Some(BlockState::Allocated | BlockState::Free | BlockState::Orphan) if a.unusable => {
+        Some(BlockState::Allocated | BlockState::Free | BlockState::Orphan | BlockState::Unknown) if a.unusable => {
             format!("{state}; not handed out (block edge)")
         }
         _ => state,
@@ -63,6 +66,7 @@ fn block_state_text(a: &IpAnswer, mode: &str) -> String {
         }
         Some(BlockState::Orphan) => format!("orphan, listed by {nodes}"),
         Some(BlockState::ModeAllocated) => format!("held by {nodes} ({mode} mode)"),
+        Some(BlockState::Unknown) => "unknown: not allocated; free or withheld (reserved ranges not in the input)".to_string(),
     }
 }
 
@@ -86,7 +90,7 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reserv
             let state = state_text(a, mode);
             let tone = match a.state {
                 None | Some(BlockState::Orphan) => Tone::Bad,
-                Some(BlockState::Withheld) => Tone::Warn,
+                Some(BlockState::Withheld | BlockState::Unknown) => Tone::Warn,
                 _ => Tone::Good,
             };
             let mut row = vec![

@@ -87,15 +87,25 @@ const FAMILY_FIGURES: [Figure; 12] = [
     ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once).", |f| {
         Some(f.allocated_blocks)
     }),
-    ("withheld_blocks", "Blocks not allocated that a valid reserved range touches: never handed out.", |f| Some(f.withheld_blocks)),
-    ("free_blocks", "Blocks neither allocated nor withheld: what the operator can still hand out.", |f| Some(f.free_blocks)),
+    (
+        "withheld_blocks",
+        "Blocks not allocated that a valid reserved range touches: never handed out; absent when the input cannot show reserved ranges.",
+        |f| f.known(f.withheld_blocks),
+    ),
+    (
+        "free_blocks",
+        "Blocks neither allocated nor withheld: what the operator can still hand out; absent when the input cannot show reserved ranges.",
+        |f| f.known(f.free_blocks),
+    ),
     (
         "orphan_blocks",
         "Blocks listed under the pool's name that lie outside its CIDRs; for a name no pool has (a deleted pool), every block listed under it.",
         |f| Some(f.orphan_blocks),
     ),
     ("total_addresses", "Addresses in the pool's CIDRs.", |f| Some(f.total_addresses)),
-    ("reserved_addresses", "Addresses inside valid reserved ranges.", |f| Some(f.reserved_addresses)),
+    ("reserved_addresses", "Addresses inside valid reserved ranges; absent when the input cannot show them.", |f| {
+        f.known(f.reserved_addresses)
+    }),
     ("allocated_addresses", "Usable addresses of the allocated blocks.", |f| Some(f.allocated_addresses)),
     (
         "used_addresses",
@@ -103,10 +113,14 @@ const FAMILY_FIGURES: [Figure; 12] = [
         |f| f.used_addresses,
     ),
     ("idle_addresses", "Allocated minus used addresses (pre-allocation held by nodes); absent when used is unknown.", |f| f.idle_addresses),
-    ("free_addresses", "Usable addresses of the free blocks.", |f| Some(f.free_addresses)),
-    ("runway_nodes", "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block.", |f| {
-        f.runway_nodes
+    ("free_addresses", "Usable addresses of the free blocks; absent when the input cannot show reserved ranges.", |f| {
+        f.known(f.free_addresses)
     }),
+    (
+        "runway_nodes",
+        "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block or the input cannot show reserved ranges.",
+        |f| f.runway_nodes.filter(|_| f.reservations_known),
+    ),
 ];
 
 /// The families of a usage report, in exposition order. A family without samples (e.g. used

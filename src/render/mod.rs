@@ -490,15 +490,15 @@ pub fn percent(fraction: Option<f64>) -> String {
 }
 
 /// A 10-cell bar of `fraction`, coloured by how full it is (`-` when unknown).
-/// A family's UTIL cell: `?` when the input cannot tell which blocks are allocated (unknown is
-/// not 0%), `-` when nothing is allocatable.
+/// A family's UTIL cell: `?` when the input cannot tell which blocks are allocated or which are
+/// reserved (unknown is not 0%), `-` when nothing is allocatable.
 pub fn utilization(fam: &crate::allocator::FamilyReport) -> String {
-    if fam.allocation_known { percent(fam.utilization()) } else { "?".to_string() }
+    if fam.allocation_known && fam.reservations_known { percent(fam.utilization()) } else { "?".to_string() }
 }
 
 /// A family's bar, `?` when its utilization is unknown.
 pub fn utilization_bar(fam: &crate::allocator::FamilyReport, style: &Style) -> String {
-    if fam.allocation_known { bar(fam.utilization(), style) } else { "?".to_string() }
+    if fam.allocation_known && fam.reservations_known { bar(fam.utilization(), style) } else { "?".to_string() }
 }
 
 pub fn bar(fraction: Option<f64>, style: &Style) -> String {

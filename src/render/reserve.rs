@@ -167,15 +167,17 @@ pub fn preview(impact: &Impact, style: &Style) -> String {
 fn figures(impact: &Impact, style: &Style) -> String {
     let (b, a) = (&impact.before, &impact.after);
     let row = |name: &str, get: &dyn Fn(&Figures) -> String| vec![name.to_string(), get(b), get(a)];
-    let runway = |f: &Figures| f.runway_nodes.map_or("-".to_string(), |n| format!("{} node(s)", human(n)));
+    // Without CiliumNodes, what depends on the allocated blocks is unknown (`?`), not 0.
+    let known = |f: &Figures, figure: String| if f.allocation_known { figure } else { "?".to_string() };
+    let runway = |f: &Figures| known(f, f.runway_nodes.map_or("-".to_string(), |n| format!("{} node(s)", human(n))));
     let rows = vec![
         row("capacity blocks", &|f| human(f.capacity_blocks)),
-        row("allocated blocks", &|f| human(f.allocated_blocks)),
-        row("withheld blocks", &|f| human(f.withheld_blocks)),
-        row("free blocks", &|f| human(f.free_blocks)),
-        row("allocatable blocks", &|f| human(f.allocatable_blocks)),
+        row("allocated blocks", &|f| known(f, human(f.allocated_blocks))),
+        row("withheld blocks", &|f| known(f, human(f.withheld_blocks))),
+        row("free blocks", &|f| known(f, human(f.free_blocks))),
+        row("allocatable blocks", &|f| known(f, human(f.allocatable_blocks))),
         row("reserved addresses", &|f| human(f.reserved_addresses)),
-        row("free addresses", &|f| human(f.free_addresses)),
+        row("free addresses", &|f| known(f, human(f.free_addresses))),
         row("runway", &runway),
     ];
     let figures = table(

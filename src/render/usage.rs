@@ -44,15 +44,19 @@ impl Thresholds {
     /// the reason for the stderr line). The one place the thresholds are compared.
     fn breaches(&self, fam: &FamilyReport) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization())
+        // With reserved ranges the input cannot show, utilization is at least what it shows and
+        // free blocks at most: a breach of those figures is certain.
+        let bound = if fam.reservations_known { "" } else { " at least" };
+        if let (Some(limit), Some(u)) = (self.fail_above, fam.utilization_at_least())
             && u * 100.0 > limit
         {
-            out.push((format!("UTIL>{limit}%"), format!("utilization {} is above --fail-above {limit}%", percent(Some(u)))));
+            out.push((format!("UTIL>{limit}%"), format!("utilization{bound} {} is above --fail-above {limit}%", percent(Some(u)))));
         }
         if let Some(n) = self.min_free_blocks
             && fam.free_blocks < Count::from(n)
         {
-            out.push((format!("FREE-BLOCKS<{n}"), format!("{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks)));
+            let bound = if fam.reservations_known { "" } else { "at most " };
+            out.push((format!("FREE-BLOCKS<{n}"), format!("{bound}{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks)));
         }
         out
     }
@@ -241,12 +245,12 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
                 pool.name.clone(),
                 fam.family.to_string(),
                 fam.mask_size.map_or("?".to_string(), |m| format!("/{m}")),
-                format!("{}/{}", human(fam.allocated_blocks), human(fam.allocated_blocks + fam.free_blocks)),
+                format!("{}/{}", human(fam.allocated_blocks), opt(fam.known(fam.allocated_blocks + fam.free_blocks))),
                 human(fam.total_addresses),
-                human(fam.reserved_addresses),
+                opt(fam.known(fam.reserved_addresses)),
                 human(fam.allocated_addresses),
                 opt(fam.used_addresses),
-                human(fam.free_addresses),
+                opt(fam.known(fam.free_addresses)),
                 super::utilization(fam),
             ];
             if style.headers {
@@ -255,12 +259,12 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
             if wide {
                 row.extend([
                     human(fam.capacity_blocks),
-                    human(fam.withheld_blocks),
-                    human(fam.free_blocks),
+                    opt(fam.known(fam.withheld_blocks)),
+                    opt(fam.known(fam.free_blocks)),
                     opt(fam.idle_addresses),
                     human(fam.orphan_blocks),
                     fam.nodes_holding.to_string(),
-                    fam.runway_nodes.map_or("-".to_string(), human),
+                    if fam.reservations_known { fam.runway_nodes.map_or("-".to_string(), human) } else { "?".to_string() },
                     cidrs_cell(fam),
                 ]);
             }
@@ -455,7 +459,7 @@ pub fn legend(view: Table, wide: bool, thresholds: bool, style: &Style) -> Strin
             "BLOCKS     valid blocks the node lists for the pool, per family",
             "USABLE     usable addresses of those blocks",
             "USED       distinct in-use IPs inside them",
-            "NEEDED     addresses the node requests from the pool (spec.ipam.pools.requested)",
+            "NEEDED     addresses the node's agent requests from the pool in this family (spec.ipam.pools.requested[].needed)",
             "IDLE       USABLE - USED",
             "NOTE       pool-missing: no CiliumPodIPPool has this name; node-ignored: the operator skips the node",
         ],

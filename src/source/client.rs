@@ -96,7 +96,8 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
         // Keeps in-cluster configuration working when there is no kubeconfig.
         None => (
             Config::incluster().map_err(|e| {
-                cluster(format!("no cluster configured: no kubeconfig and not in a cluster ({}); set KUBECONFIG or --kubeconfig, or pass -f FILE to work offline", secrets::redact(&e.to_string())))
+                // A configuration to fix, as a missing --kubeconfig file is (exit 2): no cluster was asked.
+                input(format!("no cluster configured: no kubeconfig and not in a cluster ({}); set KUBECONFIG or --kubeconfig, or pass -f FILE to work offline", secrets::redact(&e.to_string())))
             })?,
             None,
             None,

@@ -14,6 +14,8 @@ pub(super) struct InUse {
     pub(super) sources: UsedSources,
     /// The input holds CiliumNodes (or is a live read): allocated blocks, and so utilization, are known.
     pub(super) nodes_known: bool,
+    /// The input shows the pools' reserved ranges (not pools read through v2alpha1 only).
+    pub(super) reservations_known: bool,
 }
 
 impl InUse {
@@ -43,6 +45,7 @@ impl InUse {
                 unmanaged_ips: 0,
             },
             nodes_known: !snapshot.origin.lacks(CaveatKind::NoCiliumNodes),
+            reservations_known: !snapshot.origin.lacks(CaveatKind::PoolsThroughV2alpha1),
         }
     }
 

@@ -245,12 +245,15 @@ fn cidr_report(
         free,
         reservations,
         draining: reserved_idx.len() == capacity,
+        reservations_known: true,
     }
 }
 
 /// The family's figures: sums over its CIDRs, addresses, use, runway and the next block.
-fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<CidrReport>, orphans: Vec<HeldBlock>) -> FamilyReport {
+fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, mut cidrs: Vec<CidrReport>, orphans: Vec<HeldBlock>) -> FamilyReport {
     let family = fam.family;
+    let reservations_known = block_use.in_use.reservations_known;
+    cidrs.iter_mut().for_each(|c| c.reservations_known = reservations_known);
     let total_addresses = IntervalSet::from_ranges(fam.cidrs.iter().filter_map(|c| c.prefix).map(|p| (p.first(), p.last()))).len();
     let sum = |figure: fn(&CidrReport) -> Count| -> Count { cidrs.iter().map(figure).sum() };
     let (capacity_blocks, allocated_blocks) = (sum(|c| c.capacity_blocks), sum(|c| c.allocated_blocks));
@@ -286,6 +289,7 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, cidrs: Vec<Ci
         free_addresses: free_blocks * usable_per_block,
         usable_per_block,
         allocation_known: block_use.in_use.nodes_known,
+        reservations_known,
         nodes_holding: blocks_per_node.len(),
         median_blocks_per_node,
         runway_nodes: free_blocks.checked_div(per_node),
