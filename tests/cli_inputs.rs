@@ -452,6 +452,11 @@ fn eni_mode_blocks_are_the_modes_pool_not_orphans() {
     let (_, table, notes) = run(&["usage", "-f", &file]);
     assert!(table.starts_with("POOL      IPAM-MODE   FAMILY"), "{table}");
     assert!(notes.contains("capacity lives in AWS"), "{notes}");
+    // The legend defines the ENI table's columns, not the pool table's it does not print.
+    let labels: Vec<&str> = notes.lines().take_while(|l| !l.starts_with("Sources:")).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(labels, ["BLOCKS", "ALLOCATED", "USED", "IDLE", "NODES", "CAPACITY"], "{notes}");
+    let (_, _, notes) = run(&["usage", "--by", "node", "-f", &file]);
+    assert!(notes.contains("NOTE       eni-pool: IPAM mode eni's own pool"), "the note the rows carry is defined: {notes}");
     // inspect shows CiliumPodIPPools: with none, it says so and where the mode's pool is shown.
     let (code, stdout, stderr) = run(&["inspect", "-f", &file]);
     assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");

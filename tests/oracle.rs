@@ -1125,11 +1125,8 @@ fn oracle(world: &World) -> Expected {
     // What the input cannot show (docs/inputs.md): every pool read through v2alpha1 and no CRD
     // (the generator writes none; a v2 copy counts over its v2alpha1 one), no CiliumNodes, no Pods.
     let reservations_hidden = !world.pools.is_empty() && world.pools.iter().all(|p| p.dialect == Dialect::V2alpha1);
-    let lacks = [
-        ("pools-through-v2alpha1", reservations_hidden),
-        ("no-cilium-nodes", world.nodes.is_empty()),
-        ("no-pods", world.pods.is_empty()),
-    ];
+    let lacks =
+        [("pools-through-v2alpha1", reservations_hidden), ("no-cilium-nodes", world.nodes.is_empty()), ("no-pods", world.pods.is_empty())];
     for (kind, _) in lacks.iter().filter(|(_, lacking)| *lacking) {
         expected.problem("input-incomplete", format!("Input/{kind}"), "info");
     }

@@ -6,6 +6,7 @@ pub mod check;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
+pub mod legend;
 pub mod metrics;
 pub mod migrate;
 pub mod reserve;

@@ -1,6 +1,7 @@
 //! `usage` output: the pool table (default and wide), per-node rows, per-block rows, the
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
+use super::legend::{self, GridKind};
 use super::{Grid, Render, SCHEMA_VERSION, Style, Tone, human, percent};
 use crate::allocator::{Count, FamilyReport, IpamReport, NodeReport, PoolReport, Problem, Report, UsedSources};
 use crate::model::{Origin, Snapshot};
@@ -99,6 +100,11 @@ impl<'a> Usage<'a> {
 
     /// The tables of the view (none when the mode has nothing to show).
     pub fn grids(&self, wide: bool, style: &Style) -> Vec<Grid> {
+        self.kinded_grids(wide, style).into_iter().map(|(_, grid)| grid).collect()
+    }
+
+    /// The tables of the view, each with its kind (for the legend).
+    fn kinded_grids(&self, wide: bool, style: &Style) -> Vec<(GridKind, Grid)> {
         let ipam = &self.report.ipam;
         if ipam.nothing_to_show {
             return Vec::new();
@@ -106,16 +112,16 @@ impl<'a> Usage<'a> {
         let pools = self.pools();
         let selected_name = |name: &str| self.names.is_empty() || self.names.iter().any(|p| p == name);
         match self.table {
-            Table::Blocks => vec![blocks_table(self.report, &pools, &selected_name)],
-            Table::Nodes => vec![nodes_table(self.report, &selected_name)],
+            Table::Blocks => vec![(GridKind::Blocks, blocks_table(self.report, &pools, &selected_name))],
+            Table::Nodes => vec![(GridKind::Nodes, nodes_table(self.report, &selected_name))],
             Table::Pools => {
                 // Modes without CiliumPodIPPools show what nodes hold instead of an empty pool table.
                 let mode_tables = [
-                    (!ipam.mode_pools.is_empty()).then(|| mode_pools_table(ipam)),
-                    (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| pod_cidrs_table(ipam)),
+                    (!ipam.mode_pools.is_empty()).then(|| (GridKind::ModePools, mode_pools_table(ipam))),
+                    (!ipam.pod_cidrs.is_empty() && self.names.is_empty()).then(|| (GridKind::PodCidrs, pod_cidrs_table(ipam))),
                 ];
                 let pool_table = (!pools.is_empty() || mode_tables.iter().all(Option::is_none))
-                    .then(|| pools_table(&pools, wide, &self.thresholds, style));
+                    .then(|| (GridKind::Pools, pools_table(&pools, wide, &self.thresholds, style)));
                 std::iter::once(pool_table).chain(mode_tables).flatten().collect()
             }
         }
@@ -158,7 +164,10 @@ impl Render for Usage<'_> {
         }
         let snapshot = self.snapshot;
         let mut out = String::from("\n");
-        out.push_str(&legend(self.table, wide, self.thresholds.any(), style));
+        for line in legend::lines(&self.kinded_grids(wide, style), &self.report.ipam.mode) {
+            out.push_str(&style.paint(&line, Tone::Dim));
+            out.push('\n');
+        }
         out.push_str(&style.paint(
             &sources_line(&self.report.used_sources, &snapshot.origin, &snapshot.notes, snapshot.pools.len(), snapshot.nodes.len()),
             Tone::Dim,
@@ -441,50 +450,6 @@ pub fn nothing_to_show(ipam: &IpamReport) -> String {
         "IPAM mode {}: pod addresses are not managed through CiliumPodIPPools and CiliumNodes list no blocks; nothing to show.\n",
         crate::escape::Field(&ipam.mode)
     )
-}
-
-/// What the columns of one `usage` view mean, one line each (stderr, with the sources line).
-pub fn legend(view: Table, wide: bool, thresholds: bool, style: &Style) -> String {
-    let mut lines: Vec<&str> = match view {
-        Table::Pools => vec![
-            "BLOCKS     allocated blocks / allocatable blocks (allocated + free; withheld blocks are not allocatable)",
-            "TOTAL      addresses in the pool's CIDRs",
-            "RESERVED   addresses inside valid reserved ranges (a reservation withholds every block it touches)",
-            "ALLOCATED  usable addresses of the blocks CiliumNodes hold inside the pool's CIDRs",
-            "USED       distinct IPs of running pod-network pods, CiliumEndpoints and node infrastructure inside allocated blocks",
-            "FREE       usable addresses of blocks neither allocated nor withheld",
-            "UTIL       allocated blocks / allocatable blocks",
-        ],
-        Table::Nodes => vec![
-            "BLOCKS     valid blocks the node lists for the pool, per family",
-            "USABLE     usable addresses of those blocks",
-            "USED       distinct in-use IPs inside them",
-            "NEEDED     addresses the node's agent requests from the pool in this family (spec.ipam.pools.requested[].needed)",
-            "IDLE       USABLE - USED",
-            "NOTE       pool-missing: no CiliumPodIPPool has this name; node-ignored: the operator skips the node",
-        ],
-        Table::Blocks => vec![
-            "STATE      allocated: held by a node; withheld: touched by a reserved range; free: allocatable; orphan: outside the pool's CIDRs, or under a pool that does not exist",
-            "BLOCKS     how many blocks the row stands for (runs of withheld and free blocks are one row)",
-            "USED       in-use IPs inside the block / USABLE: its usable addresses",
-        ],
-    };
-    if wide && view == Table::Pools {
-        lines.extend([
-            "CAPACITY   blocks the CIDRs split into; WITHHELD-BLOCKS, FREE-BLOCKS: of those",
-            "IDLE       ALLOCATED - USED; ORPHANS: blocks nodes hold outside the CIDRs; NODES: nodes holding blocks",
-            "RUNWAY     nodes that can still join at the median blocks per node",
-        ]);
-    }
-    if thresholds && view == Table::Pools {
-        lines.push("ALERT      the thresholds (--fail-above, --min-free-blocks) the row breaches");
-    }
-    let mut out = String::new();
-    for line in lines {
-        out.push_str(&style.paint(line, Tone::Dim));
-        out.push('\n');
-    }
-    out
 }
 
 /// `cluster https://...` or `files a, b`.
