@@ -302,6 +302,23 @@ spec: {ipv4: {cidrs: [10.90.0.0/16], maskSize: 24, pool: [{cidr: 10.90.0.0/16, r
     assert_eq!(starts, ["10.90.5.0-10.90.5.1", "10.80.1.0-10.80.1.9", "10.80.9.0-10.80.9.9", "10.80.100.1"], "{table}");
 }
 
+#[test]
+fn an_empty_list_is_said_on_stderr_not_a_bare_header() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pools.yaml"), BLUE).unwrap();
+    for (args, whose) in
+        [(&["reserve-range", "--list"][..], "any pool"), (&["reserve-range", "blue", "--list", "--no-headers"], "pool blue")]
+    {
+        let (code, out, err) = run_on(dir.path(), args);
+        assert_eq!((code, out.as_str()), (0, ""), "no table, not even its header: {err}");
+        assert!(err.lines().any(|l| l == format!("No reserved ranges in {whose}.")), "{err}");
+    }
+    // JSON stays a document with an empty list.
+    let (_, out, err) = run_on(dir.path(), &["reserve-range", "--list", "-o", "json"]);
+    assert_eq!(json_of(&out)["reservedRanges"], json!([]));
+    assert!(!err.contains("No reserved ranges"), "{err}");
+}
+
 /// Missing arguments on a terminal: the v2alpha1 manifest is not offered (and why is said first),
 /// pick pool, pick CIDR, type ranges until one is valid, confirm the rewrite.
 #[test]

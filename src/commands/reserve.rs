@@ -105,7 +105,16 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
                 && (names.is_empty() || p.pool.as_ref().is_some_and(|n| names.contains(n)))
         })
         .collect();
-    ctx.show(&view::Reservations { origin: &snapshot.origin, ranges: view::listed_ranges(&pools), invalid })?;
+    let listed = view::Reservations { origin: &snapshot.origin, ranges: view::listed_ranges(&pools), invalid };
+    ctx.show(&listed)?;
+    if listed.ranges.is_empty() && listed.invalid.is_empty() && matches!(ctx.format, Format::Table | Format::Wide) {
+        // An empty table is no header alone: say so on stderr, as kubectl's "No resources found".
+        let whose = match names.as_slice() {
+            [name] => format!("pool {}", crate::escape::Field(name)),
+            _ => "any pool".to_string(),
+        };
+        warn_line!("No reserved ranges in {whose}.");
+    }
     Ok(0)
 }
 
@@ -382,6 +391,11 @@ pub fn guided(prompter: &dyn Prompter, snapshot: &Snapshot, args: &ReserveArgs, 
     Ok(Some(Request { pool: pool.name.clone(), change: Change::Reserve(range), cidr: Some(cidr.clone()) }))
 }
 
+/// A picker figure, or `?` when the input cannot show it (no CiliumNodes, hidden reservations).
+fn shown(known: bool, figure: impl std::fmt::Display) -> String {
+    if known { figure.to_string() } else { "?".to_string() }
+}
+
 /// The pool to edit: the only one, or the one picked (each shown with its blocks allocated).
 fn pick_pool<'a>(prompter: &dyn Prompter, report: &Report, pools: &[&'a Pool]) -> Result<Option<&'a Pool>> {
     if let [only] = pools {
@@ -394,7 +408,12 @@ fn pick_pool<'a>(prompter: &dyn Prompter, report: &Report, pools: &[&'a Pool]) -
                 .pool(&p.name)
                 .into_iter()
                 .flat_map(|r| r.families.iter())
-                .map(|f| format!("{} {}/{} blocks allocated", f.family, f.allocated_blocks, f.allocated_blocks + f.free_blocks))
+                .map(|f| {
+                    let allocatable = f.allocated_blocks + f.free_blocks;
+                    let (allocated, allocatable) =
+                        (shown(f.allocation_known, f.allocated_blocks), shown(f.reservations_known, allocatable));
+                    format!("{} {allocated}/{allocatable} blocks allocated", f.family)
+                })
                 .collect();
             format!("{} ({}; {})", p.name, p.dialect.name(), figures.join(", "))
         })
@@ -412,11 +431,16 @@ fn pick_cidr(prompter: &dyn Prompter, report: &Report, pool: &Pool) -> Result<Op
     let items: Vec<String> = cidrs
         .iter()
         .map(|(family, cidr)| {
-            let c = report.pool(&pool.name).and_then(|r| r.family(*family)).and_then(|f| f.cidrs.iter().find(|c| &c.cidr == cidr));
-            c.map_or(cidr.clone(), |c| {
+            let fam = report.pool(&pool.name).and_then(|r| r.family(*family));
+            let c = fam.and_then(|f| f.cidrs.iter().find(|c| &c.cidr == cidr).map(|c| (f, c)));
+            c.map_or(cidr.clone(), |(f, c)| {
+                let (nodes, reservations) = (f.allocation_known, f.reservations_known);
                 format!(
                     "{cidr} ({} free, {} withheld, {} allocated of {} blocks)",
-                    c.free_blocks, c.withheld_blocks, c.allocated_blocks, c.capacity_blocks
+                    shown(nodes && reservations, c.free_blocks),
+                    shown(reservations, c.withheld_blocks),
+                    shown(nodes, c.allocated_blocks),
+                    c.capacity_blocks
                 )
             })
         })
@@ -461,7 +485,13 @@ mod tests {
             texts: RefCell::new(vec!["10.40.0.1".to_string(), "nonsense".into(), "10.41.0.0-10.41.0.15".into()]),
             ..Default::default()
         };
-        let request = guided(&script, &snapshot(), &args(&[]), true).unwrap();
+        // Read from files with one CiliumNode: allocation is known.
+        let mut snap = snapshot();
+        snap.nodes = Snapshot::from_objects(vec![json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"},
+            "spec": {"ipam": {"pools": {"allocated": [{"pool": "blue", "cidrs": ["10.40.1.0/24"]}]}}}})])
+        .nodes;
+        snap.set_origin(crate::model::Origin { kind: "files", ..Default::default() });
+        let request = guided(&script, &snap, &args(&[]), true).unwrap();
         let expected = Request {
             pool: "blue".into(),
             change: Change::Reserve(reserve::parse_range("10.41.0.0-10.41.0.15").unwrap()),
@@ -469,11 +499,19 @@ mod tests {
         };
         assert_eq!(request, Some(expected));
         let asked = script.asked.borrow();
-        assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 0/511 blocks allocated) | red"), "{asked:?}");
-        assert!(asked[1].contains("10.40.0.0/16 (255 free, 1 withheld, 0 allocated of 256 blocks)"), "{asked:?}");
+        assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 1/511 blocks allocated) | red"), "{asked:?}");
+        assert!(asked[1].contains("10.40.0.0/16 (254 free, 1 withheld, 1 allocated of 256 blocks)"), "{asked:?}");
         let refused = script.refused.borrow();
         assert_eq!(refused.len(), 2, "outside the chosen CIDR, then unparsable: {refused:?}");
         assert!(refused[0].contains("not inside the chosen CIDR"));
+        // Files without CiliumNodes cannot show what is allocated, nor so what is free.
+        let mut no_nodes = snapshot();
+        no_nodes.set_origin(crate::model::Origin { kind: "files", ..Default::default() });
+        let script = Scripted { selections: RefCell::new(vec![Some(0), None]), ..Default::default() };
+        assert_eq!(guided(&script, &no_nodes, &args(&[]), true).unwrap(), None);
+        let asked = script.asked.borrow();
+        assert!(asked[0].starts_with("Pool: blue (upstream-v2; ipv4 ?/511 blocks allocated) | red"), "{asked:?}");
+        assert!(asked[1].contains("10.40.0.0/16 (? free, 1 withheld, ? allocated of 256 blocks)"), "{asked:?}");
         // Cancelling a picker ends the flow without a request.
         let cancel = Scripted { selections: RefCell::new(vec![None]), ..Default::default() };
         assert_eq!(guided(&cancel, &snapshot(), &args(&[]), true).unwrap(), None);

@@ -98,7 +98,7 @@ impl Render for Reservations<'_> {
     }
 
     fn text(&self, _wide: bool, style: &Style) -> String {
-        let mut out = list_table(&self.ranges, style);
+        let mut out = if self.ranges.is_empty() { String::new() } else { list_table(&self.ranges, style) };
         for p in &self.invalid {
             out.push_str(&line(&format!("invalid (ignored by the figures): {}: {}", p.object, p.message), style));
         }
