@@ -12,8 +12,11 @@
 //! s-l+block-node at n = 0) and no quoted scalar or flow collection is open, so nothing that starts
 //! at column 0 is inside a scalar. (A quoted scalar is the reason for the last condition: the
 //! parser reads a column-0 `#` line inside one as content, which YAML forbids.) From the first
-//! line that is not certain on, the rest of the stream passes unchanged: indented comments,
-//! quotes, documents that start otherwise (`--- |`, a quoted or flow root), a BOM.
+//! line that is not certain on, the rest of the document passes unchanged: indented comments,
+//! quotes, documents that start otherwise (`--- |`, a quoted or flow root), a BOM. A bare `---` or
+//! `...` at column 0 ends whatever was open: YAML forbids it inside a scalar or flow collection
+//! (the parser ends a block scalar there and refuses it inside a quoted scalar or a flow
+//! collection), so the next document is looked at afresh.
 //!
 //! Runs of sequence entries are dropped the same way, for the same reason (the parser reads about
 //! 6 MB of `- 1` lines a second). A document whose root is a block sequence (its first content
@@ -71,7 +74,7 @@ enum Document {
     /// The root is a block sequence at column 0 and no quote or flow collection was seen: a line
     /// `- ` at column 0 is an entry of the root sequence.
     Sequence,
-    /// Anything else, for the rest of the stream: every line passes.
+    /// Anything else, up to the next bare marker: every line passes.
     Unsure,
 }
 
@@ -141,9 +144,9 @@ impl<R: Read> CommentRuns<R> {
             Kind::Comment => self.in_run = certain_comment,
             Kind::Blank => {}
             Kind::Marker { bare } => {
-                if self.document != Document::Unsure {
-                    self.document = if bare { Document::Prologue } else { Document::Unsure };
-                }
+                // Whatever was open ends at a marker at column 0 (YAML forbids one inside a
+                // quoted scalar, and the parser refuses it there), so a new document starts over.
+                self.document = if bare { Document::Prologue } else { Document::Unsure };
                 self.in_run = false;
             }
             Kind::Content { key } => {
@@ -378,7 +381,7 @@ mod tests {
             "data: |\n  #a\n  #b\n",
             // A quote or flow collection may be open at column 0; nothing after it is dropped.
             "a: \"x\n#y\n#z\n\"\n",
-            "a: 'x\n#y\n#z\n'\n---\n#p\n#q\n",
+            "a: 'x\n#y\n#z\n'\n--- a\n#p\n#q\n",
             "a: [1,\n#y\n#z\n2]\n",
         ] {
             assert_eq!(filtered(text), text, "{text:?}");
@@ -423,7 +426,11 @@ mod tests {
     #[test]
     fn a_bare_marker_starts_a_prologue_again() {
         let text = "#a\n#b\n---\n#c\n#d\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
-        assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n#l\n");
+        assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n");
+        // After a document whose quotes or flow collections leave it unsure, as `tools/bombs.py`
+        // writes a pool (`cidrs: [...]`) before a long sequence.
+        let text = "a: 'x\n#y\n#z\n'\nb: [1]\n#y\n#z\n---\n#p\n#q\n- 1\n- 2\n...\n- 3\n- 4\n";
+        assert_eq!(filtered(text), "a: 'x\n#y\n#z\n'\nb: [1]\n#y\n#z\n---\n#p\n- 1\n...\n- 3\n");
     }
 
     /// The documents the parser reads from `text`, a root sequence as an empty one (the snapshot
