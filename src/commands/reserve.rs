@@ -46,7 +46,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
         ));
     }
     let (snapshot, cluster) = match &ctx.input {
-        Input::Files(paths) => (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose)?, None),
+        Input::Files(paths) => {
+            files::refuse_archives(paths)?;
+            (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose)?, None)
+        }
         Input::Cluster(options) => {
             let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
             let (snapshot, _) = cluster.read().await?;

@@ -155,6 +155,26 @@ pub fn read(paths: &[String]) -> Result<Vec<TextFile>> {
     Ok(files)
 }
 
+/// Only snapshots read archives: an edit has no file to write back to. Edit commands call this
+/// before reading anything, so the refusal is the one line they print.
+pub fn refuse_archives(paths: &[String]) -> Result<()> {
+    for path in paths.iter().filter(|p| *p != "-") {
+        if let Ok(meta) = std::fs::metadata(path) {
+            refuse_archive(path, &meta)?;
+        }
+    }
+    Ok(())
+}
+
+fn refuse_archive(path: &str, meta: &std::fs::Metadata) -> Result<()> {
+    if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() {
+        return Err(input(format!(
+            "{path}: an archive is a read-only input: extract it first, then pass the manifest file to edit with -f"
+        )));
+    }
+    Ok(())
+}
+
 /// Hands every input to `visit` in order (`None` for standard input), so that an error in an
 /// earlier file is reported before a later file is read.
 fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result<()>) -> Result<()> {
@@ -164,12 +184,7 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
             continue;
         }
         let meta = std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))?;
-        // Only snapshots read archives: an edit has no file to write back to.
-        if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() {
-            return Err(input(format!(
-                "{path}: an archive is a read-only input: extract it first, then pass the manifest file to edit with -f"
-            )));
-        }
+        refuse_archive(path, &meta)?;
         let mut found = Vec::new();
         if meta.is_dir() {
             walk(Path::new(path), &mut found)?;
