@@ -1,6 +1,7 @@
 //! Interactive flows end to end, in a real pseudo-terminal: pickers, the `[y/N]` question and
 //! the range prompt; the terminal left as it was on every way out (Esc, n, Ctrl-C); one exit code
-//! for "declined" (docs/design/exit-codes.md).
+//! for "declined" (docs/design/exit-codes.md). And tables on a 60-, 80- and 100-column terminal:
+//! counts, addresses, CIDRs, ranges and KIND never cut (docs/usage.md, "How the output is laid out").
 
 mod support;
 

@@ -121,8 +121,9 @@ pub fn name_records<'a>(objects: impl IntoIterator<Item = (&'a str, &'a str)>) -
 pub struct Style {
     pub color: bool,
     pub headers: bool,
-    /// The columns a table may take ([`TABLE_WIDTH`] at most on a terminal); its last column, the
-    /// free text, is cut with `…` to fit. `None`: never cut (a pipe, `-o wide`: the full text).
+    /// The columns a table may take ([`TABLE_WIDTH`] at most on a terminal); its free text and
+    /// names are cut with `…` to fit, and columns that cannot fit left out ([`table`]). `None`:
+    /// never cut (a pipe, `-o wide`: the full text).
     pub width: Option<usize>,
 }
 
@@ -302,7 +303,7 @@ fn fit_columns(
         numeric.remove(decoration);
     }
     let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
-    let give: Vec<Give> = (0..widths.len()).map(|i| give_of(header[i].as_str(), rows, i)).collect();
+    let give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
     let (kept, caps) = kept_columns(&widths, &give, width, gap);
     if kept < widths.len() {
         numeric.truncate(kept);
