@@ -350,4 +350,10 @@ fn on_a_narrow_terminal_counts_addresses_and_kinds_are_never_cut() {
         }
     }
     assert!(failed.is_empty(), "{} cut:\n{}", failed.len(), failed.join("\n\n"));
+    // What is left out first is what the view can best spare: at 60 columns `usage` keeps the
+    // utilization and free space, and leaves out the CIDRs' size and the mask.
+    let args: Vec<String> = ["usage", "--color", "never", "-f", &snapshot].map(String::from).to_vec();
+    let shown = cli::on_terminal(&args, 60);
+    let header: Vec<&str> = shown.lines().find(|l| l.starts_with("POOL")).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(header, ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{shown}");
 }

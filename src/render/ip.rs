@@ -119,7 +119,8 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reserv
             row
         })
         .collect();
-    Grid::new(&header, rows)
+    // On a narrow terminal the state stays: the block names where the address is, its CIDR goes first.
+    Grid::new(&header, rows).shedding_first(&["CIDR"])
 }
 
 /// The data source and mode, one line.

@@ -208,11 +208,20 @@ const LEFT_OUT: &str = "…";
 pub struct Grid {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// Columns a narrow terminal leaves out first, in this order, before any trailing one
+    /// ([`table_shedding`]): those the row's other figures imply or `-o wide` repeats.
+    pub shed_first: Vec<String>,
 }
 
 impl Grid {
     pub fn new(header: &[&str], rows: Vec<Vec<String>>) -> Grid {
-        Grid { header: header.iter().map(|h| h.to_string()).collect(), rows }
+        Grid { header: header.iter().map(|h| h.to_string()).collect(), rows, shed_first: Vec::new() }
+    }
+
+    /// The grid whose `columns` a narrow terminal leaves out first, in this order.
+    pub fn shedding_first(mut self, columns: &[&str]) -> Grid {
+        self.shed_first = columns.iter().map(|c| c.to_string()).collect();
+        self
     }
 
     /// The grid with a first column `name` holding `value` on every row (`kubectl get -A` puts
@@ -225,7 +234,8 @@ impl Grid {
 
     /// Laid out by [`table`].
     pub fn render(self, style: &Style) -> String {
-        table(&self.header.iter().map(String::as_str).collect::<Vec<_>>(), self.rows, style)
+        let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
+        table_shedding(&self.header.iter().map(String::as_str).collect::<Vec<_>>(), self.rows, style, &shed)
     }
 }
 
@@ -243,6 +253,12 @@ const MIN_CUT_WIDTH: usize = 12;
 /// that is not enough, whole columns are left out from the right and every line ends in a `…`
 /// column instead ([`LEFT_OUT`]): one line per row, no cell cut that must stay whole.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
+    table_shedding(header, rows, style, &[])
+}
+
+/// [`table`], whose columns named in `shed_first` are left out first, in that order, when the
+/// table does not fit otherwise (the `…` column then says columns are left out, wherever they were).
+pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, shed_first: &[&str]) -> String {
     // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
     // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
     // `-`, so that every row has a field per column.
@@ -252,7 +268,7 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(cell).collect()).collect();
     let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
     let (gap, numeric) = match style.width {
-        Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers),
+        Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
         None => (GAP, numeric),
     };
 
@@ -284,14 +300,16 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
 }
 
 /// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
-/// cuts the columns [`column_caps`] names, and leaves out trailing columns behind [`LEFT_OUT`]
-/// when cutting is not enough. Returns the gap and which columns (still) hold counts.
+/// cuts the columns [`column_caps`] names, and leaves out columns behind [`LEFT_OUT`] when
+/// cutting is not enough (first those of `shed_first`, then trailing ones). Returns the gap and
+/// which columns (still) hold counts.
 fn fit_columns(
     header: &mut Vec<String>,
     rows: &mut [Vec<String>],
     mut numeric: Vec<bool>,
     width: usize,
     headers: bool,
+    shed_first: &[&str],
 ) -> (usize, Vec<bool>) {
     let mut widths = column_widths(headers.then_some(&header[..]), rows);
     if line_width(&widths, GAP) > width
@@ -303,9 +321,27 @@ fn fit_columns(
         numeric.remove(decoration);
     }
     let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
-    let give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
-    let (kept, caps) = kept_columns(&widths, &give, width, gap);
-    if kept < widths.len() {
+    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
+    let mut shed = false;
+    for name in shed_first {
+        let with_marker = |widths: &[usize], give: &[Give]| {
+            let widths: Vec<usize> = widths.iter().copied().chain(shed.then_some(1)).collect();
+            let give: Vec<Give> = give.iter().copied().chain(shed.then_some(Give::Never)).collect();
+            column_caps(&widths, &give, width, gap).1
+        };
+        if with_marker(&widths, &give) {
+            break;
+        }
+        let Some(i) = header.iter().position(|h| h == name) else { continue };
+        header.remove(i);
+        rows.iter_mut().filter(|row| row.len() > i).for_each(|row| _ = row.remove(i));
+        widths.remove(i);
+        give.remove(i);
+        numeric.remove(i);
+        shed = true;
+    }
+    let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
+    if kept < widths.len() || shed {
         numeric.truncate(kept);
         numeric.push(false);
         for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
@@ -335,10 +371,14 @@ fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
 }
 
 /// How many leading columns a line of `width` keeps (all, or as many as fit beside the
-/// [`LEFT_OUT`] column, at least one) and the cut of each ([`column_caps`]).
-fn kept_columns(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (usize, Vec<Option<usize>>) {
-    let (caps, fits) = column_caps(widths, give, width, gap);
+/// [`LEFT_OUT`] column, at least one) and the cut of each ([`column_caps`]). `marked`: the
+/// marker follows anyway (columns were shed), so all columns fit only beside it.
+fn kept_columns(widths: &[usize], give: &[Give], width: usize, gap: usize, marked: bool) -> (usize, Vec<Option<usize>>) {
+    let all: Vec<usize> = widths.iter().copied().chain(marked.then_some(1)).collect();
+    let all_give: Vec<Give> = give.iter().copied().chain(marked.then_some(Give::Never)).collect();
+    let (mut caps, fits) = column_caps(&all, &all_give, width, gap);
     if fits {
+        caps.truncate(widths.len());
         return (widths.len(), caps);
     }
     for kept in (1..widths.len()).rev() {
@@ -590,6 +630,28 @@ mod tests {
         // A table that fits keeps every column and no marker.
         let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100) });
         assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
+    }
+
+    #[test]
+    fn the_columns_a_table_names_go_first_then_trailing_ones() {
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let rows = vec![["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"].map(String::from).to_vec()];
+        let style = |width| Style { color: false, headers: true, width: Some(width) };
+        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
+        // At 60 columns TOTAL, MASK and RESERVED go, in that order, and UTIL stays; the marker says columns are left out.
+        let at_60 = table_shedding(&header, rows.clone(), &style(60), &shed);
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
+        assert_eq!(cells(&at_60)[1], ["default", "ipv6", "36/65536", "9144", "346", "16.6M", "<1%", "…"], "{at_60}");
+        // At 70 RESERVED fits again.
+        let at_70 = table_shedding(&header, rows.clone(), &style(70), &shed);
+        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
+        // Narrower than the shed columns can help: trailing columns go too, behind one marker.
+        let at_30 = table_shedding(&header, rows.clone(), &style(30), &shed);
+        assert!(at_30.lines().all(|l| console::measure_text_width(l) <= 30 && l.matches('…').count() == 1), "{at_30}");
+        assert_eq!(cells(&at_30)[0][..2], ["POOL", "FAMILY"], "{at_30}");
+        // A table that fits sheds nothing.
+        let at_100 = table_shedding(&header, rows, &style(100), &shed);
+        assert_eq!(cells(&at_100)[0], header, "{at_100}");
     }
 
     #[test]

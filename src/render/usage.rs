@@ -286,7 +286,8 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
             rows.push(row);
         }
     }
-    Grid::new(&header, rows)
+    // On a narrow terminal the utilization stays: the CIDRs' size and the block size go first.
+    Grid::new(&header, rows).shedding_first(&["TOTAL", "MASK", "RESERVED", "ALLOCATED"])
 }
 
 /// One row per node, pool and address family (a dual-stack pool's families never add up).
