@@ -133,7 +133,11 @@ fn upstream_plan_apply_rerun_status_finalize() {
     // Without --yes and without a terminal: refused, nothing written.
     let (code, _, err) = plugin(&cluster, dir.path(), &["migrate"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--yes"), "{err}");
+    // One line, a refusal rather than the terminal's question.
+    assert_eq!(
+        err.trim_end(),
+        "error: refusing to migrate 40 CiliumPodIPPool(s) to cilium.io/v2 without confirmation: not on a terminal; pass --yes (or --dry-run=server to preview); nothing was written"
+    );
     assert_eq!(resource_versions(&cluster), before_rv, "dry runs and a refused run change no resourceVersion");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no backup written before confirmation");
 
@@ -167,6 +171,12 @@ fn upstream_plan_apply_rerun_status_finalize() {
     let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
     assert_eq!(code, 1, "finalize is still pending: {out}");
     assert!(out.contains("status.storedVersions is [v2alpha1, v2]"), "{out}");
+    let (code, _, err) = plugin(&cluster, dir.path(), &["migrate", "--finalize"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: refusing to set status.storedVersions of ciliumpodippools.cilium.io to [v2] without confirmation: not on a terminal; pass --yes (or --status to preview); nothing was written"
+    );
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--finalize", "--yes"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("downgrade"), "the downgrade consequence is explained: {err}");

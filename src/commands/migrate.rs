@@ -60,9 +60,13 @@ impl ClusterView {
     }
 }
 
-/// Asks before writing (see [`super::confirm`]).
-fn confirm(args: &MigrateArgs, ctx: &Context, question: &str) -> Result<bool> {
-    let refusal = format!("{question} — refusing to write without --yes when not on a terminal");
+/// Asks before writing (see [`super::confirm`]); off a terminal, refuses with what would be
+/// written (`action`, no question: a script's log reads as a refusal, not as a prompt).
+fn confirm(args: &MigrateArgs, ctx: &Context, question: &str, action: &str) -> Result<bool> {
+    // --finalize has no dry run (its plan is `--status`).
+    let preview = if args.finalize { "--status" } else { "--dry-run=server" };
+    let refusal =
+        format!("refusing to {action} without confirmation: not on a terminal; pass --yes (or {preview} to preview); nothing was written");
     super::confirm(ctx, args.yes, &Dialoguer, question, &refusal)
 }
 
@@ -96,10 +100,13 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if backup_path.symlink_metadata().is_ok() {
         return Err(input(format!("backup file {} already exists; choose another --backup path", backup_path.display())));
     }
-    warn_line!("{}", view::counts_line(&live.plan));
+    // Off a terminal without --yes the refusal below is the one line.
+    if args.yes || ctx.interactive {
+        warn_line!("{}", view::counts_line(&live.plan));
+    }
     let question =
         format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
-    if !confirm(args, ctx, &question)? {
+    if !confirm(args, ctx, &question, &format!("migrate {writes} CiliumPodIPPool(s) to cilium.io/v2"))? {
         return super::declined();
     }
     write_backup(&backup_path, conn, &live)?;
@@ -306,8 +313,11 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         )));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
-    if !confirm(args, ctx, &format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", ")))? {
+    if args.yes || ctx.interactive {
+        warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
+    }
+    let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", "));
+    if !confirm(args, ctx, &question, &format!("set status.storedVersions of {POOL_CRD_NAME} to [v2]"))? {
         return super::declined();
     }
     let written = pools::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
