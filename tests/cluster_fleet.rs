@@ -113,6 +113,13 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
     let error = |kind: &str| ("error".to_string(), kind.to_string(), pair.clone());
     assert_eq!(kinds(&check), [error("fleet-overlapping-cidrs"), error("fleet-duplicate-cluster-id"), error("fleet-shared-pod-ip")]);
     assert!(check["fleetProblems"][0]["message"].as_str().unwrap().contains("c1: alpha-node and c2: beta-node"), "{check}");
+    // The problems between clusters are counted in the fleet's OpenMetrics, without a cluster label.
+    let counted = fleet_problem_counts(&check);
+    let out = support::cli::plugin()
+        .args(["--kubeconfig", config.to_str().unwrap(), "usage", "-o", "openmetrics", "--all-contexts"])
+        .output()
+        .unwrap();
+    assert_eq!(fleet_problem_series(&String::from_utf8_lossy(&out.stdout)), counted, "usage -o openmetrics");
 
     // The same fleet from files: the same problems, the same pool figures per cluster.
     let dirs: Vec<String> = clusters
@@ -145,6 +152,7 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
         assert_eq!(series(&metrics, &context), figures(part), "{context}: serve's series\n{metrics}");
         assert!(metrics.contains(&format!("ciliumpool_exporter_ready{{cluster=\"{context}\"}} 1")), "{metrics}");
     }
+    assert_eq!(fleet_problem_series(&metrics), counted, "serve counts the problems between clusters\n{metrics}");
 
     // gamma stops answering: it is reported, alpha and beta still print, exit 3.
     clusters[2].signal_apiserver("STOP");
@@ -155,6 +163,7 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
     clusters[2].signal_apiserver("CONT");
     assert!(reason.starts_with("cluster c3: stale: the watches of ") && !reason.contains("c1") && !reason.contains("c2"), "{reason}");
     assert!(series(&metrics, "c3").is_empty(), "no figure of the stopped cluster is served as fresh:\n{metrics}");
+    assert!(fleet_problem_series(&metrics).is_empty(), "no check between clusters from stale state:\n{metrics}");
     for (i, context) in ["c1", "c2"].iter().enumerate() {
         assert_eq!(series(&metrics, context), figures(&parts[i]), "{context} stays fresh\n{metrics}");
     }
@@ -217,6 +226,28 @@ impl Serve {
 
 /// The pool figures of one cluster in an exposition: `metric{pool,family}` → value, for the
 /// metrics of `support::cli::METRIC_FIELDS`, from the samples labelled `cluster="context"`.
+/// `check -o json`'s fleet problems counted by (kind, severity).
+fn fleet_problem_counts(check: &Value) -> BTreeMap<(String, String), f64> {
+    let mut counts = BTreeMap::new();
+    for (severity, kind, _) in kinds(check) {
+        *counts.entry((kind, severity)).or_default() += 1.0;
+    }
+    counts
+}
+
+/// The `ciliumpool_fleet_problems_by_kind` samples of an exposition by (kind, severity).
+fn fleet_problem_series(exposition: &str) -> BTreeMap<(String, String), f64> {
+    exposition
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("ciliumpool_fleet_problems_by_kind{kind=\"")?;
+            let (kind, rest) = rest.split_once("\",severity=\"")?;
+            let (severity, value) = rest.split_once("\"} ")?;
+            Some(((kind.to_string(), severity.to_string()), value.parse().expect("a sample value")))
+        })
+        .collect()
+}
+
 fn series(exposition: &str, context: &str) -> BTreeMap<String, f64> {
     let own = format!("{{cluster=\"{context}\",");
     exposition

@@ -8,6 +8,7 @@
 mod http;
 
 use super::Context;
+use crate::allocator::fleet::Member;
 use crate::cli::ServeArgs;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
 use crate::source::cluster::{Cluster, Layout};
@@ -25,6 +26,11 @@ pub struct State {
     started: Instant,
     stale_after: Duration,
     clusters: Vec<Followed>,
+    /// A fleet's problems between clusters (Cluster Mesh checks), from every cluster's last
+    /// snapshot; served only while every cluster is ready (no `cluster` label).
+    fleet: Option<FleetFigures>,
+    /// Fleet checks started so far: a check started before the one kept is dropped.
+    fleet_checks: u64,
     /// The pool series as each encoding last wrote them (OpenMetrics, then 0.0.4): a scrape
     /// encodes only the exporter's own series, unless an analysis or a change of readiness came
     /// since (a 1,000-node exposition is thousands of samples; a scrape should cost a copy).
@@ -37,12 +43,20 @@ struct Encoded {
     text: String,
 }
 
+/// The fleet problem families and the check they came from.
+struct FleetFigures {
+    families: Vec<Family>,
+    check: u64,
+}
+
 /// One cluster served: its last figures and how its watches are doing.
 struct Followed {
     /// Its context in a fleet (`serve --context A,B`, `--all-contexts`): the `cluster` label of its
     /// series. None when one cluster is served, whose exposition has no `cluster` label.
     name: Option<String>,
     figures: Option<Figures>,
+    /// In a fleet, the snapshot of the last analysis, for the checks between clusters.
+    snapshot: Option<Arc<crate::model::Snapshot>>,
     health: Vec<SourceHealth>,
     /// The first read (which decides where each source is read from) failed this many times.
     setup_errors: u64,
@@ -67,9 +81,11 @@ pub struct Status {
 
 impl State {
     fn new(stale_after: Duration, names: Vec<Option<String>>) -> State {
-        let clusters =
-            names.into_iter().map(|name| Followed { name, figures: None, health: Vec::new(), setup_errors: 0, updates: 0 }).collect();
-        State { started: Instant::now(), stale_after, clusters, encoded: [None, None] }
+        let clusters = names
+            .into_iter()
+            .map(|name| Followed { name, figures: None, snapshot: None, health: Vec::new(), setup_errors: 0, updates: 0 })
+            .collect();
+        State { started: Instant::now(), stale_after, clusters, fleet: None, fleet_checks: 0, encoded: [None, None] }
     }
 
     /// Ready when every cluster is; the reason names each cluster that is not (in a fleet).
@@ -118,6 +134,10 @@ impl State {
                 if let (Some(figures), true) = (&cluster.figures, ready) {
                     metrics::add_labelled(&mut families, cluster.name.as_deref(), figures.families.clone());
                 }
+            }
+            // Between clusters only from fresh state: every cluster ready.
+            if let (Some(fleet), true) = (&self.fleet, ready.iter().all(|&r| r)) {
+                families.extend(fleet.families.iter().cloned());
             }
             *slot = Some(Encoded { ready, text: metrics::encode(&families, encoding) });
         }
@@ -291,23 +311,57 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
     let start = Instant::now();
     let snapshot = watch.snapshot(layout);
     let nodes = args.node_metrics;
+    // A fleet keeps each cluster's snapshot for the checks between clusters.
+    let fleet = lock(state).clusters.len() > 1;
     let analysed = tokio::task::spawn_blocking(move || {
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<_> = report.pools.iter().collect();
         let families = metrics::families(&report, &pools, &snapshot.origin, Options { nodes, deleted_pools: true });
-        drop((report, snapshot));
+        drop(report);
+        let kept = fleet.then(|| Arc::new(snapshot));
         crate::heap::release_freed();
-        families
+        (families, kept)
     })
     .await;
-    let Ok(families) = analysed else {
+    let Ok((families, kept)) = analysed else {
         warn_line!("warning: the analysis failed; the previous figures stay");
         return;
     };
+    {
+        let mut state = lock(state);
+        state.encoded = [None, None];
+        let followed = &mut state.clusters[index];
+        followed.figures = Some(Figures { families, at: SystemTime::now(), took: start.elapsed() });
+        followed.snapshot = kept;
+        followed.updates += 1;
+        followed.health = watch.health().to_vec();
+    }
+    if fleet {
+        check_fleet(state).await;
+    }
+}
+
+/// Re-runs the checks between the clusters of a fleet on their last snapshots (once each has
+/// one) and keeps their families, unless a later check finished first.
+async fn check_fleet(state: &Shared) {
+    let (members, check) = {
+        let mut state = lock(state);
+        let members: Option<Vec<(String, Arc<crate::model::Snapshot>)>> =
+            state.clusters.iter().map(|c| Some((c.name.clone().unwrap_or_default(), c.snapshot.clone()?))).collect();
+        state.fleet_checks += 1;
+        (members, state.fleet_checks)
+    };
+    let Some(members) = members else { return };
+    let checked = tokio::task::spawn_blocking(move || {
+        let members: Vec<Member> = members.iter().map(|(name, snapshot)| Member { name, snapshot }).collect();
+        let problems = crate::allocator::fleet::check(&members);
+        metrics::problem_families(problems.iter().map(|p| &p.problem), &metrics::FLEET_PROBLEMS)
+    })
+    .await;
+    let Ok(families) = checked else { return };
     let mut state = lock(state);
-    state.encoded = [None, None];
-    let followed = &mut state.clusters[index];
-    followed.figures = Some(Figures { families, at: SystemTime::now(), took: start.elapsed() });
-    followed.updates += 1;
-    followed.health = watch.health().to_vec();
+    if state.fleet.as_ref().is_none_or(|kept| kept.check < check) {
+        state.fleet = Some(FleetFigures { families, check });
+        state.encoded = [None, None];
+    }
 }

@@ -159,6 +159,8 @@ fn openmetrics<R: Member>(fleet: &Fleet<R>) -> String {
             metrics::add_labelled(&mut families, Some(cluster.name), result.families());
         }
     }
+    // The problems between clusters belong to no cluster: no `cluster` label.
+    families.extend(metrics::problem_families(fleet.problems.iter().map(|p| &p.problem), &metrics::FLEET_PROBLEMS));
     metrics::encode(&families, Encoding::OpenMetrics) + metrics::EOF
 }
 

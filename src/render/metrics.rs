@@ -217,30 +217,64 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
         out.push(Family::new(name, Type::Gauge, help, samples));
     }
 
-    let samples = [Severity::Error, Severity::Warning, Severity::Info]
-        .iter()
-        .map(|&severity| {
-            Sample::new(vec![("severity", severity.name().to_string())], report.problems.iter().filter(|p| p.severity == severity).count())
-        })
-        .collect();
-    out.push(Family::new("ciliumpool_problems", Type::Gauge, "Problems kubectl ciliumpool check reports, by severity.", samples));
-    let mut by_kind: BTreeMap<(String, &str), usize> = BTreeMap::new();
-    for problem in &report.problems {
-        *by_kind.entry((problem.kind.name(), problem.severity.name())).or_default() += 1;
-    }
-    let samples =
-        by_kind.into_iter().map(|((kind, severity), n)| Sample::new(vec![("kind", kind), ("severity", severity.to_string())], n)).collect();
-    out.push(Family::new(
-        "ciliumpool_problems_by_kind",
-        Type::Gauge,
-        "Problems kubectl ciliumpool check reports, by kind and severity; only kinds present have a series.",
-        samples,
-    ));
+    out.extend(problem_families(&report.problems, &CLUSTER_PROBLEMS));
 
     if options.nodes {
         out.extend(node_families(report));
     }
     out
+}
+
+/// The names and help of a pair of problem families (by severity; by kind and severity).
+pub struct ProblemFamilies {
+    pub names: [&'static str; 2],
+    pub help: [&'static str; 2],
+}
+
+/// A cluster's own problems (`check` on one cluster).
+pub const CLUSTER_PROBLEMS: ProblemFamilies = ProblemFamilies {
+    names: ["ciliumpool_problems", "ciliumpool_problems_by_kind"],
+    help: [
+        "Problems kubectl ciliumpool check reports, by severity.",
+        "Problems kubectl ciliumpool check reports, by kind and severity; only kinds present have a series.",
+    ],
+};
+
+/// Problems between the clusters of a fleet (Cluster Mesh checks: overlapping pod CIDRs,
+/// duplicate cluster-name or cluster-id, a pod IP in two clusters).
+pub const FLEET_PROBLEMS: ProblemFamilies = ProblemFamilies {
+    names: ["ciliumpool_fleet_problems", "ciliumpool_fleet_problems_by_kind"],
+    help: [
+        "Problems between the clusters of the fleet (kubectl ciliumpool check --context A,B), by severity.",
+        "Problems between the clusters of the fleet, by kind and severity; only kinds present have a series.",
+    ],
+};
+
+/// `problems` counted by severity (every severity, 0 included, so that an alert can compare) and
+/// by kind and severity (kinds present only).
+pub fn problem_families<'a>(
+    problems: impl IntoIterator<Item = &'a crate::allocator::Problem> + Clone,
+    families: &ProblemFamilies,
+) -> Vec<Family> {
+    let samples = [Severity::Error, Severity::Warning, Severity::Info]
+        .iter()
+        .map(|&severity| {
+            Sample::new(
+                vec![("severity", severity.name().to_string())],
+                problems.clone().into_iter().filter(|p| p.severity == severity).count(),
+            )
+        })
+        .collect();
+    let mut by_kind: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for problem in problems {
+        *by_kind.entry((problem.kind.name(), problem.severity.name())).or_default() += 1;
+    }
+    let kinds =
+        by_kind.into_iter().map(|((kind, severity), n)| Sample::new(vec![("kind", kind), ("severity", severity.to_string())], n)).collect();
+    vec![
+        Family::new(families.names[0], Type::Gauge, families.help[0], samples),
+        Family::new(families.names[1], Type::Gauge, families.help[1], kinds),
+    ]
 }
 
 /// Per pool name no CiliumPodIPPool has and family, the distinct blocks nodes list under it.
