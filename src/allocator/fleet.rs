@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 /// One cluster of a fleet: its name (cilium-config `cluster-name`, the context or the input's
 /// file name) and what was read from it.
+#[derive(Clone, Copy)]
 pub struct Member<'a> {
     pub name: &'a str,
     pub snapshot: &'a Snapshot,
@@ -29,7 +30,8 @@ const EXAMPLES: usize = 3;
 /// Every fleet problem, most severe first.
 pub fn check(members: &[Member]) -> Vec<FleetProblem> {
     let mut out = Vec::new();
-    identities(members, &mut out);
+    let members = distinct(members, &mut out);
+    identities(&members, &mut out);
     for (i, a) in members.iter().enumerate() {
         for b in &members[i + 1..] {
             overlapping_cidrs(a, b, &mut out);
@@ -45,6 +47,38 @@ pub fn check(members: &[Member]) -> Vec<FleetProblem> {
         ))
     });
     out
+}
+
+/// The members that are different clusters: of contexts that reach the same API server (two
+/// names for one cluster, common with `--all-contexts`) the first stands for the others, and a
+/// warning says so; compared with itself, a cluster would overlap itself everywhere.
+fn distinct<'a>(members: &[Member<'a>], out: &mut Vec<FleetProblem>) -> Vec<Member<'a>> {
+    let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for member in members {
+        let origin = &member.snapshot.origin;
+        match origin.server.as_deref().filter(|_| origin.kind == "cluster") {
+            Some(server) => {
+                let names = by_server.entry(server).or_default();
+                if names.is_empty() {
+                    kept.push(*member);
+                }
+                names.push(member.name);
+            }
+            None => kept.push(*member),
+        }
+    }
+    for (server, names) in by_server.into_iter().filter(|(_, names)| names.len() > 1) {
+        let message = format!(
+            "contexts {} reach the same API server {server}: one cluster, compared with the others once (as {})",
+            names.join(", "),
+            names[0]
+        );
+        let clusters = names.iter().map(|n| n.to_string()).collect();
+        let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig)";
+        push(out, clusters, Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{server}"), (message, action));
+    }
+    kept
 }
 
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {
@@ -233,6 +267,33 @@ mod tests {
 
     fn kinds(problems: &[FleetProblem]) -> Vec<(ProblemKind, Severity, Vec<String>)> {
         problems.iter().map(|p| (p.problem.kind, p.problem.severity, p.clusters.clone())).collect()
+    }
+
+    #[test]
+    fn two_contexts_of_one_api_server_are_one_cluster_said_once() {
+        let objects =
+            vec![config(Some("a"), Some("1")), pool("p", &["10.1.0.0/16"]), node("n1", "p", &["10.1.0.0/26"]), pod("x", "10.1.0.5")];
+        let live = |server: &str| {
+            let mut snapshot = Snapshot::from_objects(objects.clone());
+            snapshot.origin.kind = "cluster";
+            snapshot.origin.server = Some(server.to_string());
+            snapshot
+        };
+        let (one, same, other) = (live("https://10.0.0.1:6443"), live("https://10.0.0.1:6443"), live("https://10.0.0.2:6443"));
+        let members = [Member { name: "east", snapshot: &one }, Member { name: "alias", snapshot: &same }];
+        // Not compared with itself (no overlap, no duplicate name or id, no shared pod): one warning.
+        let problems = check(&members);
+        assert_eq!(kinds(&problems), [(ProblemKind::FleetSameCluster, Severity::Warning, vec!["east".into(), "alias".into()])]);
+        assert_eq!(problems[0].problem.object, "Cluster/https://10.0.0.1:6443");
+        // A third cluster is compared with the first of the two only: each conflict once.
+        let members = [members[0], members[1], Member { name: "west", snapshot: &other }];
+        let pairs: Vec<Vec<String>> =
+            check(&members).into_iter().filter(|p| p.problem.kind != ProblemKind::FleetSameCluster).map(|p| p.clusters).collect();
+        assert!(!pairs.is_empty() && pairs.iter().all(|c| c == &["east", "west"]), "{pairs:?}");
+        // The same objects read from files are two inputs, not one server.
+        let files = Snapshot::from_objects(objects.clone());
+        let problems = check(&[Member { name: "a", snapshot: &files }, Member { name: "b", snapshot: &files }]);
+        assert!(problems.iter().all(|p| p.problem.kind != ProblemKind::FleetSameCluster), "{problems:?}");
     }
 
     #[test]

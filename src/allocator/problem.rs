@@ -61,6 +61,8 @@ pub enum ProblemKind {
     FleetDuplicateClusterId,
     /// Fleet: a pod address is in use in two clusters.
     FleetSharedPodIp,
+    /// Fleet: two contexts reach the same API server (compared once, not with itself).
+    FleetSameCluster,
 }
 
 impl ProblemKind {
