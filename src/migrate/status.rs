@@ -190,7 +190,10 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
             earlier.join(", ")
         ));
     }
-    notes.push(downgrade_note(crd.cluster_dialect()).to_string());
+    // A downgrade back to v2alpha1 only matters once the cluster serves v2.
+    if crd.serves("v2") {
+        notes.push(downgrade_note(crd.cluster_dialect()).to_string());
+    }
     Verdict { safe_to_remove_v2alpha1: pending.is_empty(), pending, notes }
 }
 
@@ -327,5 +330,11 @@ mod tests {
         let v = verdict(&crd, &plan(&crd, &[], &late), &writers);
         assert!(!v.safe_to_remove_v2alpha1);
         assert!(v.line().contains("argocd (Update) still write"), "{}", v.line());
+
+        // Cilium 1.20's CRD serves v2alpha1 only: nothing to downgrade from yet.
+        let alpha_only = CrdInfo::decode(&json!({"spec": {"versions": [{"name": "v2alpha1", "served": true, "storage": true}]},
+            "status": {"storedVersions": ["v2alpha1"]}}));
+        let v = verdict(&alpha_only, &plan(&alpha_only, &pools, &[]), &[]);
+        assert!(!v.notes.iter().any(|n| n.contains("downgrade")), "{:?}", v.notes);
     }
 }
