@@ -282,7 +282,10 @@ pub fn pool_details(
 fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
     let mut out = String::new();
     // Every line goes through `line`: names, annotations and messages are data, escaped as one line.
-    let mut field = |name: &str, value: String| out.push_str(&line(&format!("{:<15}{}", format!("{name}:"), value), style));
+    let mut field = |name: &str, value: String| {
+        let label = if name.is_empty() { String::new() } else { format!("{name}:") };
+        out.push_str(&line(&format!("{label:<15}{value}"), style))
+    };
     field("Pool", style.paint(&pool.name, Tone::Bold));
     field("API version", format!("{} (dialect {})", pool.api_version, pool.dialect.name()));
     if let Some(crd) = crd {
@@ -294,8 +297,13 @@ fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
         let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| s.join(","));
         field("CRD", format!("{}; storedVersions {stored}", versions.join("; ")));
     }
-    let annotations: Vec<String> = pool.annotations.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    field("Annotations", if annotations.is_empty() { "<none>".into() } else { annotations.join(", ") });
+    // One annotation a line, as `kubectl describe` prints them: a value's own commas and spaces
+    // never read as a second annotation.
+    let mut annotations = pool.annotations.iter().map(|(k, v)| format!("{k}={v}"));
+    field("Annotations", annotations.next().unwrap_or_else(|| "<none>".into()));
+    for more in annotations {
+        field("", more);
+    }
     field("Migrated", if pool.is_migrated() { "yes (cilium.io/migrated-to-v2=true)".into() } else { "no".into() });
     let selector = |s: &Option<serde_json::Value>| s.as_ref().map_or("<none>".to_string(), |v| v.to_string());
     field("podSelector", selector(&pool.pod_selector));
