@@ -65,6 +65,10 @@ def laughs(path):
 
 
 def main():
+    # One argument, a directory: `--help` (or any flag) is not a place to write 1.3 GB into.
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stdout if sys.argv[1:] in (["-h"], ["--help"]) else sys.stderr)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     at = lambda name: os.path.join(out, name)
