@@ -60,6 +60,12 @@ impl ClusterView {
     }
 }
 
+/// Whether [`confirm`] will ask or let the write go ahead (not refuse): only then is what leads
+/// up to the question worth printing; off a terminal without --yes the refusal is the one line.
+fn asks_or_writes(args: &MigrateArgs, ctx: &Context) -> bool {
+    args.yes || ctx.interactive
+}
+
 /// Asks before writing (see [`super::confirm`]); off a terminal, refuses with what would be
 /// written (`action`, no question: a script's log reads as a refusal, not as a prompt).
 fn confirm(args: &MigrateArgs, ctx: &Context, question: &str, action: &str) -> Result<bool> {
@@ -100,8 +106,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if backup_path.symlink_metadata().is_ok() {
         return Err(input(format!("backup file {} already exists; choose another --backup path", backup_path.display())));
     }
-    // Off a terminal without --yes the refusal below is the one line.
-    if args.yes || ctx.interactive {
+    if asks_or_writes(args, ctx) {
         warn_line!("{}", view::counts_line(&live.plan));
     }
     let question =
@@ -313,7 +318,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
         )));
     }
     pools::require(conn, &[Permission::crd_status_update()]).await?;
-    if args.yes || ctx.interactive {
+    if asks_or_writes(args, ctx) {
         warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     }
     let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", "));

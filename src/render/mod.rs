@@ -324,12 +324,7 @@ fn fit_columns(
     let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
     let mut shed = false;
     for name in shed_first {
-        let with_marker = |widths: &[usize], give: &[Give]| {
-            let widths: Vec<usize> = widths.iter().copied().chain(shed.then_some(1)).collect();
-            let give: Vec<Give> = give.iter().copied().chain(shed.then_some(Give::Never)).collect();
-            column_caps(&widths, &give, width, gap).1
-        };
-        if with_marker(&widths, &give) {
+        if caps_beside_marker(&widths, &give, shed, width, gap).1 {
             break;
         }
         let Some(i) = header.iter().position(|h| h == name) else { continue };
@@ -374,23 +369,27 @@ fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
 /// [`LEFT_OUT`] column, at least one) and the cut of each ([`column_caps`]). `marked`: the
 /// marker follows anyway (columns were shed), so all columns fit only beside it.
 fn kept_columns(widths: &[usize], give: &[Give], width: usize, gap: usize, marked: bool) -> (usize, Vec<Option<usize>>) {
-    let all: Vec<usize> = widths.iter().copied().chain(marked.then_some(1)).collect();
-    let all_give: Vec<Give> = give.iter().copied().chain(marked.then_some(Give::Never)).collect();
-    let (mut caps, fits) = column_caps(&all, &all_give, width, gap);
+    let (caps, fits) = caps_beside_marker(widths, give, marked, width, gap);
     if fits {
-        caps.truncate(widths.len());
         return (widths.len(), caps);
     }
     for kept in (1..widths.len()).rev() {
-        // The marker is one column wide and never cut.
-        let widths: Vec<usize> = widths[..kept].iter().copied().chain([1]).collect();
-        let give: Vec<Give> = give[..kept].iter().copied().chain([Give::Never]).collect();
-        let (caps, fits) = column_caps(&widths, &give, width, gap);
+        let (caps, fits) = caps_beside_marker(&widths[..kept], &give[..kept], true, width, gap);
         if fits || kept == 1 {
             return (kept, caps);
         }
     }
     (widths.len(), caps)
+}
+
+/// [`column_caps`] of these columns followed, when `marker`, by the [`LEFT_OUT`] column (one
+/// wide, never cut): the caps of the columns themselves, and whether the line fits.
+fn caps_beside_marker(widths: &[usize], give: &[Give], marker: bool, width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
+    let all: Vec<usize> = widths.iter().copied().chain(marker.then_some(1)).collect();
+    let all_give: Vec<Give> = give.iter().copied().chain(marker.then_some(Give::Never)).collect();
+    let (mut caps, fits) = column_caps(&all, &all_give, width, gap);
+    caps.truncate(widths.len());
+    (caps, fits)
 }
 
 /// Prose on a terminal of `width` columns (tables already fit, so this touches only prose:
