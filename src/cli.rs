@@ -298,6 +298,12 @@ pub struct ServeArgs {
     /// Stop serving pool figures and report not ready when a watch has been failing this long
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
     pub stale_after: Duration,
+    /// The most objects one watched resource may hold; past it the resource is stale and relisted after a backoff (raise the memory limit with it: docs/metrics.md)
+    #[arg(long, value_name = "N", default_value = "200000")]
+    pub max_watch_objects: usize,
+    /// The most bytes one watch event may have; a larger one makes its resource stale until it is watched again, e.g. 32Mi
+    #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = parse_size)]
+    pub max_event_size: u64,
 }
 
 #[derive(Debug, Args)]

@@ -173,3 +173,155 @@ fn max_response_size_bounds_each_answer_and_names_itself() {
     assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stderr));
     assert_eq!(support::cli::json_of(&String::from_utf8_lossy(&read.stdout))["pools"][0]["name"], "blue");
 }
+
+// --- watches: serve outlives whatever its API server does (issue 40) ---------------------------------
+
+/// How long each watch fault lasts.
+const FAULT: Duration = Duration::from_secs(15);
+
+/// `serve --stale-after` in the watch-fault test.
+const STALE_AFTER: Duration = Duration::from_secs(5);
+
+/// The most memory `serve` may reach in the watch-fault test: half the Deployment's limit.
+const SERVE_MEMORY: u64 = 256 << 20;
+
+/// `serve` across two contexts of one control plane: `healthy` straight to the API server,
+/// `faulty` through the proxy. Killed when dropped.
+struct Served {
+    address: String,
+    process: support::KillOnDrop,
+}
+
+impl Served {
+    fn start(kubeconfig: &std::path::Path) -> Served {
+        let address = format!("127.0.0.1:{}", support::prometheus::free_port());
+        let mut command = support::cli::plugin_process();
+        command
+            .args(["serve", "--context", "healthy,faulty", "--listen", &address, "--request-timeout", "5s"])
+            .args(["--stale-after", &format!("{}s", STALE_AFTER.as_secs()), "--max-watch-objects", "20000", "--kubeconfig"])
+            .arg(kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit());
+        Served { address, process: support::KillOnDrop(command.spawn().expect("start serve")) }
+    }
+
+    /// `metric{cluster="...",...}` of the exposition, when there.
+    fn sample(&mut self, metric: &str, cluster: &str, more: &str) -> Option<f64> {
+        assert!(self.process.0.try_wait().unwrap().is_none(), "serve exited (killed by its memory, or failed)");
+        let (_, text) = support::prometheus::get(&self.address, "/metrics", None).ok()?;
+        let prefix = format!("{metric}{{cluster=\"{cluster}\"{more}}} ");
+        text.lines().find_map(|line| line.strip_prefix(&prefix)?.parse().ok())
+    }
+
+    fn ready(&mut self, cluster: &str) -> bool {
+        self.sample("ciliumpool_exporter_ready", cluster, "") == Some(1.0)
+    }
+
+    /// Ready, and every watch proved current (staleness 0).
+    fn fresh(&mut self, cluster: &str) -> bool {
+        self.ready(cluster) && self.sample("ciliumpool_exporter_staleness_seconds", cluster, "") == Some(0.0)
+    }
+
+    /// Waits until `cluster` is fresh; the time it took. Panics past `within`.
+    fn wait_fresh(&mut self, cluster: &str, within: Duration, what: &str) -> Duration {
+        let start = Instant::now();
+        while !self.fresh(cluster) {
+            assert!(start.elapsed() < within, "{what}: {cluster} not fresh within {within:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        start.elapsed()
+    }
+
+    /// Waits until `cluster` is ready (`true`) or not; the time it took. Panics past `within`.
+    fn wait_ready(&mut self, cluster: &str, ready: bool, within: Duration, what: &str) -> Duration {
+        let start = Instant::now();
+        while self.ready(cluster) != ready {
+            assert!(start.elapsed() < within, "{what}: {cluster} not ready={ready} within {within:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        start.elapsed()
+    }
+
+    /// The highest resident memory the process has had (Linux's VmHWM).
+    fn peak_memory(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.0.id())).expect("/proc status");
+        let kib: u64 =
+            status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).expect("VmHWM");
+        kib << 10
+    }
+}
+
+/// A kubeconfig with context `healthy` (the test cluster's own) and `faulty` (the proxy).
+fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Path) {
+    let own: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&cluster.kubeconfig).unwrap()).expect("kubeconfig");
+    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "current-context": "healthy",
+        "clusters": [{"name": "healthy", "cluster": own["clusters"][0]["cluster"]}, {"name": "faulty", "cluster": {"server": proxy.url}}],
+        "users": [{"name": "healthy", "user": own["users"][0]["user"]}, {"name": "faulty", "user": {"token": PROXY_TOKEN}}],
+        "contexts": [{"name": "healthy", "context": {"cluster": "healthy", "user": "healthy"}},
+                     {"name": "faulty", "context": {"cluster": "faulty", "user": "faulty"}}]});
+    std::fs::write(path, config.to_string()).unwrap();
+}
+
+#[test]
+fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
+    let restarts =
+        |serve: &mut Served| serve.sample("ciliumpool_exporter_watch_restarts_total", "faulty", ",resource=\"pods\"").unwrap_or(0.0);
+    // Silent and frozen servers must be found stale; the others fail loudly and are stale anyway.
+    let faults = [
+        (Some(WatchFault::CutMidEvent), false),
+        (Some(WatchFault::Empty), false),
+        (Some(WatchFault::Silent), true),
+        (Some(WatchFault::Endless), false),
+        (Some(WatchFault::Huge(200 << 20)), false),
+        (Some(WatchFault::Flood), false),
+        (Some(WatchFault::Gone), false),
+        (Some(WatchFault::Garbage), false),
+        (None, true), // the proxy frozen, as a SIGSTOPped API server
+    ];
+    for (fault, must_go_stale) in faults {
+        let what = fault.map_or("frozen".to_string(), |f| format!("{f:?}"));
+        let (restarts_before, requests_before) = (restarts(&mut serve), proxy.requests("pods"));
+        match fault {
+            Some(fault) => proxy.set_watch_fault(Some(("pods", fault))),
+            None => proxy.freeze(true),
+        }
+        let start = Instant::now();
+        let mut went_stale = None;
+        while start.elapsed() < FAULT || (must_go_stale && went_stale.is_none()) {
+            assert!(serve.ready("healthy"), "{what}: the healthy cluster stays served throughout");
+            if went_stale.is_none() && !serve.ready("faulty") {
+                went_stale = Some(start.elapsed());
+            }
+            assert!(start.elapsed() < STALE_AFTER + Duration::from_secs(40), "{what}: not found stale within --stale-after + 40 s");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let lasted = start.elapsed();
+        let requests_after = proxy.requests("pods");
+        let requests = (requests_after.0 - requests_before.0) + (requests_after.1 - requests_before.1);
+        proxy.set_watch_fault(None);
+        proxy.freeze(false);
+        let recovered = serve.wait_fresh("faulty", Duration::from_secs(10), &format!("{what}: fresh again after the recovery"));
+        let restarted = restarts(&mut serve) - restarts_before;
+        eprintln!(
+            "{what}: {requests} pods requests in {lasted:.1?}, {restarted} restarts, stale after {went_stale:?}, fresh {recovered:.1?} after recovery"
+        );
+        assert!(
+            requests as f64 <= lasted.as_secs_f64(),
+            "{what}: {requests} watch and list requests of pods in {lasted:?}: more than one a second"
+        );
+        assert!(restarted >= 1.0, "{what}: the restarts are counted");
+    }
+    let peak = serve.peak_memory();
+    eprintln!("serve's peak resident memory: {} MiB", peak >> 20);
+    assert!(peak <= SERVE_MEMORY, "serve reached {} MiB", peak >> 20);
+}

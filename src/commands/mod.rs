@@ -143,6 +143,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         cilium_namespace: global.cilium_namespace.clone(),
         trace_requests: global.verbosity > 0,
         max_response_bytes: global.max_response_size,
+        max_event_bytes: crate::source::limits::MAX_EVENT_BYTES,
     })
 }
 

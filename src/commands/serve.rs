@@ -12,7 +12,8 @@ use crate::allocator::fleet::Member;
 use crate::cli::ServeArgs;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
 use crate::source::cluster::{Cluster, Layout};
-use crate::source::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions, backoff};
+use crate::source::reflector::backoff;
+use crate::source::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions};
 use crate::source::{ConnectOptions, Input};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
@@ -104,17 +105,19 @@ impl State {
         let now = Instant::now();
         let health = &cluster.health;
         let synced = cluster.figures.is_some() && !health.is_empty() && health.iter().all(|h| h.listed);
-        // Down since: the oldest failure of a source, or the start when never synced.
-        let since = if synced { health.iter().filter_map(|h| h.failing_since).min() } else { Some(self.started) };
-        let staleness = since.map_or(0.0, |since| now.duration_since(since).as_secs_f64());
+        // Stale since the oldest last proof of a failing source, or since the start when never synced.
+        let staleness = match synced {
+            true => health.iter().map(|h| h.staleness(now)).max().unwrap_or_default().as_secs_f64(),
+            false => now.duration_since(self.started).as_secs_f64(),
+        };
         let reason = if !synced {
             Some("the first full sync of the watches is not done".to_string())
         } else if staleness > self.stale_after.as_secs_f64() {
-            let down: Vec<&str> = health.iter().filter(|h| h.failing_since.is_some()).map(|h| h.resource.as_str()).collect();
+            let down: Vec<String> = health.iter().filter_map(|h| Some(format!("{} ({})", h.resource, h.reason.as_deref()?))).collect();
             Some(format!(
-                "stale: the watches of {} have been failing for {staleness:.0}s (more than --stale-after {})",
-                down.join(", "),
-                humantime::format_duration(self.stale_after)
+                "stale: no proof that the state is current for {staleness:.0}s (more than --stale-after {}): {}",
+                humantime::format_duration(self.stale_after),
+                down.join(", ")
             ))
         } else {
             None
@@ -167,7 +170,7 @@ impl Followed {
             Family::new(
                 "ciliumpool_exporter_staleness_seconds",
                 Type::Gauge,
-                "Seconds since the watched state was last complete and current; 0 while every watch is healthy.",
+                "Seconds since the last proof (an event, a bookmark, a completed listing, a watch closed at its timeout) that the watched state is current, while a watch is failing; 0 while every watch is healthy.",
                 vec![Sample::new(vec![], status.staleness)],
             ),
             Family::new(
@@ -191,7 +194,7 @@ impl Followed {
             Family::new(
                 "ciliumpool_exporter_watch_restarts",
                 Type::Counter,
-                "Watches restarted with a fresh listing after a failure, by resource.",
+                "Watches restarted (watched again or relisted, after a backoff) after a failure, by resource.",
                 self.health.iter().map(|h| Sample::new(resource(h), h.restarts)).collect(),
             ),
             Family::new(
@@ -227,7 +230,7 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 }
 
 pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
-    let clusters = clusters(ctx)?;
+    let clusters = clusters(&args, ctx)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| crate::error::input(format!("--listen {}: cannot listen there ({e}); choose another address or port", args.listen)))?;
@@ -251,14 +254,18 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
 }
 
 /// The clusters to serve: the one of the flags (no name), or each context of a fleet by name.
-fn clusters(ctx: &Context) -> Result<Vec<(Option<String>, ConnectOptions)>> {
-    match &ctx.fleet {
-        Some(fleet) => Ok(crate::source::fleet::connections(fleet)?.into_iter().map(|(name, options)| (Some(name), options)).collect()),
+fn clusters(args: &ServeArgs, ctx: &Context) -> Result<Vec<(Option<String>, ConnectOptions)>> {
+    let mut clusters = match &ctx.fleet {
+        Some(fleet) => crate::source::fleet::connections(fleet)?.into_iter().map(|(name, options)| (Some(name), options)).collect(),
         None => {
             let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses serve with -f") };
-            Ok(vec![(None, options.clone())])
+            vec![(None, options.clone())]
         }
+    };
+    for (_, options) in &mut clusters {
+        options.max_event_bytes = args.max_event_size;
     }
+    Ok(clusters)
 }
 
 /// Connects, reads once to learn the layout (retried with backoff while the cluster cannot be
@@ -266,7 +273,8 @@ fn clusters(ctx: &Context) -> Result<Vec<(Option<String>, ConnectOptions)>> {
 async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&str>, state: &Shared, index: usize) -> Result<()> {
     let cluster = Cluster::connect(options, namespace).await?;
     let layout = first_read(&cluster, state, index).await;
-    let watch_options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: true };
+    let watch_options =
+        WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: true, max_objects: args.max_watch_objects };
     let mut watch = Watch::start(&cluster, &layout, watch_options);
     let mut dirty = false;
     loop {

@@ -63,7 +63,7 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     // The watch lists every object again into its own stores: the first read's are not kept.
     drop((report, snapshot));
     // serve's stall detection: a stalled API server is said on stderr within about a minute.
-    let options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: false };
+    let options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), ..WatchOptions::default() };
     let mut watch = Watch::start(&cluster, &layout, options);
     let result = follow(&args, ctx, &mut screen, &mut watch, &layout).await;
     screen.close();

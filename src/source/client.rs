@@ -2,9 +2,9 @@
 //! `--context`, `--cluster`, `--user`, `--as`, `--as-group`, `--request-timeout`, and
 //! `KUBECONFIG` as a path list merged the way kubectl merges it.
 
-#[cfg(doc)]
-use super::limits::MAX_RESPONSE_BYTES;
 use super::limits::{BoundLayer, Refused};
+#[cfg(doc)]
+use super::limits::{MAX_EVENT_BYTES, MAX_RESPONSE_BYTES};
 use super::secrets;
 use super::trace::TraceLayer;
 use crate::error::{cluster, input};
@@ -47,6 +47,8 @@ pub struct ConnectOptions {
     pub trace_requests: bool,
     /// `--max-response-size`: the most bytes one answer may have ([`MAX_RESPONSE_BYTES`] by default).
     pub max_response_bytes: u64,
+    /// `serve --max-event-size`: the most bytes one watch event may have ([`MAX_EVENT_BYTES`] by default).
+    pub max_event_bytes: u64,
 }
 
 /// How long one request may take, from connecting to the last byte of its answer, when
@@ -120,7 +122,7 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
     let client = builder
-        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: flags.max_response_bytes })
+        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: flags.max_response_bytes, max_event_bytes: flags.max_event_bytes })
         .with_layer(&TraceLayer { server: server.clone(), enabled: flags.trace_requests })
         .build();
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
@@ -224,6 +226,8 @@ impl Connection {
             ),
             Refused::TooManyPages(pages) => format!("{verb} {what} on {server}: the list went on past {pages} pages; {bad_server}"),
             Refused::TooManyItems(items) => format!("{verb} {what} on {server}: the list held more than {items} objects; {bad_server}"),
+            // Watch streams only: the watch is restarted (`source::reflector`), never a command's end.
+            Refused::EventTooLarge(_) | Refused::Silent | Refused::Truncated(_) => format!("{verb} {what} on {server}: {refused}"),
         }
     }
 

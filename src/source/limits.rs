@@ -5,7 +5,9 @@
 //! (docs/design/exit-codes.md, docs/reliability.md).
 //!
 //! Watch requests (`?watch=true`) are long-lived by design: they get the deadline only until
-//! their answer begins, and no bound on their bytes (`source::watch` restarts them).
+//! their answer begins, and no bound on their total bytes; instead each event (one line of the
+//! stream) is bounded, and a stream that ends inside an event is an error, not an end
+//! (`source::reflector` restarts them).
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -55,7 +57,22 @@ pub enum Refused {
     /// The list held more than [`MAX_ITEMS`] objects.
     #[error("more than {0} objects")]
     TooManyItems(usize),
+    /// One event of a watch stream grew past the event bound without ending.
+    #[error("a watch event is larger than {0} bytes (--max-event-size)")]
+    EventTooLarge(u64),
+    /// A watch stream sent nothing for a whole read timeout (`--request-timeout`): a stall, which
+    /// the client library would otherwise take for the end of the stream.
+    #[error("the watch stream sent nothing within the read timeout (--request-timeout)")]
+    Silent,
+    /// A watch stream ended inside an event: the connection was cut, not closed by the server.
+    #[error("the watch stream ended inside an event ({0} bytes of it read)")]
+    Truncated(u64),
 }
+
+/// The most bytes one watch event may have unless `--max-event-size` says otherwise. An object
+/// is at most 1.5 MiB in etcd (the API server refuses larger writes); its JSON in an event a few
+/// times that at worst.
+pub const MAX_EVENT_BYTES: u64 = 16 << 20;
 
 impl Refused {
     /// As the error a kube call returns, so that callers keep one error path.
@@ -111,6 +128,8 @@ impl Pagination {
 pub struct BoundLayer {
     pub deadline: Option<Duration>,
     pub max_bytes: u64,
+    /// The most bytes one event (line) of a watch stream may have.
+    pub max_event_bytes: u64,
 }
 
 impl<S> tower::Layer<S> for BoundLayer {
@@ -147,7 +166,7 @@ where
 
     fn call(&mut self, request: Request<In>) -> Self::Future {
         let watch = is_watch(request.uri());
-        let BoundLayer { deadline, max_bytes } = self.bounds;
+        let BoundLayer { deadline, max_bytes, max_event_bytes } = self.bounds;
         let until = deadline.map(|d| (tokio::time::Instant::now() + d, d));
         let answer = self.inner.call(request);
         Box::pin(async move {
@@ -156,12 +175,14 @@ where
                 None => answer.await,
             }
             .map_err(Into::into)?;
-            let (until, max_bytes) = if watch { (None, u64::MAX) } else { (until, max_bytes) };
+            let (until, max_bytes, events) =
+                if watch { (None, u64::MAX, Some(Events::new(max_event_bytes))) } else { (until, max_bytes, None) };
             Ok(response.map(|inner| BoundedBody {
                 inner,
                 until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)),
                 max_bytes,
                 read: 0,
+                events,
             }))
         })
     }
@@ -174,6 +195,54 @@ pub struct BoundedBody<B> {
     until: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
     max_bytes: u64,
     read: u64,
+    /// For a watch stream: the event being read.
+    events: Option<Events>,
+}
+
+/// A read that timed out somewhere in an error's chain of causes.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// The bytes of the event a watch stream is in the middle of (since its last line break).
+#[derive(Clone, Copy, Debug)]
+struct Events {
+    max: u64,
+    open: u64,
+}
+
+impl Events {
+    fn new(max: u64) -> Events {
+        Events { max, open: 0 }
+    }
+
+    /// Takes the next bytes of the stream; refuses them when an event grows past the bound.
+    fn take(&mut self, data: &[u8]) -> Result<(), Refused> {
+        let mut start = 0;
+        for line_break in memchr::memchr_iter(b'\n', data) {
+            if self.open + (line_break - start) as u64 > self.max {
+                return Err(Refused::EventTooLarge(self.max));
+            }
+            (self.open, start) = (0, line_break + 1);
+        }
+        self.open += (data.len() - start) as u64;
+        if self.open > self.max {
+            return Err(Refused::EventTooLarge(self.max));
+        }
+        Ok(())
+    }
+
+    /// The stream ended: only between events is that an end.
+    fn end(&self) -> Result<(), Refused> {
+        if self.open > 0 { Err(Refused::Truncated(self.open)) } else { Ok(()) }
+    }
 }
 
 impl<B> Body for BoundedBody<B>
@@ -193,10 +262,27 @@ where
         }
         let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => frame,
-            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(Some(Err(e))) => {
+                let e = e.into();
+                if this.events.is_some() && timed_out(e.as_ref()) {
+                    return Poll::Ready(Some(Err(Box::new(Refused::Silent))));
+                }
+                return Poll::Ready(Some(Err(e)));
+            }
+            Poll::Ready(None) => {
+                return match this.events.take().map(|events| events.end()) {
+                    Some(Err(refused)) => Poll::Ready(Some(Err(Box::new(refused)))),
+                    _ => Poll::Ready(None),
+                };
+            }
             Poll::Pending => return Poll::Pending,
         };
+        if let (Some(events), Some(data)) = (&mut this.events, frame.data_ref())
+            && let Err(refused) = events.take(data)
+        {
+            this.events = None;
+            return Poll::Ready(Some(Err(Box::new(refused))));
+        }
         this.read += frame.data_ref().map_or(0, |data| data.len() as u64);
         if this.read > this.max_bytes {
             return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(this.max_bytes)))));
@@ -279,10 +365,26 @@ mod tests {
 
     #[test]
     fn an_answer_is_cut_at_its_bound_while_it_streams() {
-        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0 };
+        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0, events: None };
         assert_eq!(read_all(bounded(3, 3 << 20)).unwrap(), 3 << 20, "the bound itself is allowed");
         let error = read_all(bounded(1000, 3 << 20)).unwrap_err();
         assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)));
+    }
+
+    #[test]
+    fn a_watch_event_is_bounded_and_a_stream_cut_inside_one_is_an_error() {
+        let mut events = Events::new(10);
+        assert_eq!(events.take(b"{\"a\":1}\n{\"b\""), Ok(()), "a whole event and the start of the next");
+        assert_eq!(events.end(), Err(Refused::Truncated(4)), "the stream ended inside the second");
+        assert_eq!(events.take(b":2}\n"), Ok(()));
+        assert_eq!(events.end(), Ok(()), "between events the stream may end");
+        assert_eq!(events.take(b"0123456789"), Ok(()), "the bound itself is allowed");
+        assert_eq!(events.take(b"x"), Err(Refused::EventTooLarge(10)), "grown past the bound over two frames");
+        let mut events = Events::new(10);
+        assert_eq!(events.take(b"01234567890123\n{}\n"), Err(Refused::EventTooLarge(10)), "a long line inside one frame");
+        let mut events = Events::new(10);
+        let many_short = b"{}\n".repeat(100);
+        assert_eq!(events.take(&many_short), Ok(()), "many short events in one frame");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod inputs;
 pub mod limits;
 pub mod pools;
+pub mod reflector;
 pub mod secrets;
 pub mod stderr;
 pub mod sysdump;

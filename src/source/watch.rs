@@ -4,6 +4,7 @@
 //! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
 use super::cluster::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
+use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, backoff};
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::StreamExt;
@@ -12,7 +13,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::core::{DynamicResourceScope, Resource};
 use kube::runtime::reflector::{Store, store::Writer};
-use kube::runtime::watcher;
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 use serde_json::Value;
@@ -148,55 +148,46 @@ fn workloads(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Listed {
 const MAX_WATCH_SECONDS: u64 = 290;
 
 /// How long the server holds each watch open when the caller follows the cluster for long
-/// (`serve`, `usage --watch`). kube's watcher takes a stream silent for this long plus 5 s for a
-/// stalled connection and watches again, which fails within the request deadline while the server
-/// stays silent: so a stalled API server is noticed within about a minute, not after the 290 s
-/// the server would otherwise hold a watch.
+/// (`serve`, `usage --watch`). A watch open this long plus `reflector::STALL_MARGIN` without an
+/// event, a bookmark or the server's close is a stall: so a silent or frozen API server is
+/// noticed within [`STALL_AFTER`], not after the 290 s the server would otherwise hold a watch.
 pub const STALL_WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The longest a followed source goes without a proof of freshness before it is taken for stalled.
+pub const STALL_AFTER: Duration = STALL_WATCH_TIMEOUT.saturating_add(STALL_MARGIN);
+
+/// The most objects one watched resource may hold unless `serve --max-watch-objects` says
+/// otherwise: more than the pods of the largest clusters Kubernetes supports (150,000), and a
+/// bound on what a flood of new objects can cost (docs/metrics.md, "Memory").
+pub const MAX_WATCH_OBJECTS: usize = 200_000;
+
 /// How each watch is run.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct WatchOptions {
-    /// The server ends each watch request after this long (the watcher then re-watches); kube's
-    /// watcher also gives up on a stream silent for this long plus 5 s and re-watches, which is
-    /// how a stalled connection is found. `None`: derived from `--request-timeout`, else 290 s.
+    /// The server ends each watch request after this long (the follow then re-watches); a watch
+    /// silent for this long plus a margin is a stall. `None`: derived from `--request-timeout`,
+    /// else 290 s.
     pub watch_timeout: Option<Duration>,
     /// Initial listing through a streaming list (WatchList, `sendInitialEvents`), falling back to
     /// paginated lists for a source whose server refuses it.
     pub streaming_lists: bool,
+    /// The most objects each resource's store may hold.
+    pub max_objects: usize,
 }
 
-/// `--request-timeout` also bounds each read of a watch stream, so a quiet watch would fail at
-/// it. Asking the server to end each watch a second earlier makes the watcher simply re-watch.
-fn watcher_config(request_timeout: Option<Duration>, options: WatchOptions) -> watcher::Config {
-    let config = watcher::Config::default();
-    let server_bound = request_timeout.map(|t| t.as_secs().saturating_sub(1));
-    let asked = options.watch_timeout.map(|t| t.as_secs());
-    match [server_bound, asked].into_iter().flatten().min() {
-        Some(seconds) => config.timeout(seconds.clamp(1, MAX_WATCH_SECONDS) as u32),
-        None => config,
+impl Default for WatchOptions {
+    fn default() -> WatchOptions {
+        WatchOptions { watch_timeout: None, streaming_lists: false, max_objects: MAX_WATCH_OBJECTS }
     }
 }
 
-/// The wait before retrying a failed watch or read: 1 s, doubling, at most [`MAX_BACKOFF`].
-pub fn backoff(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.saturating_sub(1).min(16)).min(MAX_BACKOFF)
-}
-
-/// The longest wait between two attempts: a restarted control plane is seen again within it.
-const MAX_BACKOFF: Duration = Duration::from_secs(8);
-
-/// What one watch event means for the caller.
-enum Signal {
-    /// The source with this index changed, or finished its (re)initial listing.
-    Changed {
-        source: usize,
-        listed: bool,
-    },
-    Failed {
-        source: usize,
-        error: watcher::Error,
-    },
+/// `--request-timeout` also bounds each read of a watch stream, so a quiet watch would fail at
+/// it. Asking the server to end each watch a second earlier makes the follow simply re-watch.
+fn watch_timeout(request_timeout: Option<Duration>, options: WatchOptions) -> Duration {
+    let server_bound = request_timeout.map(|t| t.as_secs().saturating_sub(1));
+    let asked = options.watch_timeout.map(|t| t.as_secs());
+    let seconds = [server_bound, asked].into_iter().flatten().min().unwrap_or(MAX_WATCH_SECONDS);
+    Duration::from_secs(seconds.clamp(1, MAX_WATCH_SECONDS))
 }
 
 /// How one watched source is doing, for readiness and the exporter's own metrics.
@@ -206,89 +197,27 @@ pub struct SourceHealth {
     pub resource: String,
     /// Its store holds a complete listing (the last (re)listing finished).
     pub listed: bool,
-    /// Since when it has been failing (cleared by the next complete listing).
+    /// Since when it has been failing (cleared by the next proof of freshness).
     pub failing_since: Option<Instant>,
+    /// The last proof that its store is current: an event, a bookmark, a completed listing, or
+    /// the server closing a watch at the timeout it was asked for.
+    pub proof: Instant,
+    /// Why it is failing, while it is.
+    pub reason: Option<String>,
     /// Failed requests and streams so far.
     pub errors: u64,
-    /// Watches restarted (each with a fresh listing) after a failure.
+    /// Watches restarted (re-watched or relisted) after a failure.
     pub restarts: u64,
     /// The initial listing is a streaming list (false once the server refused one).
     pub streaming: bool,
 }
 
-/// One source's watch: a kube watcher whose events are applied to the store's writer. On any
-/// failure the watcher is dropped and, after a backoff, started again with a fresh listing: the
-/// store is swapped only when that listing is complete, and its end is the one sign that the
-/// source is healthy again (a resumed watch says nothing). A `410 Gone` is such a failure too.
-struct Follow<K: Resource + Clone + 'static>
-where
-    K::DynamicType: Clone + Eq + Hash,
-{
-    api: kube::Api<K>,
-    config: watcher::Config,
-    streaming: bool,
-    writer: Writer<K>,
-    events: Option<BoxStream<'static, watcher::Result<watcher::Event<K>>>>,
-    failures: u32,
-    source: usize,
-}
-
-impl<K> Follow<K>
-where
-    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-    K::DynamicType: Clone + Eq + Hash,
-{
-    async fn next(mut self) -> Option<(Signal, Self)> {
-        loop {
-            let events = match &mut self.events {
-                Some(events) => events,
-                None => {
-                    if self.failures > 0 {
-                        tokio::time::sleep(backoff(self.failures)).await;
-                    }
-                    let config = if self.streaming { self.config.clone().streaming_lists() } else { self.config.clone() };
-                    self.events.insert(watcher(self.api.clone(), config).boxed())
-                }
-            };
-            match events.next().await {
-                Some(Ok(event)) => {
-                    self.writer.apply_watcher_event(&event);
-                    match event {
-                        watcher::Event::InitDone => {
-                            self.failures = 0;
-                            return Some((Signal::Changed { source: self.source, listed: true }, self));
-                        }
-                        // A (re)listing in progress: the store changes when it is done.
-                        watcher::Event::Init | watcher::Event::InitApply(_) => {}
-                        watcher::Event::Apply(_) | watcher::Event::Delete(_) => {
-                            return Some((Signal::Changed { source: self.source, listed: false }, self));
-                        }
-                    }
-                }
-                Some(Err(error)) => {
-                    if self.streaming && refuses_streaming(&error) {
-                        self.streaming = false;
-                    }
-                    self.events = None;
-                    self.failures = self.failures.saturating_add(1);
-                    return Some((Signal::Failed { source: self.source, error }, self));
-                }
-                // A watcher never ends by itself; if it does, start it again.
-                None => self.events = None,
-            }
-        }
+impl SourceHealth {
+    /// Seconds since the store was last known to be current, while the source is failing; 0
+    /// while it is healthy (a healthy watch proves itself at least every [`STALL_AFTER`]).
+    pub fn staleness(&self, now: Instant) -> Duration {
+        self.failing_since.map_or(Duration::ZERO, |_| now.saturating_duration_since(self.proof))
     }
-}
-
-/// A server that does not offer streaming lists rejects `sendInitialEvents` as an invalid or bad
-/// request (the WatchList feature off); every other failure is retried as it is.
-fn refuses_streaming(error: &watcher::Error) -> bool {
-    let status = match error {
-        watcher::Error::WatchStartFailed(kube::Error::Api(status)) | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code,
-        watcher::Error::WatchError(status) => status.code,
-        _ => return false,
-    };
-    matches!(status, 400 | 422)
 }
 
 pub struct Watch {
@@ -305,8 +234,7 @@ pub struct Watch {
 fn start<K>(
     cluster: &Cluster,
     resource: K::DynamicType,
-    config: &watcher::Config,
-    options: WatchOptions,
+    rules: Rules,
     signals: &mut SelectAll<BoxStream<'static, Signal>>,
     health: &mut Vec<SourceHealth>,
 ) -> Watched<K>
@@ -324,19 +252,13 @@ where
         resource: name,
         listed: false,
         failing_since: None,
+        proof: Instant::now(),
+        reason: None,
         errors: 0,
         restarts: 0,
-        streaming: options.streaming_lists,
+        streaming: rules.streaming,
     });
-    let follow = Follow {
-        api: cluster.api::<K>(&resource),
-        config: config.clone(),
-        streaming: options.streaming_lists,
-        writer,
-        events: None,
-        failures: 0,
-        source,
-    };
+    let follow = Follow::new(cluster.api::<K>(&resource), rules, writer, source);
     signals.push(futures::stream::unfold(follow, Follow::next).boxed());
     Watched { resource, store }
 }
@@ -348,16 +270,20 @@ impl Watch {
     pub fn start(cluster: &Cluster, layout: &Layout, options: WatchOptions) -> Watch {
         let mut signals = SelectAll::new();
         let mut health = Vec::new();
-        let config = watcher_config(cluster.connection.timeout, options);
-        let pools = start(cluster, layout.pools.clone(), &config, options, &mut signals, &mut health);
-        let nodes = start(cluster, layout.nodes.clone(), &config, options, &mut signals, &mut health);
-        let pods = layout.readable_pods().map(|_| start(cluster, (), &config, options, &mut signals, &mut health));
-        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), &config, options, &mut signals, &mut health));
+        let rules = Rules {
+            watch_timeout: watch_timeout(cluster.connection.timeout, options),
+            streaming: options.streaming_lists,
+            max_objects: options.max_objects,
+        };
+        let pools = start(cluster, layout.pools.clone(), rules, &mut signals, &mut health);
+        let nodes = start(cluster, layout.nodes.clone(), rules, &mut signals, &mut health);
+        let pods = layout.readable_pods().map(|_| start(cluster, (), rules, &mut signals, &mut health));
+        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), rules, &mut signals, &mut health));
         Watch { pools, nodes, pods, endpoints, signals, health }
     }
 
     /// Waits until something changed and every source has been listed once. Watch failures are
-    /// reported on stderr and retried with backoff; they end the watch only if every stream ends.
+    /// reported on stderr and retried with backoff; a follow never ends.
     pub async fn changed(&mut self) -> anyhow::Result<()> {
         loop {
             if self.step().await? && self.listed() {
@@ -396,40 +322,47 @@ impl Watch {
 
     /// Notes what a signal says; true when it was a change.
     fn record(&mut self, signal: Signal) -> bool {
+        let now = Instant::now();
         match signal {
             Signal::Changed { source, listed } => {
-                let was_failing = self.failing();
-                let health = &mut self.health[source];
-                if listed {
-                    health.listed = true;
-                    health.failing_since = None;
-                }
-                if was_failing && !self.failing() {
-                    warn_line!("note: the watch follows the cluster again");
-                }
+                self.proved(source, now);
+                self.health[source].listed |= listed;
                 true
             }
-            Signal::Failed { source, error } => {
-                // One line when the watch stops following the cluster, not one per source and retry.
-                if !self.failing() {
+            Signal::Proof { source } => {
+                self.proved(source, now);
+                false
+            }
+            Signal::Failed { source, failure, step, wait, refused_streaming } => {
+                let health = &mut self.health[source];
+                // One line when it starts failing and one per backoff step, not per request: the
+                // waits double up to their bound, then it stays quiet until it recovers.
+                if health.failing_since.is_none() || step == 1 || backoff(step) > backoff(step - 1) {
+                    let then = if backoff(step + 1) > backoff(step) { "" } else { "; from now on quietly, until it recovers" };
                     warn_line!(
-                        "warning: the watch of {} stalled or failed ({error}); restarting it with a fresh listing (again every 1-8 s) until the API server answers",
-                        self.health[source].resource
+                        "warning: the watch of {} failed: {failure}; retrying in {:.1}s (failure {step} in a row{then})",
+                        health.resource,
+                        wait.as_secs_f64()
                     );
                 }
-                let health = &mut self.health[source];
                 health.errors += 1;
                 health.restarts += 1;
-                health.failing_since.get_or_insert_with(Instant::now);
-                health.streaming &= !refuses_streaming(&error);
+                health.failing_since.get_or_insert(now);
+                health.reason = Some(failure.to_string());
+                health.streaming &= !refused_streaming;
                 false
             }
         }
     }
 
-    /// A source has failed since its last complete listing.
-    fn failing(&self) -> bool {
-        self.health.iter().any(|h| h.failing_since.is_some())
+    /// A proof that `source`'s store is current: it is no longer failing.
+    fn proved(&mut self, source: usize, now: Instant) {
+        let health = &mut self.health[source];
+        health.proof = now;
+        if health.failing_since.take().is_some() {
+            health.reason = None;
+            warn_line!("note: the watch of {} follows the cluster again", health.resource);
+        }
     }
 
     /// The snapshot the watched objects make now.
@@ -489,21 +422,28 @@ mod tests {
     }
 
     #[test]
-    fn failed_watches_back_off_doubling_to_a_bound_and_the_watch_timeout_is_the_tighter_one() {
-        let waits: Vec<u64> = (1..=6).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 8, 8]);
-        let serve = WatchOptions { watch_timeout: Some(Duration::from_secs(30)), streaming_lists: true };
-        assert_eq!(watcher_config(None, serve).timeout, Some(30));
-        assert_eq!(watcher_config(Some(Duration::from_secs(10)), serve).timeout, Some(9), "--request-timeout bounds each read");
-        assert_eq!(watcher_config(None, WatchOptions::default()).timeout, None);
+    fn the_watch_timeout_is_the_tighter_one() {
+        let serve = WatchOptions { watch_timeout: Some(Duration::from_secs(30)), streaming_lists: true, ..WatchOptions::default() };
+        assert_eq!(watch_timeout(None, serve), Duration::from_secs(30));
+        assert_eq!(watch_timeout(Some(Duration::from_secs(10)), serve), Duration::from_secs(9), "--request-timeout bounds each read");
+        assert_eq!(watch_timeout(None, WatchOptions::default()), Duration::from_secs(290));
     }
 
     #[test]
-    fn only_a_refused_sendinitialevents_turns_streaming_lists_off() {
-        let status = |code: u16| kube::core::Status { code, ..Default::default() };
-        assert!(refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(422))))));
-        assert!(refuses_streaming(&watcher::Error::WatchError(Box::new(status(400)))));
-        assert!(!refuses_streaming(&watcher::Error::WatchError(Box::new(status(410)))), "410 Gone relists, still streaming");
-        assert!(!refuses_streaming(&watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(403))))));
+    fn staleness_counts_from_the_last_proof_while_failing() {
+        let now = Instant::now();
+        let mut health = SourceHealth {
+            resource: "pods".into(),
+            listed: true,
+            failing_since: None,
+            proof: now - Duration::from_secs(50),
+            reason: None,
+            errors: 0,
+            restarts: 0,
+            streaming: false,
+        };
+        assert_eq!(health.staleness(now), Duration::ZERO, "a healthy watch is current");
+        health.failing_since = Some(now - Duration::from_secs(5));
+        assert_eq!(health.staleness(now), Duration::from_secs(50), "from the last proof, not from the failure");
     }
 }

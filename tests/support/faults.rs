@@ -6,13 +6,16 @@
 //!
 //! Each connection carries one request and its answer ends by closing the connection, so the
 //! proxy needs no chunked encoding and the plugin cannot tell it from a server that does so.
+//! Watch requests are streamed through as the API server sends them, unless a [`WatchFault`] set
+//! with [`FaultProxy::set_watch_fault`] names their resource: then the proxy answers them itself.
 
 use super::TestCluster;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -49,6 +52,57 @@ impl Fault {
     }
 }
 
+/// What the proxy answers to resumed watch requests (no `sendInitialEvents`) of one resource:
+/// the initial listing goes through, then each watch misbehaves.
+#[derive(Clone, Copy, Debug)]
+pub enum WatchFault {
+    /// Half an event, then the connection is closed.
+    CutMidEvent,
+    /// The headers, then the connection is closed: an empty answer.
+    Empty,
+    /// The headers, then nothing, whatever `timeoutSeconds` said, until the plugin hangs up.
+    Silent,
+    /// One event that never ends: 1 MiB chunks without a line break.
+    Endless,
+    /// One complete event holding an object of this many bytes.
+    Huge(u64),
+    /// ADDED pods with new names, as fast as the plugin reads them.
+    Flood,
+    /// A `410 Gone` error event: the plugin must list again.
+    Gone,
+    /// A line that is no JSON.
+    Garbage,
+}
+
+/// The most bytes an endless event or a flood sends on one connection (the proxy ends too).
+const ENDLESS_BOUND: u64 = 4 << 30;
+
+/// The watch fault in force and the requests seen, shared with the proxy's connections.
+#[derive(Default)]
+struct Watches {
+    fault: Mutex<Option<(&'static str, WatchFault)>>,
+    /// Requests per resource plural: (watches, lists).
+    requests: Mutex<HashMap<String, (u64, u64)>>,
+    /// A frozen proxy answers nothing and passes nothing on, as a SIGSTOPped API server.
+    frozen: std::sync::atomic::AtomicBool,
+}
+
+impl Watches {
+    fn frozen(&self) -> bool {
+        self.frozen.load(Ordering::Relaxed)
+    }
+
+    /// Waits while frozen (two minutes at most).
+    async fn thaw(&self) {
+        for _ in 0..1200 {
+            if !self.frozen() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 /// The continue token [`Fault::RepeatContinue`] sends on every page.
 pub const STUCK_TOKEN: &str = "ciliumpool-test-stuck";
 
@@ -60,12 +114,22 @@ pub struct FaultProxy {
     pub kubeconfig: PathBuf,
     /// Bytes of faulty answers written to the plugin's connections so far.
     sent: Arc<AtomicU64>,
+    watches: Arc<Watches>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl FaultProxy {
     /// Starts the proxy in front of `cluster`, writing its kubeconfig into `dir`.
     pub fn start(cluster: &TestCluster, fault: Fault, dir: &Path) -> FaultProxy {
+        FaultProxy::start_with(cluster, Some(fault), dir)
+    }
+
+    /// A proxy that passes everything through until [`FaultProxy::set_watch_fault`] says otherwise.
+    pub fn passing(cluster: &TestCluster, dir: &Path) -> FaultProxy {
+        FaultProxy::start_with(cluster, None, dir)
+    }
+
+    fn start_with(cluster: &TestCluster, fault: Option<Fault>, dir: &Path) -> FaultProxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy port");
         listener.set_nonblocking(true).expect("non-blocking listener");
         let url = format!("http://{}", listener.local_addr().expect("proxy address"));
@@ -77,8 +141,10 @@ impl FaultProxy {
         std::fs::write(&kubeconfig, config.to_string()).expect("write the proxy kubeconfig");
         let upstream = Kubeconfig::read_from(&cluster.kubeconfig).expect("read the test kubeconfig");
         let sent = Arc::new(AtomicU64::new(0));
+        let watches = Arc::new(Watches::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let counter = sent.clone();
+        let shared = watches.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("proxy runtime");
             runtime.block_on(async move {
@@ -87,13 +153,29 @@ impl FaultProxy {
                 let listener = TcpListener::from_std(listener).expect("tokio listener");
                 let accept = async {
                     while let Ok((stream, _)) = listener.accept().await {
-                        tokio::spawn(serve(stream, client.clone(), fault.clone(), counter.clone()));
+                        tokio::spawn(serve(stream, client.clone(), fault.clone(), counter.clone(), shared.clone()));
                     }
                 };
                 tokio::select! { _ = accept => {}, _ = stopped => {} }
             });
         });
-        FaultProxy { url, kubeconfig, sent, _stop: stop }
+        FaultProxy { url, kubeconfig, sent, watches, _stop: stop }
+    }
+
+    /// From now on, resumed watches of `resource` (a plural) get `fault`; `None`: none do.
+    pub fn set_watch_fault(&self, fault: Option<(&'static str, WatchFault)>) {
+        *self.watches.fault.lock().unwrap() = fault;
+    }
+
+    /// Freezes (or thaws) the proxy: while frozen it answers nothing, passes no byte of an open
+    /// watch on, and closes what it held when thawed, as an API server stopped and continued.
+    pub fn freeze(&self, frozen: bool) {
+        self.watches.frozen.store(frozen, Ordering::Relaxed);
+    }
+
+    /// Watch and list requests of `resource` (a plural) so far.
+    pub fn requests(&self, resource: &str) -> (u64, u64) {
+        self.watches.requests.lock().unwrap().get(resource).copied().unwrap_or_default()
     }
 
     /// Bytes of faulty answers the proxy managed to write so far (the kernel's socket buffers
@@ -104,18 +186,37 @@ impl FaultProxy {
 }
 
 /// One request on one connection: forwarded, faulted or not, then the connection is closed.
-async fn serve(stream: TcpStream, client: kube::Client, fault: Fault, sent: Arc<AtomicU64>) {
+async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, sent: Arc<AtomicU64>, watches: Arc<Watches>) {
     let mut stream = BufReader::new(stream);
     let Some((method, target, body)) = read_request(&mut stream).await else { return };
+    if watches.frozen() {
+        return watches.thaw().await;
+    }
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let is_list = method == "GET" && !query.split('&').any(|p| p == "watch=true" || p == "watch=1");
-    let faulted = is_list && fault.resources().iter().any(|r| path.ends_with(&format!("/{r}")));
+    let is_watch = query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    let is_list = method == "GET" && !is_watch;
+    let resource = path.rsplit('/').next().unwrap_or_default().to_string();
+    if method == "GET" {
+        let mut requests = watches.requests.lock().unwrap();
+        let counts = requests.entry(resource.clone()).or_default();
+        if is_watch { counts.0 += 1 } else { counts.1 += 1 }
+    }
+    if is_watch {
+        let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
+        let faulted = *watches.fault.lock().unwrap();
+        match faulted {
+            Some((faulted, watch_fault)) if resumed && faulted == resource => misbehave(stream.get_mut(), watch_fault).await,
+            _ => stream_through(stream.get_mut(), &client, &target, &watches).await,
+        }
+        return;
+    }
+    let faulted = is_list && fault.as_ref().is_some_and(|f| f.resources().iter().any(|r| path.ends_with(&format!("/{r}"))));
     let stream = stream.get_mut();
-    if !faulted {
+    let Some(fault) = fault.filter(|_| faulted) else {
         let (status, body) = forward(&client, &method, &target, body).await;
         let _ = respond(stream, status, &body).await;
         return;
-    }
+    };
     match fault {
         Fault::RepeatContinue { .. } => {
             // The apiserver would refuse a made-up token: ask it for the first page every time.
@@ -169,6 +270,93 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Fault, sent: Arc<
             .await;
         }
     }
+}
+
+/// A watch answered as the API server answers it, each chunk passed on as it arrives.
+async fn stream_through(stream: &mut TcpStream, client: &kube::Client, target: &str, watches: &Watches) {
+    use http_body_util::BodyExt;
+    let request = http::Request::builder().uri(target).body(kube::client::Body::empty()).expect("a request");
+    let Ok(response) = client.send(request).await else {
+        let _ = respond(stream, 502, b"proxy: the watch failed").await;
+        return;
+    };
+    if stream.write_all(&head(response.status().as_u16())).await.is_err() {
+        return;
+    }
+    let mut body = response.into_body();
+    while let Some(Ok(frame)) = body.frame().await {
+        if watches.frozen() {
+            return watches.thaw().await;
+        }
+        if let Some(data) = frame.data_ref()
+            && (stream.write_all(data).await.is_err() || stream.flush().await.is_err())
+        {
+            return;
+        }
+    }
+    if watches.frozen() {
+        return watches.thaw().await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+/// A resumed watch answered by the proxy as `fault` says.
+async fn misbehave(stream: &mut TcpStream, fault: WatchFault) {
+    if stream.write_all(&head(200)).await.is_err() {
+        return;
+    }
+    let _ = match fault {
+        WatchFault::CutMidEvent => stream.write_all(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"na"#).await,
+        WatchFault::Empty => Ok(()),
+        WatchFault::Silent => {
+            // Until the plugin hangs up (a read of 0 bytes) or two minutes pass.
+            let mut buffer = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(120), stream.read(&mut buffer)).await;
+            Ok(())
+        }
+        WatchFault::Endless => endless(stream, b"{\"type\":\"ADDED\",\"object\":{\"padding\":\"", None).await,
+        WatchFault::Huge(bytes) => {
+            let start = br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"huge","namespace":"default","resourceVersion":"1"},"padding":""#;
+            endless(stream, start, Some(bytes)).await
+        }
+        WatchFault::Flood => flood(stream).await,
+        WatchFault::Gone => {
+            let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}"#;
+            stream.write_all(format!("{gone}\n").as_bytes()).await
+        }
+        WatchFault::Garbage => stream.write_all(b"this is not an event\n").await,
+    };
+    let _ = stream.shutdown().await;
+}
+
+/// `start`, then 1 MiB chunks of `x` without a line break: `bytes` of them and the event's end,
+/// or (`None`) until the plugin hangs up.
+async fn endless(stream: &mut TcpStream, start: &[u8], bytes: Option<u64>) -> std::io::Result<()> {
+    stream.write_all(start).await?;
+    let chunk = vec![b'x'; 1 << 20];
+    let mut left = bytes.unwrap_or(ENDLESS_BOUND);
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        stream.write_all(&chunk[..n]).await?;
+        left -= n as u64;
+    }
+    stream.write_all(b"\"}}\n").await
+}
+
+/// ADDED pods named `flood-N`, until the plugin hangs up.
+async fn flood(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut sent = 0u64;
+    for n in 0u64.. {
+        let event = format!(
+            r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"flood-{n}","namespace":"default","resourceVersion":"{n}"}},"spec":{{"nodeName":"n1"}},"status":{{"phase":"Running","podIPs":[{{"ip":"10.40.0.9"}}]}}}}}}"#
+        );
+        stream.write_all(format!("{event}\n").as_bytes()).await?;
+        sent += event.len() as u64;
+        if sent > ENDLESS_BOUND {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The request line and, when it has one, the body; `None` when the client sent nothing usable.

@@ -1,0 +1,494 @@
+//! One watched resource, followed as client-go's reflector follows it: a listing (a streaming
+//! list, or pages), then watches resumed from the last resourceVersion. What kube's `watcher`
+//! hides is decided here (docs/metrics.md, "Freshness and restarts"):
+//!
+//! * every restart waits a jittered, doubling backoff that is forgotten only after a quiet period,
+//!   so failures that recur right after a successful listing keep backing off (no relist storm);
+//! * two watch requests of one resource are at least [`MIN_WATCH_INTERVAL`] apart, and a watch the
+//!   server closes within that time without an event is a failure (client-go's "very short watch");
+//! * a watch open past its timeout plus [`STALL_MARGIN`] with no event, bookmark or close is a stall;
+//! * a store past its object cap, an event past its byte bound (`source::limits`) or a stream cut
+//!   inside an event is a failure with a named reason, never an end and never the process's end;
+//! * each proof that the store is current (an event, a bookmark, a completed listing, the server
+//!   closing a watch at its timeout) is reported, so staleness counts from the last one.
+
+use super::limits::{PAGE_SIZE, Pagination, Refused};
+use super::secrets;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::api::{Api, ListParams, WatchParams};
+use kube::core::{Resource, WatchEvent};
+use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::watcher::Event;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+/// The shortest time between two watch requests of one resource.
+pub const MIN_WATCH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How much longer than the timeout it asked for a watch may stay open without a proof of
+/// freshness before it is taken for a stall (a server ignoring `timeoutSeconds`, a frozen one).
+pub const STALL_MARGIN: Duration = Duration::from_secs(5);
+
+/// The longest wait between two attempts: a control plane that is back is seen within it.
+const MAX_BACKOFF: Duration = Duration::from_secs(6);
+
+/// The timeout the first watch after a failure asks for: its close, or the bookmark the API
+/// server sends shortly before it, proves the store current within seconds of a recovery.
+const RECOVERY_WATCH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A failure streak is forgotten only after this long without a failure (client-go: 2 minutes).
+const QUIET_RESET: Duration = Duration::from_secs(120);
+
+/// The nominal wait after the `step`-th failure of a streak: 1 s, doubling, at most 6 s.
+pub fn backoff(step: u32) -> Duration {
+    Duration::from_secs(1u64 << step.saturating_sub(1).min(16)).min(MAX_BACKOFF)
+}
+
+/// Failures of one resource in a row, and when the last one was.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Backoff {
+    streak: u32,
+    last_failure: Option<Instant>,
+}
+
+impl Backoff {
+    /// Records a failure at `now`: its step in the streak and the wait before the next attempt,
+    /// between half the nominal wait and all of it (so that restarted watches do not march in step).
+    pub fn failed(&mut self, now: Instant) -> (u32, Duration) {
+        if self.last_failure.is_some_and(|last| now.duration_since(last) > QUIET_RESET) {
+            self.streak = 0;
+        }
+        self.streak = self.streak.saturating_add(1);
+        self.last_failure = Some(now);
+        let nominal = backoff(self.streak);
+        (self.streak, nominal.mul_f64(0.5 + fastrand::f64() / 2.0))
+    }
+}
+
+/// Why a resource's watch was restarted: one line, redacted (its resource is named by the caller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// A list or watch request failed, or its stream broke.
+    Request(String),
+    /// The watch's resourceVersion is too old (410 Gone): a fresh listing follows.
+    Gone,
+    /// Open past its timeout and margin without an event, a bookmark or a close.
+    Stalled(Duration),
+    /// Closed by the server within [`MIN_WATCH_INTERVAL`] without an event.
+    ShortWatch,
+    /// The store would hold more than `--max-watch-objects`.
+    TooManyObjects(usize),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Request(why) => f.write_str(why),
+            Failure::Gone => f.write_str("its resourceVersion is too old (410 Gone)"),
+            Failure::Stalled(quiet) => {
+                write!(f, "no event, bookmark or close for {}s: the watch stalled", quiet.as_secs())
+            }
+            Failure::ShortWatch => f.write_str("the server closed the watch at once without an event"),
+            Failure::TooManyObjects(cap) => write!(f, "more than {cap} objects (--max-watch-objects)"),
+        }
+    }
+}
+
+impl Failure {
+    /// A failed request or stream, worded as one line without the client library's debug output.
+    fn of(error: &kube::Error) -> Failure {
+        let text = match error {
+            kube::Error::Api(status) if status.code == 410 => return Failure::Gone,
+            kube::Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message.trim()),
+            kube::Error::ReadEvents(io) => match io.get_ref().and_then(|inner| Refused::find(inner)) {
+                Some(refused) => refused.to_string(),
+                None => format!("reading the watch stream failed: {io}"),
+            },
+            kube::Error::SerdeError(e) => format!("the stream held a line that is no watch event ({e})"),
+            other => match Refused::find(other) {
+                Some(refused) => refused.to_string(),
+                None => causes(other),
+            },
+        };
+        Failure::Request(secrets::redact(&text).lines().collect::<Vec<_>>().join(" "))
+    }
+
+    /// A watch error event (`type: ERROR`).
+    fn of_status(status: &kube::core::Status) -> Failure {
+        Failure::of(&kube::Error::Api(Box::new(status.clone())))
+    }
+
+    /// After this failure the resource is listed again, not only watched again.
+    fn relists(&self) -> bool {
+        matches!(self, Failure::Gone | Failure::TooManyObjects(_))
+    }
+}
+
+/// An error and its causes as one line (`client error (SendRequest): connection refused`), each
+/// said once: the outer layers of the HTTP client only repeat what they wrap.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = error.source();
+    }
+    said.join(": ")
+}
+
+/// What one step of a follow means for the caller.
+pub enum Signal {
+    /// The store changed, or finished a (re)listing (`listed`).
+    Changed { source: usize, listed: bool },
+    /// Nothing changed, but the store is known to be current now.
+    Proof { source: usize },
+    /// The follow failed; the next attempt waits `wait`, the `step`-th of the streak.
+    Failed { source: usize, failure: Failure, step: u32, wait: Duration, refused_streaming: bool },
+}
+
+/// An open watch stream: when it was opened and the timeout the server was asked to end it at.
+struct Open<K> {
+    events: BoxStream<'static, kube::Result<WatchEvent<K>>>,
+    opened: Instant,
+    asked: Duration,
+}
+
+/// Where a follow stands.
+enum Phase<K> {
+    /// A listing is to be made.
+    List,
+    /// A watch is to be opened from this resourceVersion.
+    Watch(String),
+    /// A streaming list is under way: initial events until the bookmark that ends them.
+    Initial { open: Open<K>, count: usize },
+    /// A watch is open: the version it reached, its last proof, its events so far.
+    Watching { open: Open<K>, version: String, proof: Instant, seen: u64 },
+}
+
+/// How one resource is listed and watched, and its bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    /// The server is asked to end each watch after this long.
+    pub watch_timeout: Duration,
+    /// Initial listings through a streaming list (falls back to pages when the server refuses).
+    pub streaming: bool,
+    /// The most objects the store may hold.
+    pub max_objects: usize,
+}
+
+/// One resource followed into a store.
+pub struct Follow<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Clone + Eq + Hash,
+{
+    api: Api<K>,
+    rules: Rules,
+    writer: Writer<K>,
+    store: Store<K>,
+    source: usize,
+    phase: Phase<K>,
+    backoff: Backoff,
+    wait: Option<Duration>,
+    last_watch: Option<Instant>,
+    /// Failed since its last proof of freshness.
+    recovering: bool,
+}
+
+/// One step's outcome inside [`Follow::next`].
+enum Step<K> {
+    Next(Phase<K>),
+    Report(Signal, Phase<K>),
+    Fail(Failure),
+}
+
+impl<K> Follow<K>
+where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash,
+{
+    pub fn new(api: Api<K>, rules: Rules, writer: Writer<K>, source: usize) -> Follow<K> {
+        let store = writer.as_reader();
+        Follow {
+            api,
+            rules,
+            writer,
+            store,
+            source,
+            phase: Phase::List,
+            backoff: Backoff::default(),
+            wait: None,
+            last_watch: None,
+            recovering: false,
+        }
+    }
+
+    /// The next signal of this resource; never ends (a follow is restarted, not finished).
+    pub async fn next(mut self) -> Option<(Signal, Self)> {
+        loop {
+            if let Some(wait) = self.wait.take() {
+                tokio::time::sleep(wait).await;
+            }
+            let phase = std::mem::replace(&mut self.phase, Phase::List);
+            let step = match phase {
+                Phase::List if self.rules.streaming => self.open(None).await,
+                Phase::List => self.list().await,
+                Phase::Watch(version) => self.open(Some(version)).await,
+                Phase::Initial { open, count } => self.initial(open, count).await,
+                Phase::Watching { open, version, proof, seen } => self.watching(open, version, proof, seen).await,
+            };
+            match step {
+                Step::Next(phase) => self.phase = phase,
+                Step::Report(signal, phase) => {
+                    self.phase = phase;
+                    self.recovering = false;
+                    return Some((signal, self));
+                }
+                Step::Fail(failure) => return Some((self.failed(failure), self)),
+            }
+        }
+    }
+
+    /// Notes a failure: what follows it (a listing or a watch from the last version) after a wait.
+    fn failed(&mut self, failure: Failure) -> Signal {
+        let (step, wait) = self.backoff.failed(Instant::now());
+        let refused_streaming = self.rules.streaming && refuses_streaming(&failure);
+        self.rules.streaming &= !refused_streaming;
+        // A watch that failed resumes from the version it had reached; a failed listing lists again.
+        self.phase = match std::mem::replace(&mut self.phase, Phase::List) {
+            Phase::Watching { version, .. } | Phase::Watch(version) if !failure.relists() => Phase::Watch(version),
+            _ => Phase::List,
+        };
+        self.wait = Some(wait);
+        self.recovering = true;
+        Signal::Failed { source: self.source, failure, step, wait, refused_streaming }
+    }
+
+    /// A paginated listing, swapped into the store when complete.
+    async fn list(&mut self) -> Step<K> {
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        let mut pages = Pagination::default();
+        let mut count = 0;
+        self.writer.apply_watcher_event(&Event::Init);
+        loop {
+            let page = match self.api.list(&params).await {
+                Ok(page) => page,
+                Err(error) => return self.abandon(Failure::of(&error)),
+            };
+            count += page.items.len();
+            if count > self.rules.max_objects {
+                return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
+            }
+            for item in page.items {
+                self.writer.apply_watcher_event(&Event::InitApply(item));
+            }
+            match pages.next(0, page.metadata.continue_.as_deref()) {
+                Ok(Some(token)) => params = params.continue_token(token),
+                Ok(None) => {
+                    self.writer.apply_watcher_event(&Event::InitDone);
+                    let version = page.metadata.resource_version.unwrap_or_default();
+                    return Step::Report(Signal::Changed { source: self.source, listed: true }, Phase::Watch(version));
+                }
+                Err(refused) => return self.abandon(Failure::Request(refused.to_string())),
+            }
+        }
+    }
+
+    /// A listing given up: what it had gathered is let go at once.
+    fn abandon(&mut self, failure: Failure) -> Step<K> {
+        self.writer.apply_watcher_event(&Event::Init);
+        Step::Fail(failure)
+    }
+
+    /// Opens a watch from `version`, or a streaming list (`None`), at most one per interval.
+    async fn open(&mut self, version: Option<String>) -> Step<K> {
+        if let Some(last) = self.last_watch {
+            tokio::time::sleep_until((last + MIN_WATCH_INTERVAL).into()).await;
+        }
+        self.last_watch = Some(Instant::now());
+        // Randomised like client-go's, so that restarted watches spread out: 5/6 to all of the timeout.
+        let asked = match self.recovering {
+            true => RECOVERY_WATCH_TIMEOUT.min(self.rules.watch_timeout),
+            false => self.rules.watch_timeout.mul_f64(5.0 / 6.0 + fastrand::f64() / 6.0),
+        };
+        let asked = Duration::from_secs(asked.as_secs().max(1));
+        let params = WatchParams {
+            timeout: Some(asked.as_secs() as u32),
+            bookmarks: true,
+            send_initial_events: version.is_none(),
+            ..WatchParams::default()
+        };
+        let events = match self.api.watch(&params, version.as_deref().unwrap_or("0")).await {
+            Ok(events) => events.boxed(),
+            Err(error) => {
+                // A watch that could not be opened is opened again from the same version.
+                self.phase = version.map_or(Phase::List, Phase::Watch);
+                return Step::Fail(Failure::of(&error));
+            }
+        };
+        let now = Instant::now();
+        let open = Open { events, opened: now, asked };
+        match version {
+            None => {
+                self.writer.apply_watcher_event(&Event::Init);
+                Step::Next(Phase::Initial { open, count: 0 })
+            }
+            Some(version) => Step::Next(Phase::Watching { open, version, proof: now, seen: 0 }),
+        }
+    }
+
+    /// The events of a streaming list up to the bookmark that ends them.
+    async fn initial(&mut self, mut open: Open<K>, count: usize) -> Step<K> {
+        let quiet = open.asked + STALL_MARGIN;
+        let event = match tokio::time::timeout(quiet, open.events.next()).await {
+            Err(_) => return self.abandon(Failure::Stalled(quiet)),
+            Ok(None) => return self.abandon(Failure::Request("the streaming list ended before its last initial event".into())),
+            Ok(Some(Err(error))) => return self.abandon(Failure::of(&error)),
+            Ok(Some(Ok(event))) => event,
+        };
+        match event {
+            WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                if count >= self.rules.max_objects {
+                    return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
+                }
+                self.writer.apply_watcher_event(&Event::InitApply(object));
+                Step::Next(Phase::Initial { open, count: count + 1 })
+            }
+            WatchEvent::Deleted(_) => Step::Next(Phase::Initial { open, count }),
+            WatchEvent::Bookmark(mark) if mark.metadata.annotations.contains_key("k8s.io/initial-events-end") => {
+                self.writer.apply_watcher_event(&Event::InitDone);
+                let now = Instant::now();
+                let phase = Phase::Watching { open, version: mark.metadata.resource_version, proof: now, seen: 1 };
+                Step::Report(Signal::Changed { source: self.source, listed: true }, phase)
+            }
+            WatchEvent::Bookmark(_) => Step::Next(Phase::Initial { open, count }),
+            WatchEvent::Error(status) => self.abandon(Failure::of_status(&status)),
+        }
+    }
+
+    /// The next event of an open watch.
+    async fn watching(&mut self, mut open: Open<K>, version: String, proof: Instant, seen: u64) -> Step<K> {
+        let quiet = open.asked + STALL_MARGIN;
+        let next = tokio::time::timeout_at((proof + quiet).into(), open.events.next()).await;
+        let now = Instant::now();
+        let changed = |source| Signal::Changed { source, listed: false };
+        match next {
+            Err(_) => {
+                self.phase = Phase::Watch(version);
+                Step::Fail(Failure::Stalled(quiet))
+            }
+            Ok(None) => {
+                let lasted = now.duration_since(open.opened);
+                if seen == 0 && lasted < MIN_WATCH_INTERVAL {
+                    self.phase = Phase::Watch(version);
+                    return Step::Fail(Failure::ShortWatch);
+                }
+                // Closed by the server at the timeout it was asked for: current until then.
+                match lasted + Duration::from_secs(1) >= open.asked {
+                    true => Step::Report(Signal::Proof { source: self.source }, Phase::Watch(version)),
+                    false => Step::Next(Phase::Watch(version)),
+                }
+            }
+            Ok(Some(Err(error))) => {
+                self.phase = Phase::Watch(version);
+                Step::Fail(Failure::of(&error))
+            }
+            Ok(Some(Ok(event))) => {
+                let version = event_version(&event).unwrap_or(version);
+                let watching = |open| Phase::Watching { open, version: version.clone(), proof: now, seen: seen + 1 };
+                match event {
+                    WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                        self.writer.apply_watcher_event(&Event::Apply(object));
+                        if self.store.len() > self.rules.max_objects {
+                            return Step::Fail(Failure::TooManyObjects(self.rules.max_objects));
+                        }
+                        Step::Report(changed(self.source), watching(open))
+                    }
+                    WatchEvent::Deleted(object) => {
+                        self.writer.apply_watcher_event(&Event::Delete(object));
+                        Step::Report(changed(self.source), watching(open))
+                    }
+                    WatchEvent::Bookmark(_) => Step::Report(Signal::Proof { source: self.source }, watching(open)),
+                    WatchEvent::Error(status) => {
+                        self.phase = Phase::Watch(version.clone());
+                        Step::Fail(Failure::of_status(&status))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The resourceVersion an event brings the watch to.
+fn event_version<K: Resource>(event: &WatchEvent<K>) -> Option<String> {
+    match event {
+        WatchEvent::Added(object) | WatchEvent::Modified(object) | WatchEvent::Deleted(object) => object.meta().resource_version.clone(),
+        WatchEvent::Bookmark(mark) => Some(mark.metadata.resource_version.clone()),
+        WatchEvent::Error(_) => None,
+    }
+}
+
+/// A server that does not offer streaming lists rejects `sendInitialEvents` as an invalid or bad
+/// request (the WatchList feature off); every other failure is retried as it is.
+fn refuses_streaming(failure: &Failure) -> bool {
+    matches!(failure, Failure::Request(text) if text.starts_with("400 ") || text.starts_with("422 "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_bound_with_jitter_and_survives_successes_until_a_quiet_period() {
+        let nominal: Vec<u64> = (1..=6).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(nominal, [1, 2, 4, 6, 6, 6]);
+        let start = Instant::now();
+        let mut streak = Backoff::default();
+        for expected in 1..=5u32 {
+            // A listing that succeeds between two failures does not reset the streak.
+            let (step, wait) = streak.failed(start + Duration::from_secs(10 * u64::from(expected)));
+            assert_eq!(step, expected);
+            let nominal = backoff(step);
+            assert!(wait >= nominal / 2 && wait <= nominal, "{wait:?} within half of {nominal:?} and all of it");
+        }
+        let (step, _) = streak.failed(start + Duration::from_secs(50) + QUIET_RESET + Duration::from_secs(1));
+        assert_eq!(step, 1, "forgotten after a quiet period");
+    }
+
+    #[test]
+    fn failures_are_one_line_and_name_what_went_wrong() {
+        let status = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                reason: "Forbidden".into(),
+                message: message.into(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(Failure::of(&status(410, "too old")), Failure::Gone);
+        assert_eq!(
+            Failure::of(&status(403, "pods is forbidden:\nUser \"x\"")),
+            Failure::Request("403 Forbidden: pods is forbidden: User \"x\"".into())
+        );
+        let cut = kube::Error::ReadEvents(std::io::Error::other(Refused::Truncated(12)));
+        assert_eq!(Failure::of(&cut).to_string(), "the watch stream ended inside an event (12 bytes of it read)");
+        let big = kube::Error::ReadEvents(std::io::Error::other(Refused::EventTooLarge(16)));
+        assert_eq!(Failure::of(&big).to_string(), "a watch event is larger than 16 bytes (--max-event-size)");
+        assert!(Failure::Gone.relists() && Failure::TooManyObjects(3).relists());
+        assert!(!Failure::Stalled(Duration::from_secs(35)).relists() && !Failure::ShortWatch.relists());
+    }
+
+    #[test]
+    fn only_a_refused_sendinitialevents_turns_streaming_lists_off() {
+        let status = |code: u16| kube::Error::Api(Box::new(kube::core::Status { code, ..Default::default() }));
+        assert!(refuses_streaming(&Failure::of(&status(422))));
+        assert!(refuses_streaming(&Failure::of(&status(400))));
+        assert!(!refuses_streaming(&Failure::of(&status(410))), "410 Gone relists, still streaming");
+        assert!(!refuses_streaming(&Failure::of(&status(403))));
+    }
+}
