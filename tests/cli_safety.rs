@@ -519,3 +519,23 @@ fn in_place_through_an_unchanged_symlink_after_the_prompt() {
     assert!(std::fs::read_to_string(dir.path().join("real.yaml")).unwrap().contains("10.40.0.1"), "the target is edited");
     assert_eq!(files_under(dir.path()), [PathBuf::from("pools.yaml"), PathBuf::from("real.yaml")], "no staged file left");
 }
+
+// The guided flow reads the snapshot before the questions and the file to edit after them: a
+// change to the pool made while the range was being typed was reverted by the edit.
+#[test]
+fn reserve_guided_flow_never_reverts_a_change_made_during_the_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pools.yaml");
+    write(&path, V2_POOL);
+    let mut command = support::cli::plugin_process();
+    command.args(["reserve-range", "--in-place", "-f"]).arg(&path);
+    let mut term = support::cli::terminal(command, std::time::Duration::from_secs(30));
+    term.exp_string("Range to reserve in 10.40.0.0/16").unwrap();
+    let newer = V2_POOL.replace("maskSize: 24", "maskSize: 25");
+    write(&dir.path().join("newer.yaml"), &newer);
+    std::fs::rename(dir.path().join("newer.yaml"), &path).unwrap();
+    // Refused as soon as the file is read for the edit, before the question is asked.
+    support::cli::press(&mut term, "10.40.0.1\r");
+    let (code, shown) = support::cli::finish(term);
+    assert_refused(Meddling::RenameOver, &path, &[(PathBuf::from("pools.yaml"), Err(newer.into_bytes()))], code, &shown);
+}
