@@ -378,3 +378,164 @@ fn missing_kubeconfig_entries_are_skipped() {
     assert_eq!(code, 3, "the good entry is used: the request reaches for its server: {stderr}");
     assert!(stderr.contains("cannot reach the API server https://127.0.0.1:1"), "{stderr}");
 }
+
+/// What another writer does to a manifest while an edit of it waits (issue 40, finding 5).
+#[derive(Clone, Copy, Debug)]
+enum Meddling {
+    /// Appends a document.
+    Append,
+    /// Renames a new version over it.
+    RenameOver,
+    /// Deletes it.
+    Delete,
+    /// Replaces it with a symlink to another file.
+    SymlinkSwap,
+    /// The manifest named is a symlink; it is pointed at another file.
+    Retarget,
+}
+
+const MEDDLINGS: [Meddling; 5] = [Meddling::Append, Meddling::RenameOver, Meddling::Delete, Meddling::SymlinkSwap, Meddling::Retarget];
+
+/// `dir/pools.yaml` holding `text` (for `Retarget` a symlink to `dir/real.yaml` holding it).
+fn manifest_for(dir: &Path, meddling: Meddling, text: &str) -> PathBuf {
+    let path = dir.join("pools.yaml");
+    if let Meddling::Retarget = meddling {
+        write(&dir.join("real.yaml"), text);
+        std::os::unix::fs::symlink("real.yaml", &path).unwrap();
+    } else {
+        write(&path, text);
+    }
+    path
+}
+
+fn meddle(path: &Path, meddling: Meddling) {
+    use std::io::Write;
+    let dir = path.parent().unwrap();
+    match meddling {
+        Meddling::Append => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: appended}\n")
+            .unwrap(),
+        Meddling::RenameOver => {
+            let newer = std::fs::read_to_string(path).unwrap().replace("maskSize: 24", "maskSize: 25");
+            write(&dir.join("newer.yaml"), &newer);
+            std::fs::rename(dir.join("newer.yaml"), path).unwrap();
+        }
+        Meddling::Delete => std::fs::remove_file(path).unwrap(),
+        Meddling::SymlinkSwap | Meddling::Retarget => {
+            write(&dir.join("other.yaml"), "# another file, not to be written\n");
+            std::fs::remove_file(path).unwrap();
+            std::os::unix::fs::symlink("other.yaml", path).unwrap();
+        }
+    }
+}
+
+/// Every entry under `dir`: a symlink's target, a file's bytes.
+fn entries(dir: &Path) -> Vec<(PathBuf, Result<PathBuf, Vec<u8>>)> {
+    let state = |file: &Path| std::fs::read_link(dir.join(file)).map_err(|_| std::fs::read(dir.join(file)).unwrap());
+    files_under(dir).into_iter().map(|file| (file.clone(), state(&file))).collect()
+}
+
+/// After the race: exit 1, the one line, and the other writer's change as it left it.
+fn assert_refused(meddling: Meddling, path: &Path, after_meddling: &[(PathBuf, Result<PathBuf, Vec<u8>>)], code: i32, shown: &str) {
+    assert_eq!(code, 1, "{meddling:?}: {shown}");
+    let line = format!("error: {} changed since it was read: run again", path.display());
+    // (In a terminal the line follows the prompt's cursor-show sequence.)
+    let errors: Vec<&str> = shown.lines().filter_map(|l| l.find("error:").map(|at| l[at..].trim_end())).collect();
+    assert_eq!(errors, [line], "{meddling:?}: {shown}");
+    assert_eq!(
+        entries(path.parent().unwrap()),
+        after_meddling,
+        "{meddling:?}: the other writer's change survives, nothing else is written"
+    );
+}
+
+// Issue 40, finding 5: while `reserve-range --in-place` waited at its question, another
+// writer's change was overwritten (an appended document lost, a new version reverted, a deleted
+// file recreated, a symlink's new target written).
+#[test]
+fn reserve_in_place_never_overwrites_a_change_made_at_the_prompt() {
+    for meddling in MEDDLINGS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = manifest_for(dir.path(), meddling, V2_POOL);
+        let mut command = support::cli::plugin_process();
+        command.args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path);
+        let mut term = support::cli::terminal(command, std::time::Duration::from_secs(30));
+        term.exp_string("[y/N]").unwrap();
+        meddle(&path, meddling);
+        let after_meddling = entries(dir.path());
+        support::cli::press(&mut term, "y\r");
+        let (code, shown) = support::cli::finish(term);
+        assert_refused(meddling, &path, &after_meddling, code, &shown);
+    }
+}
+
+// The same for `migrate -f --in-place`, which does not ask: the run is held between reading the
+// manifest and writing it by a FIFO named after it (read in order, it blocks until the test
+// opens it for writing).
+#[test]
+fn migrate_in_place_never_overwrites_a_change_made_after_the_read() {
+    use std::io::Write;
+    let alpha = pool("cilium.io/v2alpha1", "blue", "10.40.0.0/16", "blue");
+    for meddling in MEDDLINGS {
+        let (dir, held) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let path = manifest_for(dir.path(), meddling, &alpha);
+        let fifo = held.path().join("later.yaml");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let mut command = support::cli::plugin_process();
+        command.args(["migrate", "--in-place", "-f"]).arg(&path).arg("-f").arg(&fifo);
+        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        // Opening the FIFO's write end returns once the plugin opened it: the manifest is read.
+        let (opened, writer) = std::sync::mpsc::channel();
+        let fifo_path = fifo.clone();
+        std::thread::spawn(move || opened.send(std::fs::OpenOptions::new().write(true).open(fifo_path).unwrap()).unwrap());
+        let mut writer = writer.recv_timeout(std::time::Duration::from_secs(60)).expect("the plugin opens the FIFO");
+        meddle(&path, meddling);
+        let after_meddling = entries(dir.path());
+        writer.write_all(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated}\n").unwrap();
+        drop(writer);
+        let out = child.wait_with_output().unwrap();
+        let shown = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+        assert_refused(meddling, &path, &after_meddling, out.status.code().unwrap_or(-1), &shown);
+    }
+}
+
+// A symlink present when the manifest is read and unchanged at the prompt: the file it resolved
+// to is edited and the link kept.
+#[test]
+fn in_place_through_an_unchanged_symlink_after_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = manifest_for(dir.path(), Meddling::Retarget, V2_POOL);
+    let mut command = support::cli::plugin_process();
+    command.args(["reserve-range", "blue", "10.40.0.1", "--in-place", "-f"]).arg(&path);
+    let mut term = support::cli::terminal(command, std::time::Duration::from_secs(30));
+    term.exp_string("[y/N]").unwrap();
+    support::cli::press(&mut term, "y\r");
+    let (code, shown) = support::cli::finish(term);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(std::fs::read_link(&path).unwrap(), Path::new("real.yaml"), "the link is kept");
+    assert!(std::fs::read_to_string(dir.path().join("real.yaml")).unwrap().contains("10.40.0.1"), "the target is edited");
+    assert_eq!(files_under(dir.path()), [PathBuf::from("pools.yaml"), PathBuf::from("real.yaml")], "no staged file left");
+}
+
+// The guided flow reads the snapshot before the questions and the file to edit after them: a
+// change to the pool made while the range was being typed was reverted by the edit.
+#[test]
+fn reserve_guided_flow_never_reverts_a_change_made_during_the_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pools.yaml");
+    write(&path, V2_POOL);
+    let mut command = support::cli::plugin_process();
+    command.args(["reserve-range", "--in-place", "-f"]).arg(&path);
+    let mut term = support::cli::terminal(command, std::time::Duration::from_secs(30));
+    term.exp_string("Range to reserve in 10.40.0.0/16").unwrap();
+    let newer = V2_POOL.replace("maskSize: 24", "maskSize: 25");
+    write(&dir.path().join("newer.yaml"), &newer);
+    std::fs::rename(dir.path().join("newer.yaml"), &path).unwrap();
+    // Refused as soon as the file is read for the edit, before the question is asked.
+    support::cli::press(&mut term, "10.40.0.1\r");
+    let (code, shown) = support::cli::finish(term);
+    assert_refused(Meddling::RenameOver, &path, &[(PathBuf::from("pools.yaml"), Err(newer.into_bytes()))], code, &shown);
+}

@@ -19,7 +19,7 @@ use crate::source::pools::{self, Replaced, Wording};
 use crate::source::stderr;
 use crate::source::{self, Input, atomic, files};
 use crate::terminal::{Dialoguer, Prompter};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde_json::Value;
 
 /// Conflicting writes tolerated before giving up (exit 3).
@@ -156,8 +156,8 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
         return Ok(0);
     }
     let path = locate(paths, &is_pool)?;
-    let original = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    let edited = manifest::splice(&original, &path, &is_pool, &prepared.edited)?
+    let read = read_unchanged(&path, &pool.raw, &is_pool)?;
+    let edited = manifest::splice(&read.text, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
     let write = args.dry_run == DryRun::None;
     // On a terminal a file is not rewritten unasked either; without one the named file is the
@@ -172,11 +172,25 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     let mut file = path.clone();
     if write {
         // A symlinked manifest is edited at its target; the message names both.
-        file = atomic::commit(vec![atomic::stage(std::path::Path::new(&path), edited.as_bytes(), 0o644)?])?.remove(0);
+        // Only if it is still what was read (the answer may have taken a while).
+        file = atomic::commit(vec![atomic::stage_edit(read.read.as_ref().expect("a path"), edited.as_bytes())?])?.remove(0);
     }
     let outcome = Outcome { written: write, resource_version: None, conflicts: 0, file: Some(file), previewed: ask };
     ctx.record(&result_text(ctx, &snapshot.origin, &prepared, args.dry_run, outcome))?;
     Ok(0)
+}
+
+/// The text of `path` to edit, read once more, now remembering what was read (`fingerprint`).
+/// Its pool document must still be the one analysed (`raw`, read with the snapshot, maybe a
+/// guided flow ago): else the edit would write back the pool as it was then.
+fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::TextFile> {
+    let file = files::read(&[path.to_string()])?.remove(0);
+    let documents = manifest::parse(&file.text, path)?;
+    let now = documents.iter().flat_map(pool::pool_objects).find(|v| is_pool(v));
+    if now != Some(raw) {
+        return Err(error::condition(format!("{path} changed since it was read: run again")));
+    }
+    Ok(file)
 }
 
 /// The file (not stdin) holding the pool document.

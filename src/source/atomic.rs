@@ -11,8 +11,14 @@
 //!
 //! A symlinked target is written through: its final target is replaced and the link kept. A
 //! target with several hard links is refused, since a rename would split them.
+//!
+//! An edit of a file that was read ([`stage_edit`]) is compare-and-swap (`fingerprint`): it
+//! goes to the path resolved when the file was read, and every such file is checked to be still
+//! what was read before the first rename and again just before its own; a changed one is not
+//! replaced (exit 1, `<path> changed since it was read: run again`).
 
-use crate::error::input;
+use super::fingerprint::Fingerprint;
+use crate::error::{condition, input};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -30,17 +36,17 @@ pub struct Staged {
     pub path: PathBuf,
     /// The file that is replaced: `path`, or its symlink's final target.
     pub target: PathBuf,
+    /// What the file was when read, for an edit: it must still be that when it is replaced.
+    read: Option<Fingerprint>,
+    /// Whether `path` is a symlink to `target`.
+    link: bool,
     tmp: tempfile::NamedTempFile,
 }
 
 impl Staged {
     /// `path (symlink to target)` when the two differ.
     pub fn describe(&self) -> String {
-        if self.path == self.target {
-            self.path.display().to_string()
-        } else {
-            format!("{} (symlink to {})", self.path.display(), self.target.display())
-        }
+        if !self.link { self.path.display().to_string() } else { format!("{} (symlink to {})", self.path.display(), self.target.display()) }
     }
 }
 
@@ -48,13 +54,47 @@ impl Staged {
 /// A new file gets `new_mode`; an existing one keeps its mode and owner. Nothing of `path`
 /// changes here.
 pub fn stage(path: &Path, contents: &[u8], new_mode: u32) -> Result<Staged> {
-    install_signal_cleanup();
     let existing = std::fs::symlink_metadata(path).ok();
-    let target = match &existing {
-        Some(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
-            .map_err(|e| input(format!("{} is a symlink whose target cannot be resolved: {e}; nothing was written", path.display())))?,
-        _ => path.to_path_buf(),
+    let (target, link) = match &existing {
+        Some(m) if m.file_type().is_symlink() => (
+            std::fs::canonicalize(path)
+                .map_err(|e| input(format!("{} is a symlink whose target cannot be resolved: {e}; nothing was written", path.display())))?,
+            true,
+        ),
+        _ => (path.to_path_buf(), false),
     };
+    stage_at(Staged::place(path, target, None, link), contents, new_mode)
+}
+
+/// Writes the edit of a file that was read beside the file `read` resolved to (never beside a
+/// target a symlink points to since), ready to replace it if it is still what was read
+/// ([`commit`] checks). It keeps the file's mode and owner.
+pub fn stage_edit(read: &Fingerprint, contents: &[u8]) -> Result<Staged> {
+    stage_at(Staged::place(&read.path, read.resolved.clone(), Some(read.clone()), read.was_link), contents, 0o644)
+}
+
+/// Where a [`Staged`] goes, before its temporary file exists.
+struct Place {
+    path: PathBuf,
+    target: PathBuf,
+    read: Option<Fingerprint>,
+    link: bool,
+}
+
+impl Staged {
+    fn place(path: &Path, target: PathBuf, read: Option<Fingerprint>, link: bool) -> Place {
+        Place { path: path.to_path_buf(), target, read, link }
+    }
+
+    /// The refusal when the file is no longer what was read (`None`: it is, or nothing was read).
+    fn changed(&self) -> Option<String> {
+        self.read.as_ref().filter(|read| read.check().is_err()).map(Fingerprint::changed)
+    }
+}
+
+fn stage_at(place: Place, contents: &[u8], new_mode: u32) -> Result<Staged> {
+    install_signal_cleanup();
+    let Place { path, target, read, link } = place;
     let meta = std::fs::metadata(&target).ok();
     if let Some(m) = &meta {
         if !m.is_file() {
@@ -75,7 +115,7 @@ pub fn stage(path: &Path, contents: &[u8], new_mode: u32) -> Result<Staged> {
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}; nothing was written", dir.display()))?;
     PENDING.lock().unwrap_or_else(|e| e.into_inner()).push(tmp.path().to_path_buf());
-    let staged = Staged { path: path.to_path_buf(), target: target.clone(), tmp };
+    let staged = Staged { path, target: target.clone(), read, link, tmp };
     // Held until the file is renamed or removed: a later run leaves locked files alone.
     staged.tmp.as_file().try_lock().ok();
     let file = staged.tmp.as_file();
@@ -106,19 +146,33 @@ fn list(items: &[String]) -> String {
 }
 
 /// Renames every staged file over its target, in order; returns their descriptions. The signal
-/// handler waits until this returns.
+/// handler waits until this returns. An edited file that is no longer what was read is not
+/// replaced: all are checked before the first rename, each again just before its own.
 pub fn commit(staged: Vec<Staged>) -> Result<Vec<String>> {
     let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    // Each staged file is renamed or, dropped, removed before this returns.
+    pending.retain(|p| !staged.iter().any(|s| s.tmp.path() == p));
+    if let Some(changed) = staged.iter().find_map(Staged::changed) {
+        return Err(condition(changed));
+    }
     let mut written = Vec::new();
     let mut rest = staged.into_iter();
     while let Some(file) = rest.next() {
         let description = file.describe();
-        let tmp_path = file.tmp.path().to_path_buf();
-        pending.retain(|p| p != &tmp_path);
         let dir = file.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let not_written = |rest: std::vec::IntoIter<Staged>| -> Vec<String> {
+            std::iter::once(description.clone()).chain(rest.map(|s| s.describe())).collect()
+        };
+        if let Some(changed) = file.changed() {
+            return Err(condition(format!("{changed}; already replaced: {}; not replaced: {}", list(&written), list(&not_written(rest)))));
+        }
         if let Err(e) = file.tmp.persist(&file.target) {
-            let not_written = std::iter::once(description.clone()).chain(rest.map(|s| s.describe())).collect();
-            return Err(anyhow::Error::new(PartialWrite { failed: description, cause: e.error.to_string(), written, not_written }));
+            return Err(anyhow::Error::new(PartialWrite {
+                failed: description.clone(),
+                cause: e.error.to_string(),
+                written,
+                not_written: not_written(rest),
+            }));
         }
         // Make the rename itself durable.
         if let Ok(d) = std::fs::File::open(&dir) {

@@ -30,6 +30,8 @@ pub struct TextFile {
     pub name: String,
     pub path: Option<PathBuf>,
     pub text: String,
+    /// What the file was when read, for an edit in place (`fingerprint`); `None` for stdin.
+    pub read: Option<super::fingerprint::Fingerprint>,
 }
 
 /// The snapshot of what `files` hold (before `Snapshot::set_origin`).
@@ -142,13 +144,18 @@ fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
     })
 }
 
-/// The text of every path; directories are walked recursively in sorted order.
+/// The text of every path, as read for an edit; directories are walked recursively in sorted
+/// order.
 pub fn read(paths: &[String]) -> Result<Vec<TextFile>> {
     let mut files = Vec::new();
     each_input(paths, &mut |path| {
         files.push(match path {
-            None => TextFile { name: "-".into(), path: None, text: read_text(std::io::stdin().lock(), "standard input")? },
-            Some(path) => read_file(path)?,
+            None => TextFile { name: "-".into(), path: None, text: read_text(std::io::stdin().lock(), "standard input")?, read: None },
+            Some(path) => {
+                let name = path.display().to_string();
+                let (text, read) = super::fingerprint::read(&path, |file| read_text(file, &name))?;
+                TextFile { name, path: Some(path), text, read: Some(read) }
+            }
         });
         Ok(())
     })?;
@@ -326,7 +333,7 @@ fn read_file(path: PathBuf) -> Result<TextFile> {
     let name = path.display().to_string();
     let reader = std::fs::File::open(&path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
     let text = read_text(reader, &name)?;
-    Ok(TextFile { name, path: Some(path), text })
+    Ok(TextFile { name, path: Some(path), text, read: None })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod client;
 pub mod cluster;
 pub mod comments;
 pub mod files;
+pub mod fingerprint;
 pub mod fleet;
 pub mod inputs;
 pub mod limits;

@@ -9,15 +9,16 @@ use crate::escape::{Field, field};
 use crate::migrate::manifests::{self, changed_documents, unified_diff};
 use crate::model::Dialect;
 use crate::model::pool::pool_objects;
+use crate::source::fingerprint::Fingerprint;
 use crate::source::inputs::LoadedFile;
 use crate::source::{atomic, files};
 use anyhow::{Context as _, Result};
-use std::path::PathBuf;
 
 /// One input file and its conversion.
 struct ConvertedFile {
     name: String,
-    path: Option<PathBuf>,
+    /// What the file was when read: it is rewritten only if it still is.
+    read: Option<Fingerprint>,
     before: String,
     outcome: manifests::Outcome,
 }
@@ -32,7 +33,7 @@ pub fn run(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     if args.check {
         return check_manifests(&results, target, ctx);
     }
-    if args.in_place && results.iter().any(|r| r.path.is_none()) {
+    if args.in_place && results.iter().any(|r| r.read.is_none()) {
         return Err(input("--in-place cannot rewrite standard input"));
     }
     if writes {
@@ -69,7 +70,7 @@ fn convert_all(paths: &[String], target: Dialect, in_place: bool) -> Result<Vec<
         .into_iter()
         .map(|file| {
             let outcome = manifests::convert_text(&file.text, &file.name, target).map_err(input)?;
-            Ok(ConvertedFile { name: file.name, path: file.path, before: file.text, outcome })
+            Ok(ConvertedFile { name: file.name, read: file.read, before: file.text, outcome })
         })
         .collect::<Result<Vec<_>>>()?;
     // Every pool document is checked, not only those that needed converting: a directory
@@ -103,14 +104,15 @@ fn check_manifests(results: &[ConvertedFile], target: Dialect, ctx: &Context) ->
 }
 
 /// `--in-place`: every converted file rewritten, all staged before the first is replaced so an
-/// unwritable one stops the run with nothing written.
+/// unwritable one stops the run with nothing written, and only while each is still what was
+/// read (`atomic::commit`).
 fn rewrite_in_place(results: &[ConvertedFile]) -> Result<()> {
     let pending: Vec<_> = results.iter().filter(|r| r.outcome.converted > 0).collect();
     let mut staged = Vec::new();
     for file in &pending {
-        let path = file.path.as_ref().expect("standard input is refused before");
+        let read = file.read.as_ref().expect("standard input is refused before");
         staged.push(
-            atomic::stage(path, file.outcome.text.as_bytes(), 0o644)
+            atomic::stage_edit(read, file.outcome.text.as_bytes())
                 .with_context(|| format!("cannot rewrite {}; nothing was written", file.name))?,
         );
     }
