@@ -325,3 +325,46 @@ fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
     eprintln!("serve's peak resident memory: {} MiB", peak >> 20);
     assert!(peak <= SERVE_MEMORY, "serve reached {} MiB", peak >> 20);
 }
+
+#[test]
+fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let address = format!("127.0.0.1:{}", support::prometheus::free_port());
+    let mut command = support::cli::plugin_process();
+    // No object cap to speak of: only the budget stands between the flood and the process's end.
+    command
+        .args(["serve", "--listen", &address, "--request-timeout", "5s", "--max-watch-objects", "100000000", "--memory-budget", "96Mi"])
+        .arg("--kubeconfig")
+        .arg(&proxy.kubeconfig)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("start serve");
+    let stderr = support::LineReader::new(child.stderr.take().unwrap());
+    let mut serve = Served { address, process: support::KillOnDrop(child) };
+    let ready = |serve: &mut Served| {
+        let (_, text) = support::prometheus::get(&serve.address, "/metrics", None).unwrap_or_default();
+        text.lines().any(|l| l == "ciliumpool_exporter_ready 1")
+    };
+    let start = Instant::now();
+    while !ready(&mut serve) {
+        assert!(start.elapsed() < Duration::from_secs(90), "first sync");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    proxy.set_watch_fault(Some(("pods", WatchFault::Flood)));
+    stderr.read_until(Duration::from_secs(60), "the budget's warning", |line| line.contains("over its memory budget (--memory-budget)"));
+    std::thread::sleep(FAULT);
+    assert!(serve.process.0.try_wait().unwrap().is_none(), "serve is alive");
+    proxy.set_watch_fault(None);
+    let start = Instant::now();
+    while !ready(&mut serve) {
+        assert!(start.elapsed() < Duration::from_secs(30), "ready again after the flood");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let peak = serve.peak_memory();
+    eprintln!("serve's peak resident memory under a 96 MiB budget: {} MiB", peak >> 20);
+    assert!(peak <= 160 << 20, "serve reached {} MiB", peak >> 20);
+}

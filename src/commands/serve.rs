@@ -238,6 +238,7 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after, names)));
     let (shutdown, _) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone()));
+    let budget = tokio::spawn(crate::source::memory::watch_budget(args.memory_budget));
     warn_line!("serving /metrics, /healthz and /readyz on http://{}", args.listen);
     let interrupted = super::interrupted();
     tokio::pin!(interrupted);
@@ -248,6 +249,7 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
         result = futures::future::try_join_all(follows) => result.map(|_| ()),
     };
     // Stop accepting, let in-flight scrapes finish.
+    budget.abort();
     let _ = shutdown.send(true);
     let _ = server.await;
     result.map(|()| 0)

@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod inputs;
 pub mod limits;
+pub mod memory;
 pub mod pools;
 pub mod reflector;
 pub mod secrets;

@@ -81,6 +81,16 @@ pub enum Failure {
     ShortWatch,
     /// The store would hold more than `--max-watch-objects`.
     TooManyObjects(usize),
+    /// The process is over `serve --memory-budget` and this store was growing.
+    OverBudget,
+}
+
+/// Set while the process's resident memory is over its budget (`serve --memory-budget`): a store
+/// that would grow fails instead, and lets its objects go (`memory::watch_budget` sets it).
+pub static OVER_BUDGET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn over_budget() -> bool {
+    OVER_BUDGET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Display for Failure {
@@ -92,7 +102,8 @@ impl std::fmt::Display for Failure {
                 write!(f, "no event, bookmark or close for {}s: the watch stalled", quiet.as_secs())
             }
             Failure::ShortWatch => f.write_str("the server closed the watch at once without an event"),
-            Failure::TooManyObjects(cap) => write!(f, "more than {cap} objects (--max-watch-objects)"),
+            Failure::TooManyObjects(cap) => write!(f, "more than {cap} objects (--max-watch-objects); its objects are let go until it is listed again"),
+            Failure::OverBudget => f.write_str("the process is over its memory budget (--memory-budget) and this resource grew; its objects are let go until it is listed again"),
         }
     }
 }
@@ -123,7 +134,7 @@ impl Failure {
 
     /// After this failure the resource is listed again, not only watched again.
     fn relists(&self) -> bool {
-        matches!(self, Failure::Gone | Failure::TooManyObjects(_))
+        matches!(self, Failure::Gone | Failure::TooManyObjects(_) | Failure::OverBudget)
     }
 }
 
@@ -257,6 +268,11 @@ where
     /// Notes a failure: what follows it (a listing or a watch from the last version) after a wait.
     fn failed(&mut self, failure: Failure) -> Signal {
         let (step, wait) = self.backoff.failed(Instant::now());
+        if matches!(failure, Failure::TooManyObjects(_) | Failure::OverBudget) {
+            // What made it too large is let go now, not when a listing next succeeds.
+            self.writer.apply_watcher_event(&Event::Init);
+            self.writer.apply_watcher_event(&Event::InitDone);
+        }
         let refused_streaming = self.rules.streaming && refuses_streaming(&failure);
         self.rules.streaming &= !refused_streaming;
         // A watch that failed resumes from the version it had reached; a failed listing lists again.
@@ -283,6 +299,9 @@ where
             count += page.items.len();
             if count > self.rules.max_objects {
                 return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
+            }
+            if over_budget() {
+                return self.abandon(Failure::OverBudget);
             }
             for item in page.items {
                 self.writer.apply_watcher_event(&Event::InitApply(item));
@@ -356,6 +375,9 @@ where
                 if count >= self.rules.max_objects {
                     return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
                 }
+                if over_budget() {
+                    return self.abandon(Failure::OverBudget);
+                }
                 self.writer.apply_watcher_event(&Event::InitApply(object));
                 Step::Next(Phase::Initial { open, count: count + 1 })
             }
@@ -403,9 +425,13 @@ where
                 let watching = |open| Phase::Watching { open, version: version.clone(), proof: now, seen: seen + 1 };
                 match event {
                     WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                        let before = self.store.len();
                         self.writer.apply_watcher_event(&Event::Apply(object));
                         if self.store.len() > self.rules.max_objects {
                             return Step::Fail(Failure::TooManyObjects(self.rules.max_objects));
+                        }
+                        if self.store.len() > before && over_budget() {
+                            return Step::Fail(Failure::OverBudget);
                         }
                         Step::Report(changed(self.source), watching(open))
                     }
