@@ -275,8 +275,12 @@ fn clusters(args: &ServeArgs, ctx: &Context) -> Result<Vec<(Option<String>, Conn
 async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&str>, state: &Shared, index: usize) -> Result<()> {
     let cluster = Cluster::connect(options, namespace).await?;
     let layout = first_read(&cluster, state, index).await;
-    let watch_options =
-        WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), streaming_lists: true, max_objects: args.max_watch_objects };
+    let watch_options = WatchOptions {
+        watch_timeout: Some(STALL_WATCH_TIMEOUT),
+        streaming_lists: true,
+        max_objects: args.max_watch_objects,
+        log_every_step: true,
+    };
     let mut watch = Watch::start(&cluster, &layout, watch_options);
     let mut dirty = false;
     loop {

@@ -150,7 +150,9 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
         }
         next = error.source();
     }
-    said.join(": ")
+    let text = said.join(": ");
+    // kube's name for a failed HTTP request says nothing to a reader.
+    text.strip_prefix("ServiceError: ").map_or(text.clone(), str::to_string)
 }
 
 /// What one step of a follow means for the caller.

@@ -173,11 +173,15 @@ pub struct WatchOptions {
     pub streaming_lists: bool,
     /// The most objects each resource's store may hold.
     pub max_objects: usize,
+    /// Logs for an operator (`serve`): a line per resource when it starts failing and per
+    /// backoff step. Otherwise (a person watching `usage --watch`): one line when the watch stops
+    /// following the cluster, one when it follows it again.
+    pub log_every_step: bool,
 }
 
 impl Default for WatchOptions {
     fn default() -> WatchOptions {
-        WatchOptions { watch_timeout: None, streaming_lists: false, max_objects: MAX_WATCH_OBJECTS }
+        WatchOptions { watch_timeout: None, streaming_lists: false, max_objects: MAX_WATCH_OBJECTS, log_every_step: false }
     }
 }
 
@@ -228,6 +232,7 @@ pub struct Watch {
     signals: SelectAll<BoxStream<'static, Signal>>,
     /// Per source, in signal index order.
     health: Vec<SourceHealth>,
+    log_every_step: bool,
 }
 
 /// Starts one watch; its events become signals for the source with the next index.
@@ -279,7 +284,7 @@ impl Watch {
         let nodes = start(cluster, layout.nodes.clone(), rules, &mut signals, &mut health);
         let pods = layout.readable_pods().map(|_| start(cluster, (), rules, &mut signals, &mut health));
         let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), rules, &mut signals, &mut health));
-        Watch { pools, nodes, pods, endpoints, signals, health }
+        Watch { pools, nodes, pods, endpoints, signals, health, log_every_step: options.log_every_step }
     }
 
     /// Waits until something changed and every source has been listed once. Watch failures are
@@ -334,15 +339,23 @@ impl Watch {
                 false
             }
             Signal::Failed { source, failure, step, wait, refused_streaming } => {
+                let cluster_was_failing = self.failing();
                 let health = &mut self.health[source];
-                // One line when it starts failing and one per backoff step, not per request: the
-                // waits double up to their bound, then it stays quiet until it recovers.
-                if health.failing_since.is_none() || step == 1 || backoff(step) > backoff(step - 1) {
-                    let then = if backoff(step + 1) > backoff(step) { "" } else { "; from now on quietly, until it recovers" };
+                if self.log_every_step {
+                    // One line when it starts failing and one per backoff step, not per request:
+                    // the waits double up to their bound, then it stays quiet until it recovers.
+                    if health.failing_since.is_none() || step == 1 || backoff(step) > backoff(step - 1) {
+                        let then = if backoff(step + 1) > backoff(step) { "" } else { "; from now on quietly, until it recovers" };
+                        warn_line!(
+                            "warning: the watch of {} failed: {failure}; retrying in {:.1}s (failure {step} in a row{then})",
+                            health.resource,
+                            wait.as_secs_f64()
+                        );
+                    }
+                } else if !cluster_was_failing {
                     warn_line!(
-                        "warning: the watch of {} failed: {failure}; retrying in {:.1}s (failure {step} in a row{then})",
-                        health.resource,
-                        wait.as_secs_f64()
+                        "warning: the watch of {} stalled or failed ({failure}); following the cluster again as soon as the API server answers (retrying every 1-6 s)",
+                        health.resource
                     );
                 }
                 health.errors += 1;
@@ -355,13 +368,23 @@ impl Watch {
         }
     }
 
+    /// A source has failed since its last proof.
+    fn failing(&self) -> bool {
+        self.health.iter().any(|h| h.failing_since.is_some())
+    }
+
     /// A proof that `source`'s store is current: it is no longer failing.
     fn proved(&mut self, source: usize, now: Instant) {
         let health = &mut self.health[source];
         health.proof = now;
-        if health.failing_since.take().is_some() {
-            health.reason = None;
+        if health.failing_since.take().is_none() {
+            return;
+        }
+        health.reason = None;
+        if self.log_every_step {
             warn_line!("note: the watch of {} follows the cluster again", health.resource);
+        } else if !self.failing() {
+            warn_line!("note: the watch follows the cluster again");
         }
     }
 
