@@ -66,8 +66,9 @@ fn cpu_time(pid: u32) -> Duration {
 
 /// Finding 4: at a file-descriptor limit of 128, 150 connections that send half a request head
 /// once spun `accept()` (EMFILE in a loop: a core at 100 %) and left `/readyz` unanswered for
-/// as long as they stayed open. Now the connection cap fits the limit, the excess is closed at
-/// once, and probes are answered in the second lane within seconds, the CPU idle.
+/// as long as they stayed open. Now the connection cap fits the limit (32 + 32), the excess waits
+/// in the kernel's queue, and probes are answered within seconds (the second lane's 1 s head
+/// timeout drains it), the CPU idle.
 #[test]
 fn probes_are_answered_and_the_cpu_idle_while_half_sent_requests_hold_every_file_descriptor() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,8 +7,9 @@
 //! answer, and at most [`Limits::connections`] are served at once. Past that cap a connection is
 //! still answered, once, in a second lane of as many connections with a short head timeout
 //! ([`Limits::pressed_header`]), so that probes and scrapes, which send their request at once, are
-//! answered while slow or idle clients hold the first lane; past both it is closed at once. A
-//! failing `accept()` (no file descriptor left) is retried after a backoff, never in a loop.
+//! answered while slow or idle clients hold the first lane; past both it waits in the kernel's
+//! queue (it is not accepted) until a lane has room, which the second lane's short timeout makes
+//! soon. A failing `accept()` (no file descriptor left) is retried after a backoff, never in a loop.
 
 use super::{Shared, lock};
 use crate::render::metrics::Encoding;
@@ -90,11 +91,16 @@ pub async fn serve(listener: TcpListener, state: Shared, shutdown: watch::Sender
     let lanes = [Arc::new(Semaphore::new(limits.connections)), Arc::new(Semaphore::new(limits.connections))];
     let mut backoff = None;
     loop {
+        // Past both lanes a connection waits in the kernel's queue, not accepted, until one has room.
+        let place = tokio::select! {
+            place = room(&lanes) => place,
+            _ = stop.changed() => break,
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     backoff = None;
-                    admit(stream, &lanes, &state, &shutdown, limits);
+                    admit(stream, place, &lanes, &state, &shutdown, limits);
                 }
                 Err(_) => {
                     // Most often EMFILE: no descriptor until a connection ends.
@@ -119,17 +125,35 @@ pub async fn serve(listener: TcpListener, state: Shared, shutdown: watch::Sender
     .await;
 }
 
-/// Serves `stream` in the first lane with room, or closes it at once when both are full.
-fn admit(stream: TcpStream, lanes: &[Arc<Semaphore>; 2], state: &Shared, shutdown: &watch::Sender<bool>, limits: Limits) {
-    let (permit, header, keep_alive) = if let Ok(permit) = lanes[0].clone().try_acquire_owned() {
-        (permit, limits.header, true)
-    } else if let Ok(permit) = lanes[1].clone().try_acquire_owned() {
-        (permit, limits.pressed_header, false)
-    } else {
-        return;
-    };
+/// A place for the next connection: in the first lane when it has room, else in the first of the
+/// two that has (true: the first lane). Waits while both are full.
+async fn room(lanes: &[Arc<Semaphore>; 2]) -> (OwnedSemaphorePermit, bool) {
+    if let Ok(permit) = lanes[0].clone().try_acquire_owned() {
+        return (permit, true);
+    }
+    tokio::select! {
+        biased;
+        permit = lanes[0].clone().acquire_owned() => (permit.expect("the lanes are never closed"), true),
+        permit = lanes[1].clone().acquire_owned() => (permit.expect("the lanes are never closed"), false),
+    }
+}
+
+/// Serves `stream` in its lane: the first (kept alive, [`Limits::header`]) when it has room by now,
+/// else the second (one request, [`Limits::pressed_header`]).
+fn admit(
+    stream: TcpStream,
+    (mut permit, mut first): (OwnedSemaphorePermit, bool),
+    lanes: &[Arc<Semaphore>; 2],
+    state: &Shared,
+    shutdown: &watch::Sender<bool>,
+    limits: Limits,
+) {
+    if !first && let Ok(moved) = lanes[0].clone().try_acquire_owned() {
+        (permit, first) = (moved, true);
+    }
+    let header = if first { limits.header } else { limits.pressed_header };
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(header).keep_alive(keep_alive);
+    builder.timer(TokioTimer::new()).header_read_timeout(header).keep_alive(first);
     tokio::spawn(drive(stream, builder, state.clone(), shutdown.subscribe(), limits.lifetime, permit));
 }
 
@@ -301,22 +325,57 @@ mod tests {
     }
 
     #[test]
-    fn probes_are_answered_while_idle_connections_hold_the_cap_and_more_are_closed_at_once() {
+    fn probes_are_answered_while_idle_connections_hold_both_lanes() {
         let server = Server::start(limits(Duration::from_secs(60), 4));
         let idle: Vec<_> = (0..4).map(|_| server.half_open()).collect();
         // The first lane is full: a probe is answered in the second.
         assert_eq!(server.get("/healthz").as_deref(), Some("HTTP/1.1 200 OK"));
         assert_eq!(server.get("/readyz").as_deref(), Some("HTTP/1.1 503 Service Unavailable"));
-        // Both lanes full: the next connection is closed at once, and a probe is answered again
-        // once the second lane's idle connections reach their short head timeout.
+        // Both lanes full: the next connection waits (not accepted, no descriptor spent) until the
+        // second lane's idle connections reach their short head timeout, then it is answered.
         let mut pressed: Vec<_> = (0..4).map(|_| server.half_open()).collect();
-        let mut excess = server.half_open();
-        let closed = closed_within(&mut excess, Duration::from_secs(20));
-        assert!(closed.is_some_and(|t| t < Duration::from_secs(5)), "closed at once: {closed:?}");
+        let start = Instant::now();
+        assert_eq!(server.get("/healthz").as_deref(), Some("HTTP/1.1 200 OK"));
+        assert!(start.elapsed() < Duration::from_secs(3), "answered after the 0.5 s head timeout: {:?}", start.elapsed());
         for stream in &mut pressed {
             assert!(closed_within(stream, Duration::from_secs(20)).is_some(), "the second lane's head timeout");
         }
-        assert_eq!(server.get("/healthz").as_deref(), Some("HTTP/1.1 200 OK"));
         drop(idle);
+    }
+
+    #[test]
+    fn probes_are_answered_while_metrics_is_scraped_without_pause() {
+        let server = Server::start(limits(Duration::from_secs(10), 4));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let scrapers: Vec<_> = (0..8)
+            .map(|_| {
+                let (address, stop) = (server.address, stop.clone());
+                std::thread::spawn(move || {
+                    let mut scrapes = 0u32;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        // Kept alive while the server keeps it; a new connection when it does not.
+                        let Ok(mut stream) = std::net::TcpStream::connect(address) else { continue };
+                        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                        let mut buffer = [0u8; 65536];
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                            && stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").is_ok()
+                            && stream.read(&mut buffer).is_ok_and(|n| n > 0)
+                        {
+                            scrapes += 1;
+                        }
+                    }
+                    scrapes
+                })
+            })
+            .collect();
+        for _ in 0..10 {
+            let start = Instant::now();
+            assert_eq!(server.get("/healthz").as_deref(), Some("HTTP/1.1 200 OK"));
+            assert_eq!(server.get("/readyz").as_deref(), Some("HTTP/1.1 503 Service Unavailable"));
+            assert!(start.elapsed() < Duration::from_secs(2), "probes took {:?}", start.elapsed());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let scrapes: u32 = scrapers.into_iter().map(|s| s.join().unwrap()).sum();
+        assert!(scrapes > 10, "the scrapers were served too: {scrapes}");
     }
 }
