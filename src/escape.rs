@@ -11,8 +11,10 @@
 //! * JSON ([`json_pretty`]) and YAML (`manifest::to_yaml`): valid documents whose strings are the
 //!   exact input, the unsafe characters written as `\uXXXX`.
 //!
-//! A backslash is not escaped, so `a\nb` may be a name with a newline or with a backslash: the
-//! text formats are for reading, `-o json` gives the exact value.
+//! A backslash in a value is written `\\`, so `a\nb` is a name with a newline and `a\\nb` one with
+//! a backslash: a value is escaped once, where it is written ([`field`], [`word`], [`cell`]); the
+//! nets over the plugin's own lines ([`block`], [`net`]) keep backslashes, which by then are
+//! escapes.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -26,9 +28,39 @@ const OWN_SGR: [&str; 8] = ["\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b
 pub const CELL_CAP: usize = 253;
 
 /// Whether `c` must not reach a terminal raw: C0 controls (newline and tab included), DEL, C1
-/// controls, and the bidirectional marks, overrides and isolates that reorder what is shown.
+/// controls, and the format characters (Unicode category Cf): the bidirectional marks, overrides
+/// and isolates that reorder what is shown, and the invisible ones (zero-width space and joiners,
+/// word joiner, byte order mark, soft hyphen, tag characters) that make two names look the same.
 pub fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}')
+    c.is_control() || is_format(c)
+}
+
+/// Unicode's general category Cf (format characters), as of Unicode 16.
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 /// Whether `text` holds a character [`is_unsafe`] (it cannot be shown as it is).
@@ -45,15 +77,20 @@ pub struct Rules {
     pub colour: bool,
     /// A space written `\x20`: one word per value for `awk` and `xargs`.
     pub spaces: bool,
+    /// A backslash kept as it is: a net over text whose values were escaped already (their
+    /// backslashes are escapes by then). Otherwise a backslash is written `\\`.
+    pub backslashes: bool,
     /// At most this many characters shown, the last one `…`.
     pub cap: Option<usize>,
 }
 
 /// The one escape function: `text` with every unsafe character (and what `rules` add) written
 /// out visibly. Borrowed when nothing changes. Its output holds no unsafe character (but the
-/// colours `rules` keep, and newlines when kept) and is escaped again unchanged.
+/// colours `rules` keep, and newlines when kept); with `backslashes` kept it is escaped again
+/// unchanged (a net), otherwise each backslash doubles again (a value is escaped once).
 pub fn visible(text: &str, rules: Rules) -> Cow<'_, str> {
-    let escaped = |c: char| (is_unsafe(c) && !(rules.newlines && c == '\n')) || (rules.spaces && c == ' ');
+    let escaped =
+        |c: char| (is_unsafe(c) && !(rules.newlines && c == '\n')) || (rules.spaces && c == ' ') || (!rules.backslashes && c == '\\');
     let long = rules.cap.is_some_and(|cap| text.chars().nth(cap).is_some());
     if !long && !text.chars().any(escaped) {
         return Cow::Borrowed(text);
@@ -96,6 +133,7 @@ pub fn visible(text: &str, rules: Rules) -> Cow<'_, str> {
 /// How one character is shown: `\n`, `\t`, `\r`, `\xNN` below U+0100, else `\u{NNNN}`.
 fn escape_char(c: char) -> Cow<'static, str> {
     match c {
+        '\\' => Cow::Borrowed("\\\\"),
         '\n' => Cow::Borrowed("\\n"),
         '\t' => Cow::Borrowed("\\t"),
         '\r' => Cow::Borrowed("\\r"),
@@ -117,14 +155,20 @@ pub fn word(text: &str) -> Cow<'_, str> {
 /// A table cell: one line of at most [`CELL_CAP`] characters, one word when `words`
 /// (`--no-headers`), the plugin's own colours kept when `colour`.
 pub fn cell(text: &str, colour: bool, words: bool) -> Cow<'_, str> {
-    visible(text, Rules { colour, spaces: words, cap: Some(CELL_CAP), newlines: false })
+    visible(text, Rules { colour, spaces: words, cap: Some(CELL_CAP), newlines: false, backslashes: false })
 }
 
 /// A whole output of the plugin's own lines (a table, a report, notes): newlines kept, every
 /// other unsafe character escaped, the plugin's own colours kept when `colour`. The data inside
-/// was escaped as [`field`]s where it was written; this is the net under them.
+/// was escaped as [`field`]s where it was written; this is the net under them (backslashes kept).
 pub fn block(text: &str, colour: bool) -> Cow<'_, str> {
-    visible(text, Rules { newlines: true, colour, ..Rules::default() })
+    visible(text, Rules { newlines: true, colour, backslashes: true, ..Rules::default() })
+}
+
+/// One line of the plugin's own text whose values were escaped already (painted text inside a
+/// cell or a line that escapes it again): every unsafe character visible, backslashes kept.
+pub fn net(text: &str) -> Cow<'_, str> {
+    visible(text, Rules { backslashes: true, ..Rules::default() })
 }
 
 /// `format!("{}", Field(name))`: a value of cluster or file data inside a line.
@@ -149,12 +193,30 @@ pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Resul
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if c != '\n' && is_unsafe(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+            // A character past U+FFFF (the tag characters) is a surrogate pair in JSON.
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             out.push(c);
         }
     }
     Ok(out)
+}
+
+/// `text` as a YAML double-quoted scalar that reads back to it, every [unsafe](is_unsafe)
+/// character escaped (`\uXXXX`, `\UXXXXXXXX` past U+FFFF: YAML has no surrogate pairs).
+pub fn yaml_quoted(text: &str) -> String {
+    let json = serde_json::to_string(text).expect("strings serialize");
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c as u32 {
+            _ if !is_unsafe(c) => out.push(c),
+            code @ 0x10000.. => out.push_str(&format!("\\U{code:08x}")),
+            code => out.push_str(&format!("\\u{code:04x}")),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -203,14 +265,49 @@ mod tests {
     }
 
     #[test]
-    fn escaping_twice_changes_nothing() {
-        let text = "a\n\x1b[31m\u{202e} b\u{9b}";
-        for rules in
-            [Rules::default(), Rules { spaces: true, ..Rules::default() }, Rules { newlines: true, colour: true, ..Rules::default() }]
-        {
+    fn a_net_escapes_twice_without_change() {
+        let text = "a\n\x1b[31m\u{202e} b\u{9b}\\";
+        let kept = Rules { backslashes: true, ..Rules::default() };
+        for rules in [kept, Rules { spaces: true, ..kept }, Rules { newlines: true, colour: true, ..kept }] {
             let once = visible(text, rules).into_owned();
             assert_eq!(visible(&once, rules), once);
         }
+        // What a value's escape writes, a net leaves as it is.
+        let value = field(text).into_owned();
+        assert_eq!(block(&value, false), value);
+        assert_eq!(net(&value), value);
+    }
+
+    #[test]
+    fn a_backslash_in_a_value_is_doubled_so_no_name_reads_like_another() {
+        // A name holding a newline and one holding a backslash and an `n` no longer look alike.
+        assert_eq!(field("a\nb"), "a\\nb");
+        assert_eq!(field("a\\nb"), "a\\\\nb");
+        assert_ne!(field("a\nb"), field("a\\nb"));
+        assert_eq!(word("c:\\x y"), "c:\\\\x\\x20y");
+        assert_eq!(cell("\\u{202e}", false, false), "\\\\u{202e}");
+        assert_eq!(Field("\\").to_string(), "\\\\");
+        // The nets over the plugin's own lines keep a backslash: it is an escape by then.
+        assert_eq!(block("x\\ny\n", false), "x\\ny\n");
+    }
+
+    #[test]
+    fn invisible_format_characters_become_visible() {
+        for c in ['\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}', '\u{ad}', '\u{180e}', '\u{2064}', '\u{e0041}', '\u{e0001}'] {
+            assert!(is_unsafe(c), "{c:?}");
+            let name = format!("ad{c}min");
+            let shown = field(&name);
+            assert!(!shown.chars().any(is_unsafe) && shown != "admin", "{c:?}: {shown}");
+        }
+        assert_eq!(field("ad\u{200b}min"), "ad\\u{200b}min");
+        assert_eq!(field("\u{feff}x"), "\\u{feff}x");
+        // JSON writes a tag character as a surrogate pair; YAML as one \U escape.
+        let text = json_pretty("a\u{e0041}\u{200d}").unwrap();
+        assert_eq!(text, "\"a\\udb40\\udc41\\u200d\"");
+        assert_eq!(serde_json::from_str::<String>(&text).unwrap(), "a\u{e0041}\u{200d}");
+        let quoted = yaml_quoted("a\u{e0041}\u{200d}\\\n\"");
+        assert_eq!(quoted, "\"a\\U000e0041\\u200d\\\\\\n\\\"\"");
+        assert_eq!(serde_saphyr::from_str::<String>(&quoted).unwrap(), "a\u{e0041}\u{200d}\\\n\"");
     }
 
     #[test]

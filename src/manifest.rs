@@ -12,6 +12,7 @@
 use crate::error::input;
 use anyhow::Result;
 use serde_json::Value;
+use std::borrow::Cow;
 
 mod patch;
 
@@ -128,6 +129,9 @@ pub struct Rewritten {
     pub text: String,
     /// How many documents were replaced (for JSON: 1 when the file was).
     pub changed: usize,
+    /// The first lines of the documents that could not be patched and were re-serialized whole
+    /// (anchors, aliases, tags), losing comments they held inside: the caller says so.
+    pub uncommented: Vec<usize>,
 }
 
 /// Offers every document of `text` (a YAML stream or JSON; `name` is its path, for errors) to
@@ -138,12 +142,14 @@ pub struct Rewritten {
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
     if let Some(value) = as_json(text, name)? {
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
-            Some(new) => Rewritten { text: crate::escape::json_pretty(&new).expect("JSON values serialize") + "\n", changed: 1 },
-            None => Rewritten { text: text.to_string(), changed: 0 },
+            Some(new) => {
+                Rewritten { text: crate::escape::json_pretty(&new).expect("JSON values serialize") + "\n", changed: 1, uncommented: vec![] }
+            }
+            None => Rewritten { text: text.to_string(), changed: 0, uncommented: vec![] },
         });
     }
     let mut out = String::with_capacity(text.len());
-    let mut changed = 0;
+    let (mut changed, mut uncommented) = (0, Vec::new());
     let all = documents(text);
     for (index, document) in all.iter().enumerate() {
         let next = all.get(index + 1).map_or("", |d| d.text);
@@ -168,8 +174,11 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
                 match patch::patch(document.text, old, &new, break_).filter(reads_back) {
                     Some(text) => out.push_str(&text),
                     None => {
-                        let (head, tail) = document.kept();
-                        out.push_str(head);
+                        let (head, tail, body) = document.kept();
+                        if document.text.get(body..document.text.len() - tail.len()).is_some_and(patch::has_comment) {
+                            uncommented.push(document.first_line());
+                        }
+                        out.push_str(&head);
                         out.push_str(&in_breaks(&to_yaml(&new), break_));
                         out.push_str(tail);
                     }
@@ -178,7 +187,21 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
             None => out.push_str(document.text),
         }
     }
-    Ok(Rewritten { text: out, changed })
+    Ok(Rewritten { text: out, changed, uncommented })
+}
+
+/// The note for a file whose documents at `lines` were re-serialized without their comments
+/// ([`Rewritten::uncommented`]); `None` when there are none.
+pub fn uncommented_note(name: &str, lines: &[usize]) -> Option<String> {
+    let (first, more) = lines.split_first()?;
+    let (which, it) = if more.is_empty() {
+        (format!("the document at line {first} was"), "it")
+    } else {
+        (format!("the documents at lines {} were", lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")), "them")
+    };
+    Some(format!(
+        "note: {name}: {which} written whole (anchors, aliases or tags cannot be edited in place), without the comments inside {it}"
+    ))
 }
 
 /// One object as a YAML document (no leading `---`, newline-terminated). A string holding a
@@ -200,7 +223,7 @@ pub fn to_yaml(value: &Value) -> String {
     let text = serde_saphyr::to_string(swapped.as_ref().unwrap_or(value)).expect("JSON values serialize to YAML");
     let mut text = text.strip_prefix("---\n").unwrap_or(&text).to_string();
     for (i, original) in quoted.iter().enumerate() {
-        let json = crate::escape::json_pretty(original).expect("strings serialize");
+        let json = crate::escape::yaml_quoted(original);
         let placeholder = format!("{marker}{i}-end");
         let key = format!("{placeholder}:");
         match text.find(&key) {
@@ -267,6 +290,11 @@ fn placeholder(s: &str, newline_ok: bool, marker: &str, quoted: &mut Vec<String>
 /// with `replacement` in `text`, re-serializing only its document. `None` when no document holds
 /// the object.
 pub fn splice(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool, replacement: &Value) -> Result<Option<String>> {
+    Ok(splice_rewritten(text, name, matches, replacement)?.map(|out| out.text))
+}
+
+/// [`splice`], with what [`Rewritten`] tells (the document re-serialized without its comments).
+pub fn splice_rewritten(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool, replacement: &Value) -> Result<Option<Rewritten>> {
     let mut found = false;
     let out = rewrite(text, name, &mut |doc| {
         if found {
@@ -276,7 +304,7 @@ pub fn splice(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool, replacem
         found = replace_in(&mut doc, matches, replacement);
         Ok(found.then_some(doc))
     })?;
-    Ok(found.then_some(out.text))
+    Ok(found.then_some(out))
 }
 
 /// Replaces the object in place: the value itself, or an item of a list / `kind: *List`.
@@ -311,6 +339,19 @@ fn is_document_start(line: &str) -> bool {
     line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
+/// Whether `text` is the directives of the document whose `---` line follows (`%YAML 1.2`,
+/// `%TAG …`, between blank and comment lines): they belong to that document.
+fn is_directives(text: &str) -> bool {
+    let directive = |l: &str| l.starts_with('%');
+    yaml_lines(text).any(directive) && yaml_lines(text).all(|l| directive(l) || l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
+/// Whether a document's text starts with directives (`%YAML 1.2`) before its `---` line: printed
+/// after another document, it must follow a `...` end marker.
+pub fn starts_with_directives(text: &str) -> bool {
+    Document { line: 1, text }.directives() > 0
+}
+
 /// Whether a line is a `...` document end marker: what follows it is another document, with or
 /// without a `---` line.
 fn is_document_end(line: &str) -> bool {
@@ -326,25 +367,42 @@ fn is_bare_marker(line: &str) -> bool {
 impl<'a> Document<'a> {
     /// The line of the document's content: past its `---` line, unless that line holds content.
     fn first_line(&self) -> usize {
-        let first = yaml_lines(self.text).next().unwrap_or_default();
-        if is_bare_marker(first) { self.line + 1 } else { self.line }
+        let directives = self.directives();
+        let first = yaml_lines(&self.text[directives..]).next().unwrap_or_default();
+        self.line + yaml_lines(&self.text[..directives]).count() + usize::from(is_bare_marker(first))
     }
 
     /// What is kept around a re-serialized document: before it, the bare `---` line (a `---` line
     /// holding content becomes `---`) and the leading comments; after it, a `...` end marker and
     /// what follows it.
-    fn kept(&self) -> (&'a str, &'a str) {
-        let mut lines = yaml_lines(self.text).peekable();
-        let mut head = 0;
+    /// Directives (`%YAML 1.2`) and the comments among them are kept byte for byte.
+    /// The third part is where what is not kept starts in the text.
+    fn kept(&self) -> (Cow<'a, str>, &'a str, usize) {
+        let directives = self.directives();
+        let mut lines = yaml_lines(&self.text[directives..]).peekable();
+        let mut head = directives;
         if lines.peek().is_some_and(|l| is_document_start(l)) {
             let marker = lines.next().expect("peeked");
             if !is_bare_marker(marker) {
-                return ("---\n", self.tail());
+                return (Cow::Owned(format!("{}---\n", &self.text[..directives])), self.tail(), directives);
             }
-            head = marker.len();
+            head += marker.len();
         }
         head += lines.take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#')).map(str::len).sum::<usize>();
-        (&self.text[..head], self.tail())
+        (Cow::Borrowed(&self.text[..head]), self.tail(), head)
+    }
+
+    /// How many bytes of directive lines (with the blank and comment lines among them) stand
+    /// before the document's `---` line; 0 without directives.
+    fn directives(&self) -> usize {
+        let mut offset = 0;
+        for line in yaml_lines(self.text) {
+            if is_document_start(line) {
+                return if is_directives(&self.text[..offset]) { offset } else { 0 };
+            }
+            offset += line.len();
+        }
+        0
     }
 
     /// From the document's `...` end marker on; empty without one.
@@ -406,7 +464,7 @@ pub fn documents(text: &str) -> Vec<Document<'_>> {
     let mut documents = Vec::new();
     let (mut start, mut start_line, mut offset) = (0, 1, 0);
     for (index, line) in yaml_lines(text).enumerate() {
-        if is_document_start(line) && offset > start {
+        if is_document_start(line) && offset > start && !is_directives(&text[start..offset]) {
             documents.push(Document { line: start_line, text: &text[start..offset] });
             (start, start_line) = (offset, index + 1);
         }

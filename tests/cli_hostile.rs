@@ -22,9 +22,12 @@ const ALPHABET: &[char] = &[
     '"', '\'', '\\', ':', '#', '-', '/', '{', '}', '=', ',', '[', ']', 'a', 'b', 'x', '0', '9', '.', 'é', '名',
 ];
 
+/// Invisible format characters (issue 40): a zero-width space, a BOM, a tag character.
+const INVISIBLE: &[char] = &['\u{200b}', '\u{feff}', '\u{e0041}'];
+
 fn hostile_text() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => proptest::collection::vec(proptest::sample::select(ALPHABET), 1..24).prop_map(|c| c.into_iter().collect::<String>()),
+        8 => proptest::collection::vec(proptest::sample::select([ALPHABET, INVISIBLE].concat()), 1..24).prop_map(|c| c.into_iter().collect::<String>()),
         1 => Just("x\u{1b}]52;c;aGk=\u{7}".to_string() + &"n".repeat(10_000)),
     ]
 }
@@ -479,4 +482,24 @@ fn migrate_prints_the_files_bytes_into_a_pipe_and_escapes_them_on_a_terminal() {
     assert_eq!(code, 0, "{shown}");
     assert!(!shown.chars().any(|c| is_raw_control(c) && c != '\r'), "{shown:?}");
     assert!(shown.contains("node\\u{202e}evil") && shown.contains("blue"), "{shown}");
+}
+
+/// Issue 40, finding 7: a name holding a backslash and an `n` read like a name holding a newline
+/// (the backslash was not escaped), and a zero-width space passed raw (`admin` and `ad\u{200b}min`
+/// looked the same). Now a backslash in a value is `\\` and every format character is escaped,
+/// in tables, `-o name` and on stderr.
+#[test]
+fn a_backslash_or_an_invisible_character_cannot_make_two_names_look_alike() {
+    let mut h = Hostile::plain();
+    h.pools = ["a\nb".into(), "a\\nb".into(), "ad\u{200b}min".into()];
+    let ran = run_on(&h, &["usage", "-o", "name"]);
+    let records: BTreeSet<&str> = ran.stdout.lines().collect();
+    let expected = ["ciliumpodippool.cilium.io/a\\nb", "ciliumpodippool.cilium.io/a\\\\nb", "ciliumpodippool.cilium.io/ad\\u{200b}min"];
+    assert_eq!(records, BTreeSet::from(expected), "{}", ran.stdout);
+    let table = run_on(&h, &["usage"]);
+    assert!(table.stdout.contains("a\\\\nb") && table.stdout.contains("ad\\u{200b}min"), "{}", table.stdout);
+    assert!(!table.stdout.contains('\u{200b}'), "{}", table.stdout);
+    // On stderr, through the one line escape (a warning naming the pool).
+    let listed = run_on(&h, &["reserve-range", "--list", "a\\nb"]);
+    assert!(listed.stderr.contains("No reserved ranges in pool a\\\\nb."), "{}", listed.stderr);
 }

@@ -304,3 +304,45 @@ spec:
     assert_eq!(at("+    cilium.io/migrated-to-v2: \"true\""), at("     team: net") + 1, "{diff}");
     assert!(!diff.contains("+  annotations:"), "the annotated pool keeps its one annotations map: {diff}");
 }
+
+/// Issue 40, finding 7: `%YAML 1.1` / `%YAML 1.2` directives were split off as documents of their
+/// own and the file refused; the converted file keeps them byte for byte, and the printed stream
+/// stays valid YAML (a directive after another document follows a `...` end marker).
+#[test]
+fn yaml_directives_are_kept_by_the_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = |name: &str| {
+        format!(
+            "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {{name: {name}}}\nspec: {{ipv4: {{cidrs: [10.1.0.0/16], maskSize: 24}}}}\n"
+        )
+    };
+    let text = format!("%YAML 1.1\n---\n{}...\n%YAML 1.2\n--- # second\n{}", pool("a"), pool("b"));
+    let file = dir.path().join("pools.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let printed = plugin().args(["migrate", "-f"]).arg(&file).assert().success().get_output().stdout.clone();
+    let printed = String::from_utf8(printed).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&printed).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    assert_eq!(docs.iter().filter(|d| d["apiVersion"] == "cilium.io/v2").count(), 2, "{printed}");
+    plugin().args(["migrate", "--in-place", "-f"]).arg(&file).assert().success();
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with("%YAML 1.1\n---\napiVersion: cilium.io/v2\n"), "{after}");
+    assert!(after.contains("...\n%YAML 1.2\n--- # second\napiVersion: cilium.io/v2\n"), "{after}");
+}
+
+/// Issue 40, finding 7: a pool document with an alias cannot be patched in place and is written
+/// whole; its comments were dropped without a word. One note names the file and the line.
+#[test]
+fn a_converted_document_written_whole_says_its_comments_were_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: a}\nspec:\n  ipv4: &v4 {cidrs: [10.1.0.0/16], maskSize: 24}  # the range of team a\n  extra: *v4\n";
+    let file = dir.path().join("pools.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = plugin().args(["migrate", "--in-place", "-f"]).arg(&file).assert().success().get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let note = format!(
+        "note: {}: the document at line 5 was written whole (anchors, aliases or tags cannot be edited in place), without the comments inside it",
+        file.display()
+    );
+    assert!(stderr.lines().any(|l| l == note), "{stderr}");
+    assert!(!std::fs::read_to_string(&file).unwrap().contains("# the range"));
+}

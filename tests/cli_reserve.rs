@@ -371,3 +371,44 @@ fn preview_without_ciliumnodes_says_allocated_blocks_are_unknown() {
     assert!(!stderr.contains("no CiliumNodes"), "{stderr}");
     assert_eq!(figure(&stderr, "allocated blocks"), ["1", "1"], "{stderr}");
 }
+
+/// Issue 40, finding 7: a `%YAML 1.2` directive before the document was read by `usage` but the
+/// editor split it off as a document of its own and refused it. It is kept byte for byte now.
+#[test]
+fn a_yaml_directive_is_kept_by_the_in_place_edit() {
+    let fx = Fixture::new();
+    let text = format!("%YAML 1.2\n# directive above\n{}", BLUE.replacen("# pools of cluster test\n", "--- # pools of cluster test\n", 1));
+    std::fs::write(fx.pools(), &text).unwrap();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.255.254", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let after = fx.read();
+    assert!(after.starts_with("%YAML 1.2\n# directive above\n--- # pools of cluster test\n"), "{after}");
+    assert!(after.contains("end: \"10.40.255.254\"") || after.contains("end: 10.40.255.254"), "{after}");
+    assert!(after.ends_with(BLUE.split_once("---\n").unwrap().1), "the other documents are copied: {after}");
+}
+
+/// Issue 40, finding 7: a document the patcher cannot edit in place (an alias) is written whole,
+/// without its comments; that used to happen without a word. Now one note names the file and line.
+#[test]
+fn a_document_written_whole_says_its_comments_were_not_kept() {
+    let fx = Fixture::new();
+    let aliased = BLUE.replacen(
+        "  namespaceSelector:\n    matchLabels:\n      team: blue\n",
+        "  namespaceSelector: &sel\n    matchLabels:\n      team: blue  # owner\n  podSelector: *sel\n",
+        1,
+    );
+    std::fs::write(fx.pools(), &aliased).unwrap();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.255.254", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let path = fx.pools().display().to_string();
+    let note = format!(
+        "note: {path}: the document at line 1 was written whole (anchors, aliases or tags cannot be edited in place), without the comments inside it"
+    );
+    assert_eq!(err.lines().filter(|l| l.starts_with("note: ")).collect::<Vec<_>>(), [note.as_str()], "{err}");
+    assert!(!fx.read().contains("# owner"), "the comment is gone, as the note says");
+    // A document that is patched keeps its comments and gets no note.
+    let fx = Fixture::new();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.255.254", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("note: ") && fx.read().contains("NET-1   # keep"), "{err}");
+}

@@ -4,7 +4,6 @@ use super::{Context, analyze};
 use crate::allocator::lookup::{IpAnswer, lookup};
 use crate::cli::IpArgs;
 use crate::error::input;
-use crate::escape::field;
 use crate::model::{Addr, Prefix};
 use crate::render::ip::Ip;
 use anyhow::Result;
@@ -28,7 +27,7 @@ pub fn parse(addresses: &[String]) -> Result<Vec<Addr>> {
         single.ok_or_else(|| {
             input(format!(
                 "\"{}\" is not an IP address; pass IPv4 or IPv6 addresses such as 10.40.3.17, 10.40.3.17/32 or fd00:10::1a (for a CIDR, use inspect)",
-                field(text)
+                text
             ))
         })
     };

@@ -113,7 +113,7 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
     if listed.ranges.is_empty() && listed.invalid.is_empty() && matches!(ctx.format, Format::Table | Format::Wide) {
         // An empty table is no header alone: say so on stderr, as kubectl's "No resources found".
         let whose = match names.as_slice() {
-            [name] => format!("pool {}", crate::escape::Field(name)),
+            [name] => format!("pool {name}"),
             _ => "any pool".to_string(),
         };
         warn_line!("No reserved ranges in {whose}.");
@@ -157,8 +157,12 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     }
     let path = locate(paths, &is_pool)?;
     let read = read_unchanged(&path, &pool.raw, &is_pool)?;
-    let edited = manifest::splice(&read.text, &path, &is_pool, &prepared.edited)?
+    let rewritten = manifest::splice_rewritten(&read.text, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
+    if let Some(note) = manifest::uncommented_note(&path, &rewritten.uncommented) {
+        warn_line!("{note}");
+    }
+    let edited = rewritten.text;
     let write = args.dry_run == DryRun::None;
     // On a terminal a file is not rewritten unasked either; without one the named file is the
     // user's instruction (the preview is printed, the change is in the repository's diff).

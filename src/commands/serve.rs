@@ -94,7 +94,9 @@ impl State {
         let statuses: Vec<(Option<&str>, Status)> = self.clusters.iter().map(|c| (c.name.as_deref(), self.status_of(c))).collect();
         let reasons: Vec<String> = statuses
             .iter()
-            .filter_map(|(name, s)| Some(name.map_or(String::new(), |n| format!("cluster {n}: ")) + s.reason.as_deref()?))
+            .filter_map(|(name, s)| {
+                Some(name.map_or(String::new(), |n| format!("cluster {}: ", crate::escape::Field(n))) + s.reason.as_deref()?)
+            })
             .collect();
         let staleness = statuses.iter().map(|(_, s)| s.staleness).fold(0.0, f64::max);
         let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
@@ -231,13 +233,20 @@ fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
 
 pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     let clusters = clusters(&args, ctx)?;
+    for name in clusters.iter().filter_map(|(name, _)| name.as_deref()).filter(|name| crate::escape::has_unsafe(name)) {
+        // Labelled as tables show it (render::metrics::add_labelled), never left out unsaid.
+        warn_line!(
+            "warning: context {name}: the name holds characters a terminal would act on; its series are labelled cluster=\"{}\" (escaped as tables show it)",
+            crate::escape::field(name)
+        );
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| crate::error::input(format!("--listen {}: cannot listen there ({e}); choose another address or port", args.listen)))?;
     let names = clusters.iter().map(|(name, _)| name.clone()).collect();
     let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after, names)));
     let (shutdown, _) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone()));
+    let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone(), http::Limits::new()));
     let budget = tokio::spawn(crate::source::memory::watch_budget(args.memory_budget));
     warn_line!("serving /metrics, /healthz and /readyz on http://{}", args.listen);
     let interrupted = super::interrupted();

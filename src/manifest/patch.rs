@@ -70,6 +70,11 @@ pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<Strin
     Some(out)
 }
 
+/// Whether `text` holds a YAML comment (as the parser sees it: a `#` inside a quoted string is none).
+pub fn has_comment(text: &str) -> bool {
+    Parser::new_from_str(text).map_while(Result::ok).any(|(event, _)| matches!(event, Event::Comment(..)))
+}
+
 /// The document's root node; `None` for anchors, aliases, tags, non-scalar keys or parse errors.
 fn tree(text: &str) -> Option<Node> {
     // Comments are not nodes: they stay where they are in the text.

@@ -14,6 +14,8 @@ pub struct Outcome {
     pub text: String,
     /// Pools that needed conversion (and were converted in `text`).
     pub converted: usize,
+    /// The first lines of the documents re-serialized whole, without the comments inside them.
+    pub uncommented: Vec<usize>,
 }
 
 /// Whether a pool document still needs conversion to the `target` v2 shape: it is v2alpha1, or
@@ -63,7 +65,7 @@ pub fn convert_text(text: &str, name: &str, target: Dialect) -> Result<Outcome, 
         }))
     })
     .map_err(|e| e.to_string())?;
-    Ok(Outcome { text: rewritten.text, converted })
+    Ok(Outcome { text: rewritten.text, converted, uncommented: rewritten.uncommented })
 }
 
 /// One document that a conversion changed, as it stands in the converted text.
@@ -143,7 +145,10 @@ mod tests {
         // Only the changed values are rewritten: the comment in the converted document stays.
         assert!(out.text.contains("  name: a # lost\n"), "{}", out.text);
         // Idempotent.
-        assert_eq!(convert_text(&out.text, "s.yaml", Dialect::UpstreamV2).unwrap(), Outcome { text: out.text.clone(), converted: 0 });
+        assert_eq!(
+            convert_text(&out.text, "s.yaml", Dialect::UpstreamV2).unwrap(),
+            Outcome { text: out.text.clone(), converted: 0, uncommented: vec![] }
+        );
     }
 
     #[test]

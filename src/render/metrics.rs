@@ -354,10 +354,14 @@ pub const EOF: &str = "# EOF\n";
 
 /// Adds `more` to `families`, each sample labelled `cluster` first when one is given (a fleet:
 /// `usage -o openmetrics` and `serve` label the same way); a family already there takes the samples,
-/// since OpenMetrics wants a family's samples together.
+/// since OpenMetrics wants a family's samples together. The cluster is named as tables show it
+/// (`escape::field`): a context name holding a character a terminal would act on is labelled with
+/// its visible escape (`\u{202e}`, a backslash doubled) instead of leaving out every series of that
+/// cluster, and two names never share a label.
 pub fn add_labelled(families: &mut Vec<Family>, cluster: Option<&str>, more: Vec<Family>) {
+    let cluster = cluster.map(crate::escape::field);
     for mut family in more {
-        if let Some(cluster) = cluster {
+        if let Some(cluster) = &cluster {
             family.samples.iter_mut().for_each(|s| s.labels.insert(0, ("cluster", cluster.to_string())));
         }
         match families.iter_mut().find(|f| f.name == family.name) {

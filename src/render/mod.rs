@@ -137,7 +137,7 @@ impl Style {
 
     /// `text` (escaped as one line: it is often data) in the tone's colour when colour is on.
     pub fn paint(&self, text: &str, tone: Tone) -> String {
-        let text = escape::field(text);
+        let text = escape::net(text);
         if !self.color {
             return text.into_owned();
         }

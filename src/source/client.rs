@@ -182,8 +182,8 @@ impl Connection {
         }
         match &error {
             kube::Error::Api(status) if status.code == 403 => cluster(format!(
-                "forbidden (403): user {user} cannot {verb} {what} on {server}; ask for RBAC permission to {verb} {what}, or work offline with -f\n  server said: {}",
-                status.message
+                "forbidden (403): user {user} cannot {verb} {what} on {server}; ask for RBAC permission to {verb} {what}, or work offline with -f (the server said: {})",
+                status.message.trim()
             )),
             kube::Error::Api(status) if status.code == 401 => cluster(format!(
                 "unauthorized (401): {server} rejected the credentials of user {user}; log in again or choose another --user/--context"
@@ -314,4 +314,34 @@ pub fn pools_api(client: &kube::Client, version: &str) -> kube::Api<kube::api::D
 pub fn pools_resource(version: &str) -> kube::api::ApiResource {
     let gvk = kube::api::GroupVersionKind::gvk("cilium.io", version, "CiliumPodIPPool");
     kube::api::ApiResource::from_gvk_with_plural(&gvk, "ciliumpodippools")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection to a closed port: only its messages are used.
+    fn connection() -> Connection {
+        let config = Config::new("https://127.0.0.1:1".parse().unwrap());
+        Connection {
+            client: kube::Client::try_from(config).unwrap(),
+            server: "https://127.0.0.1:1".into(),
+            context: None,
+            user: "alice".into(),
+            timeout: None,
+            request_timeout: None,
+            exec_command: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_forbidden_request_is_one_line_with_the_servers_words() {
+        let message = "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" at the cluster scope";
+        let status = kube::core::Status { code: 403, message: message.into(), ..Default::default() };
+        let error = connection().request_failed(kube::Error::Api(Box::new(status)), "list", "pods");
+        let text = format!("{error:#}");
+        assert!(!text.contains('\n'), "one line: {text:?}");
+        assert!(text.starts_with("forbidden (403): user alice cannot list pods on https://127.0.0.1:1;"), "{text}");
+        assert!(text.ends_with(&format!("or work offline with -f (the server said: {message})")), "{text}");
+    }
 }

@@ -175,7 +175,11 @@ impl Hostile {
 }
 
 /// Whether `c` must never reach stdout or stderr raw (independent of the plugin's own rule): C0
-/// controls but the newline, DEL, C1 controls, bidirectional marks, overrides and isolates.
+/// controls but the newline, DEL, C1 controls, bidirectional marks, overrides and isolates, and
+/// the invisible format characters (zero-width space and joiners, word joiner, BOM, soft hyphen,
+/// tag characters).
 pub fn is_raw_control(c: char) -> bool {
-    (c.is_control() && c != '\n') || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
 }

@@ -27,8 +27,13 @@ pub fn free_port() -> u16 {
 /// `GET http://HOST:PORT/PATH` as HTTP/1.0 (the answer ends with the connection, no chunking):
 /// the status code and the body. `accept` is sent as the `Accept` header when given.
 pub fn get(address: &str, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    get_within(address, path, accept, Duration::from_secs(30))
+}
+
+/// [`get`] waiting at most `bound` for each read of the answer.
+pub fn get_within(address: &str, path: &str, accept: Option<&str>, bound: Duration) -> std::io::Result<(u16, String)> {
     let mut stream = std::net::TcpStream::connect(address)?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.set_read_timeout(Some(bound))?;
     let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
     write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n{accept}\r\n")?;
     let mut answer = String::new();

@@ -36,6 +36,11 @@ pub fn run(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
     if args.in_place && results.iter().any(|r| r.read.is_none()) {
         return Err(input("--in-place cannot rewrite standard input"));
     }
+    for file in &results {
+        if let Some(note) = crate::manifest::uncommented_note(&file.name, &file.outcome.uncommented) {
+            warn_line!("{note}");
+        }
+    }
     if writes {
         rewrite_in_place(&results)?;
     }
@@ -134,8 +139,15 @@ fn print_changed(results: &[ConvertedFile], ctx: &Context) -> Result<()> {
     for file in results {
         for doc in changed_documents(&file.before, &file.outcome.text) {
             let position = if doc.of > 1 { format!(", document {} of {} (line {})", doc.index, doc.of, doc.line) } else { String::new() };
-            out.push_str(&format!("---\n# Source: {}{position}\n", field(&file.name)));
-            out.push_str(without_bare_start(doc.text));
+            if crate::manifest::starts_with_directives(doc.text) {
+                // Directives stand before their document's own `---`, after the previous one ended.
+                out.push_str(if out.is_empty() { "" } else { "...\n" });
+                out.push_str(&format!("# Source: {}{position}\n", field(&file.name)));
+                out.push_str(doc.text);
+            } else {
+                out.push_str(&format!("---\n# Source: {}{position}\n", field(&file.name)));
+                out.push_str(without_bare_start(doc.text));
+            }
             if !out.ends_with('\n') {
                 out.push('\n');
             }
