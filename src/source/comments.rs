@@ -51,6 +51,9 @@ pub struct CommentRuns<R> {
     /// The last line was a simple entry of a root sequence (see the module's text), which was
     /// passed on: further simple entries right after it add nothing.
     in_entries: bool,
+    /// A bare `---` was passed on and only blank and comment lines followed it: the document it
+    /// starts is empty so far, and another bare `---` adds nothing.
+    after_start: bool,
 }
 
 /// Where the reader is in the current line.
@@ -61,6 +64,8 @@ enum Line {
     Drop,
     /// A simple entry of a root sequence after another: it and those right after it are dropped.
     DropEntries,
+    /// A bare `---` after another (see `after_start`): it and the `---` lines right after it are dropped.
+    DropStarts,
 }
 
 /// What the current document's lines so far say about column 0.
@@ -110,6 +115,7 @@ impl<R: Read> CommentRuns<R> {
             document: Document::Prologue,
             in_run: false,
             in_entries: false,
+            after_start: false,
         }
     }
 
@@ -134,12 +140,15 @@ impl<R: Read> CommentRuns<R> {
         let kind = classify(window);
         let certain_comment = kind == Kind::Comment && matches!(self.document, Document::Prologue | Document::Mapping);
         let repeated_entry = kind == (Kind::Entry { simple: true }) && self.document == Document::Sequence && self.in_entries;
+        let start = kind == (Kind::Marker { bare: true }) && window.starts_with(b"---");
         self.line = match () {
             _ if certain_comment && self.in_run => Line::Drop,
             _ if repeated_entry => Line::DropEntries,
+            _ if start && self.after_start => Line::DropStarts,
             _ => Line::Copy,
         };
         self.in_entries = false;
+        self.after_start = start || (self.after_start && matches!(kind, Kind::Comment | Kind::Blank));
         match kind {
             Kind::Comment => self.in_run = certain_comment,
             Kind::Blank => {}
@@ -171,6 +180,21 @@ impl<R: Read> CommentRuns<R> {
             self.at += length;
         }
         // At the start of another line, or of one not wholly buffered yet: look at it.
+        self.line = Line::Start;
+    }
+
+    /// Skips the rest of a dropped `---` line, and the `---` lines right after it, as fast as memory.
+    fn drop_starts(&mut self) {
+        const STARTS: &[u8; 64] = b"---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n";
+        let Some(newline) = memchr::memchr(b'\n', &self.buffer[self.at..self.end]) else {
+            // The rest of the line is not buffered yet: drop what is, and go on dropping.
+            self.at = self.end;
+            return;
+        };
+        self.at += newline + 1;
+        while self.buffer[self.at..self.end].starts_with(STARTS) {
+            self.at += STARTS.len();
+        }
         self.line = Line::Start;
     }
 
@@ -216,7 +240,7 @@ impl<R: Read> Read for CommentRuns<R> {
             let buffered = &self.buffer[self.at..self.end];
             let need_more = match self.line {
                 Line::Start => buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n'),
-                Line::Copy | Line::Drop | Line::DropEntries => buffered.is_empty(),
+                Line::Copy | Line::Drop | Line::DropEntries | Line::DropStarts => buffered.is_empty(),
             };
             if need_more && !self.eof {
                 self.fill()?;
@@ -229,6 +253,7 @@ impl<R: Read> Read for CommentRuns<R> {
                 Line::Start => self.start_line(),
                 Line::Drop => self.drop_lines(),
                 Line::DropEntries => self.drop_entries(),
+                Line::DropStarts => self.drop_starts(),
                 Line::Copy => {
                     // This line, and the lines after it whose start decides nothing.
                     let rest = &self.buffer[self.at..self.end];
@@ -425,8 +450,11 @@ mod tests {
 
     #[test]
     fn a_bare_marker_starts_a_prologue_again() {
-        let text = "#a\n#b\n---\n#c\n#d\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
-        assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n");
+        let text = "#a\n#b\n---\n#c\n#d\nk: 1\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
+        assert_eq!(filtered(text), "#a\n---\n#c\nk: 1\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n");
+        // A bare `---` right after another (only comments between) starts nothing new: dropped.
+        let text = "---\n#c\n#d\n--- # note\n#e\n#f\n";
+        assert_eq!(filtered(text), "---\n#c\n#e\n");
         // After a document whose quotes or flow collections leave it unsure, as `tools/bombs.py`
         // writes a pool (`cidrs: [...]`) before a long sequence.
         let text = "a: 'x\n#y\n#z\n'\nb: [1]\n#y\n#z\n---\n#p\n#q\n- 1\n- 2\n...\n- 3\n- 4\n";
@@ -434,10 +462,17 @@ mod tests {
     }
 
     /// The documents the parser reads from `text`, a root sequence as an empty one (the snapshot
-    /// never reads a root sequence's elements: `model::slim`); `None` when it refuses the text.
+    /// never reads a root sequence's elements: `model::slim`) and empty ones left out (the stream
+    /// reader keeps none); `None` when it refuses the text.
     fn documents(text: &str) -> Option<Vec<serde_json::Value>> {
         let documents = serde_saphyr::from_multiple::<serde_json::Value>(text).ok()?;
-        Some(documents.into_iter().map(|d| if d.is_array() { serde_json::Value::Array(Vec::new()) } else { d }).collect())
+        Some(
+            documents
+                .into_iter()
+                .filter(|d| !d.is_null())
+                .map(|d| if d.is_array() { serde_json::Value::Array(Vec::new()) } else { d })
+                .collect(),
+        )
     }
 
     /// What `inputs::parse_stream` keeps of `text`'s documents (the slim decoder, the plugin's
@@ -446,7 +481,8 @@ mod tests {
         use crate::model::slim::SlimYaml;
         let documents: Result<Vec<SlimYaml>, _> =
             serde_saphyr::read_with_options(&mut text.as_bytes(), crate::manifest::yaml_options()).collect();
-        documents.ok().map(|d| format!("{d:?}"))
+        let empty = |d: &SlimYaml| matches!(d.document, None | Some(serde_json::Value::Null)) && d.workloads.is_empty();
+        documents.ok().map(|d| format!("{:?}", d.iter().filter(|d| !empty(d)).collect::<Vec<_>>()))
     }
 
     #[test]
@@ -468,6 +504,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn runs_of_document_starts_pass_as_their_first() {
+        let cases = [
+            ("---\n---\n---\nk: v\n", "---\nk: v\n"),
+            ("k: v\n---\n#\n\n--- # c\n---\n", "k: v\n---\n#\n\n"),
+            // Content, a directive-like line or a marker that is not bare ends the run.
+            ("---\n%YAML 1.2\n---\n", "---\n%YAML 1.2\n---\n"),
+            ("---\n--- {}\n---\n", "---\n--- {}\n---\n"),
+            ("---\n...\n---\n", "---\n...\n---\n"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(filtered(text), expected, "{text:?}");
+            assert_eq!(filtered_bytewise(text), expected, "{text:?}");
+            assert_eq!(documents(text), documents(expected), "{text:?}");
+        }
+        let many = "---\n".repeat(10_000) + "k: v\n" + &"---\n".repeat(33);
+        assert_eq!(filtered(&many), "---\nk: v\n---\n");
+    }
+
     proptest::proptest! {
         /// Streams of lines that open and close scalars, collections and documents at column 0
         /// and around comments and sequence entries: the parser reads the same documents (or
@@ -483,8 +538,53 @@ mod tests {
     }
 
     const LINES: &[&str] = &[
-        "#", "# x", "#", "", "a: 1", "b: \"x", "  y\"", "\"", "c: |", "  #z", "#z", "---", "...", "--- |", "- 1", "d: [1,", "2]", "  e: f",
-        "'q", "x'", "f:", "  - g", "k: v # c", "  # i", "- 1", "- 2", "- a.b", "- 1", "-", "- |", "- >", "  - 3", "- k: v", "- \"q",
-        "- 'q", "- [1,", "- &a 1", "- *a", "  4", "- - 5", "? x", "--- - 1", "- 1 # c", "-  6",
+        "#",
+        "# x",
+        "#",
+        "",
+        "a: 1",
+        "b: \"x",
+        "  y\"",
+        "\"",
+        "c: |",
+        "  #z",
+        "#z",
+        "---",
+        "...",
+        "--- |",
+        "- 1",
+        "d: [1,",
+        "2]",
+        "  e: f",
+        "'q",
+        "x'",
+        "f:",
+        "  - g",
+        "k: v # c",
+        "  # i",
+        "- 1",
+        "- 2",
+        "- a.b",
+        "- 1",
+        "-",
+        "- |",
+        "- >",
+        "  - 3",
+        "- k: v",
+        "- \"q",
+        "- 'q",
+        "- [1,",
+        "- &a 1",
+        "- *a",
+        "  4",
+        "- - 5",
+        "? x",
+        "--- - 1",
+        "- 1 # c",
+        "-  6",
+        "---",
+        "--- # c",
+        "%YAML 1.2",
+        "--- {}",
     ];
 }
