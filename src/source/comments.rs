@@ -54,6 +54,8 @@ pub struct CommentRuns<R> {
     /// A bare `---` was passed on and only blank and comment lines followed it: the document it
     /// starts is empty so far, and another bare `---` adds nothing.
     after_start: bool,
+    /// `--- {}` documents dropped (see the module's text).
+    empty_maps: usize,
 }
 
 /// Where the reader is in the current line.
@@ -66,6 +68,8 @@ enum Line {
     DropEntries,
     /// A bare `---` after another (see `after_start`): it and the `---` lines right after it are dropped.
     DropStarts,
+    /// `--- {}` lines, each followed by a marker or the end: dropped and counted.
+    DropEmptyMaps,
 }
 
 /// What the current document's lines so far say about column 0.
@@ -82,6 +86,9 @@ enum Document {
     /// Anything else, up to the next bare marker: every line passes.
     Unsure,
 }
+
+/// A document that is an empty map, on one line.
+const EMPTY_MAP: &[u8] = b"--- {}\n";
 
 /// What the start of a line shows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -116,6 +123,21 @@ impl<R: Read> CommentRuns<R> {
             in_run: false,
             in_entries: false,
             after_start: false,
+            empty_maps: 0,
+        }
+    }
+
+    /// How many `--- {}` documents were dropped (the snapshot counts them as objects without a kind).
+    pub fn empty_maps(&self) -> usize {
+        self.empty_maps
+    }
+
+    /// Whether a line `--- {}` starts at `at`, followed by a marker or the end of the input.
+    fn empty_map_at(&self, at: usize) -> bool {
+        let Some(next) = self.buffer[at..self.end].strip_prefix(EMPTY_MAP) else { return false };
+        match next.get(..4) {
+            Some(head) => (head.starts_with(b"---") || head.starts_with(b"...")) && matches!(head[3], b' ' | b'\t' | b'\r' | b'\n'),
+            None => self.eof && next.is_empty(),
         }
     }
 
@@ -136,6 +158,11 @@ impl<R: Read> CommentRuns<R> {
 
     /// Decides what to do with the line that starts at `at`, once enough of it is buffered.
     fn start_line(&mut self) {
+        if self.empty_map_at(self.at) {
+            // The marker that follows sets what the next document starts with; nothing else changes.
+            self.line = Line::DropEmptyMaps;
+            return;
+        }
         let window = &self.buffer[self.at..self.end.min(self.at + LOOKAHEAD)];
         let kind = classify(window);
         let certain_comment = kind == Kind::Comment && matches!(self.document, Document::Prologue | Document::Mapping);
@@ -180,6 +207,15 @@ impl<R: Read> CommentRuns<R> {
             self.at += length;
         }
         // At the start of another line, or of one not wholly buffered yet: look at it.
+        self.line = Line::Start;
+    }
+
+    /// Skips `--- {}` lines while each is followed by a marker or the end, counting them.
+    fn drop_empty_maps(&mut self) {
+        while self.empty_map_at(self.at) {
+            self.at += EMPTY_MAP.len();
+            self.empty_maps += 1;
+        }
         self.line = Line::Start;
     }
 
@@ -239,8 +275,12 @@ impl<R: Read> Read for CommentRuns<R> {
         loop {
             let buffered = &self.buffer[self.at..self.end];
             let need_more = match self.line {
-                Line::Start => buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n'),
-                Line::Copy | Line::Drop | Line::DropEntries | Line::DropStarts => buffered.is_empty(),
+                // A `--- {}` line is dropped only when what follows it is known (`empty_map_at`).
+                Line::Start => {
+                    buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n')
+                        || buffered.starts_with(EMPTY_MAP) && buffered.len() < EMPTY_MAP.len() + 4
+                }
+                Line::Copy | Line::Drop | Line::DropEntries | Line::DropStarts | Line::DropEmptyMaps => buffered.is_empty(),
             };
             if need_more && !self.eof {
                 self.fill()?;
@@ -254,6 +294,7 @@ impl<R: Read> Read for CommentRuns<R> {
                 Line::Drop => self.drop_lines(),
                 Line::DropEntries => self.drop_entries(),
                 Line::DropStarts => self.drop_starts(),
+                Line::DropEmptyMaps => self.drop_empty_maps(),
                 Line::Copy => {
                     // This line, and the lines after it whose start decides nothing.
                     let rest = &self.buffer[self.at..self.end];
@@ -340,9 +381,26 @@ mod tests {
     use super::*;
 
     fn filtered(text: &str) -> String {
+        filtered_counted(text).0
+    }
+
+    /// The filtered text and the number of `--- {}` documents dropped.
+    fn filtered_counted(text: &str) -> (String, usize) {
         let mut out = String::new();
-        CommentRuns::new(text.as_bytes()).read_to_string(&mut out).unwrap();
-        out
+        let mut reader = CommentRuns::new(text.as_bytes());
+        reader.read_to_string(&mut out).unwrap();
+        (out, reader.empty_maps())
+    }
+
+    /// What the parser and the slim decoder read of `text` (through the filter or not), empty
+    /// maps left out of both and counted, those the filter dropped included.
+    fn reading(text: &str, filter: bool) -> (Option<Vec<serde_json::Value>>, Option<String>, Option<usize>) {
+        let (text, dropped) = if filter { filtered_counted(text) } else { (text.to_string(), 0) };
+        let empty = |d: &serde_json::Value| d.as_object().is_some_and(|m| m.is_empty());
+        let all = documents(&text);
+        let count = all.as_ref().map(|d| d.iter().filter(|d| empty(d)).count() + dropped);
+        let kept = all.map(|d| d.into_iter().filter(|d| !empty(d)).collect());
+        (kept, slim(&text), count)
     }
 
     /// Reads through a reader that hands out one byte at a time, and into one-byte reads.
@@ -481,7 +539,8 @@ mod tests {
         use crate::model::slim::SlimYaml;
         let documents: Result<Vec<SlimYaml>, _> =
             serde_saphyr::read_with_options(&mut text.as_bytes(), crate::manifest::yaml_options()).collect();
-        let empty = |d: &SlimYaml| matches!(d.document, None | Some(serde_json::Value::Null)) && d.workloads.is_empty();
+        let empty_map = |d: &SlimYaml| d.document.as_ref().and_then(serde_json::Value::as_object).is_some_and(|m| m.is_empty());
+        let empty = |d: &SlimYaml| (matches!(d.document, None | Some(serde_json::Value::Null)) || empty_map(d)) && d.workloads.is_empty();
         documents.ok().map(|d| format!("{:?}", d.iter().filter(|d| !empty(d)).collect::<Vec<_>>()))
     }
 
@@ -498,9 +557,7 @@ mod tests {
         let lenient = ["a: \"x\n#y\n#z\n\"\n", "a: 'x\n---\n#y\n#z\n'\n"];
         assert!(serde_saphyr::from_multiple::<serde_json::Value>(lenient[0]).is_ok());
         for text in texts.iter().chain(&lenient) {
-            let kept = filtered(text);
-            assert_eq!(documents(text), documents(&kept), "{text:?} → {kept:?}");
-            assert_eq!(slim(text), slim(&kept), "{text:?} → {kept:?}");
+            assert_eq!(reading(text, false), reading(text, true), "{text:?} → {:?}", filtered(text));
         }
     }
 
@@ -511,13 +568,28 @@ mod tests {
             ("k: v\n---\n#\n\n--- # c\n---\n", "k: v\n---\n#\n\n"),
             // Content, a directive-like line or a marker that is not bare ends the run.
             ("---\n%YAML 1.2\n---\n", "---\n%YAML 1.2\n---\n"),
-            ("---\n--- {}\n---\n", "---\n--- {}\n---\n"),
+            ("---\n--- |\n---\n", "---\n--- |\n---\n"),
             ("---\n...\n---\n", "---\n...\n---\n"),
         ];
         for (text, expected) in cases {
             assert_eq!(filtered(text), expected, "{text:?}");
             assert_eq!(filtered_bytewise(text), expected, "{text:?}");
             assert_eq!(documents(text), documents(expected), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn empty_maps_followed_by_a_marker_are_dropped_and_counted() {
+        for (text, expected, dropped) in [
+            ("--- {}\n--- {}\n--- {}\n", "", 3),
+            ("k: v\n--- {}\n--- {}\n---\nj: w\n--- {}\n...\n", "k: v\n---\nj: w\n...\n", 3),
+            // Not followed by a marker (a comment, content, the end without a break): passed.
+            ("--- {}\n# c\n--- {}\nk: v\n--- {}", "--- {}\n# c\n--- {}\nk: v\n--- {}", 0),
+            ("--- {}\n--- {}\n--- |\n  x\n", "--- |\n  x\n", 2),
+        ] {
+            assert_eq!(filtered_counted(text), (expected.to_string(), dropped), "{text:?}");
+            assert_eq!(filtered_bytewise(text), expected, "{text:?}");
+            assert_eq!(reading(text, false), reading(text, true), "{text:?}");
         }
         let many = "---\n".repeat(10_000) + "k: v\n" + &"---\n".repeat(33);
         assert_eq!(filtered(&many), "---\nk: v\n---\n");
@@ -531,9 +603,7 @@ mod tests {
         #[test]
         fn any_stream_of_tricky_lines_parses_the_same(lines in proptest::collection::vec(0..LINES.len(), 0..24)) {
             let text: String = lines.iter().map(|&i| format!("{}\n", LINES[i])).collect();
-            let kept = filtered(&text);
-            proptest::prop_assert_eq!(documents(&text), documents(&kept), "{:?} → {:?}", text, kept);
-            proptest::prop_assert_eq!(slim(&text), slim(&kept), "{:?} → {:?}", text, kept);
+            proptest::prop_assert_eq!(reading(&text, false), reading(&text, true), "{:?} → {:?}", text, filtered(&text));
         }
     }
 

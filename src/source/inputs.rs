@@ -432,11 +432,15 @@ pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools) -> std
         Some(b'{' | b'[') => slim_json::<true>(reader, &mut kept),
         Some(_) => {
             let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: MAX_LINE_BYTES.load(Ordering::Relaxed), over: None };
-            let filtered = super::comments::CommentRuns::new(&mut lines);
+            let mut filtered = super::comments::CommentRuns::new(&mut lines);
             let read = match pools {
-                Pools::Whole => slim_yaml::<false>(filtered, &mut kept),
-                Pools::Read => slim_yaml::<true>(filtered, &mut kept),
+                Pools::Whole => slim_yaml::<false>(&mut filtered, &mut kept),
+                Pools::Read => slim_yaml::<true>(&mut filtered, &mut kept),
             };
+            // The `--- {}` documents the filter dropped are counted as read.
+            if filtered.empty_maps() > 0 {
+                *kept.passed.kinds.entry(NO_KIND.to_string()).or_insert(0) += filtered.empty_maps();
+            }
             if let Some(line) = lines.over {
                 return Err(long_line(line));
             }
