@@ -112,6 +112,27 @@ fn inflated_lists_are_refused_while_they_stream_in() {
     assert!(sent <= LISTS.len() as u64 * (MAX_RESPONSE_BYTES + slack), "sent {sent} bytes");
 }
 
+/// Issue 40: one page under the response bound can hold millions of objects (40 MiB of `{}`
+/// items: 14 million). The object cap counts the items while the page is parsed, so the page is
+/// refused after the first million instead of after all of them were built (past 1 GiB before).
+#[test]
+fn a_page_of_millions_of_items_is_refused_while_it_is_parsed() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::EmptyItems { resources: &["ciliumnodes"], bytes: 40 << 20 }, dir.path());
+    let kubeconfig = proxy.kubeconfig.to_str().expect("a UTF-8 path");
+    let started = Instant::now();
+    let (code, stderr, rss) = support::cli::measured(&["usage", "--kubeconfig", kubeconfig]);
+    let elapsed = started.elapsed();
+    eprintln!("a 40 MiB page of {{}} items: exit {code}, peak RSS {} MiB, {:.1} s", rss >> 10, elapsed.as_secs_f64());
+    let line = one_error_line(code, "", &stderr);
+    for expected in ["list ciliumnodes.cilium.io", "the list held more than 1000000 objects"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    assert!(rss < 256 << 10, "peak RSS {} MiB", rss >> 10);
+    assert!(elapsed < Duration::from_secs(10), "{:.1} s", elapsed.as_secs_f64());
+}
+
 #[test]
 fn unusable_list_items_are_counted_in_a_warning() {
     let cluster = seeded_cluster();

@@ -13,8 +13,8 @@
 # Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --serve] [--nodes N] [--pods-per-node N]
 #        [--runs N] [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
 #        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N]
-# --bombs: only the hostile inputs of issue 28 (tools/bombs.py writes them into a temporary
-# directory, about 1.3 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
+# --bombs: only the hostile inputs of issues 28 and 40 (tools/bombs.py writes them into a temporary
+# directory, about 2.5 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
 # --serve: instead of the offline and `usage` timings, measure `serve` against the loaded cluster
 # (tools/bench-serve.sh: scrape latency, change → series, RSS over --churn-minutes of churn, default 5,
 # then the initial sync at --sync-nodes × --sync-pods-per-node, default 2000 × 25; 0 nodes skips it).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hostile inputs of issue 28 into DIR (tools/bench.sh --bombs measures them).
+"""Writes the hostile inputs of issues 28 and 40 into DIR (tools/bench.sh --bombs measures them).
 
 Each is generated as it is written (a member of gigabytes is a stream of small writes, compressed
 fast), so nothing large is held; they are never committed. Usage: tools/bombs.py DIR
@@ -79,6 +79,14 @@ def main():
     laughs(at("laughs.yaml"))
     write(at("line-200m.yaml"), (POOL, len(POOL)), (b"---\na: ", 7), (b"x", 200 * MiB))
     write(at("sequence-100m.yaml"), (POOL, len(POOL)), (b"---\n", 4), (b"- 1\n", 100 * MiB))
+    # Issue 40: documents the snapshot only counts, a gigabyte of markers, a pool field nobody reads.
+    empty = b"--- {}\n"
+    write(at("empty-10m.yaml"), (POOL, len(POOL)), (empty, 10 * MiB // len(empty) * len(empty)))
+    write(at("empty-100m.yaml"), (POOL, len(POOL)), (empty, 100 * MiB // len(empty) * len(empty)))
+    write(at("markers-1023m.yaml"), (POOL, len(POOL)), (b"---\n", 1023 * MiB))
+    head = b'{"apiVersion":"cilium.io/v2","kind":"CiliumPodIPPool","metadata":{"name":"blue","managedFields":[0'
+    tail = b']},"spec":{"ipv4":{"cidrs":["10.40.0.0/16"],"maskSize":24}}}'
+    write(at("pool-5m-entries.json"), (head, len(head)), (b",0", 10_000_000), (tail, len(tail)))
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
-    if let Ok(Some((documents, workloads))) = ciliumpool::source::inputs::parse_stream(data) {
-        agree(&snapshot, &Snapshot::from_read(documents, workloads));
+    if let Ok(Some(kept)) = ciliumpool::source::inputs::parse_stream(data, "fuzz.yaml", ciliumpool::source::Pools::Read) {
+        agree(&snapshot, &kept.snapshot());
     }
     let report = analyze(&snapshot);
     let names: Vec<String> = snapshot.pools.iter().map(|p| p.name.clone()).collect();

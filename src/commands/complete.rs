@@ -226,7 +226,9 @@ async fn read_pools(completed: &[String]) -> Vec<Pool> {
             Ok(cluster) => cluster.pools().await.unwrap_or_default(),
             Err(_) => Vec::new(),
         },
-        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false).map(|snapshot| snapshot.pools).unwrap_or_default(),
+        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false, crate::source::Pools::Read)
+            .map(|snapshot| snapshot.pools)
+            .unwrap_or_default(),
     }
 }
 

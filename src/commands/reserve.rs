@@ -48,7 +48,8 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, cluster) = match &ctx.input {
         Input::Files(paths) => {
             files::refuse_archives(paths)?;
-            (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose)?, None)
+            // The plan edits the pool object: every field of it is kept.
+            (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose, source::Pools::Whole)?, None)
         }
         Input::Cluster(options) => {
             let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;

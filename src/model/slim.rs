@@ -15,7 +15,7 @@
 use super::workload::{Endpoint, Pod, Workloads};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 /// Which fields of a value to keep.
@@ -52,6 +52,28 @@ pub const ENDPOINT_FIELDS: Keep = Keep::Fields(&[
     ("status", Keep::Fields(&[("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
 ]);
 
+/// What a pool's decoder reads of `spec.ipv4` and `spec.ipv6` (`Pool::decode`).
+const POOL_FAMILY: Keep = Keep::Fields(&[("maskSize", Keep::All), ("cidrs", Keep::All), ("pool", Keep::All)]);
+
+/// What is read of a pool by `Pool::decode` (and the uid duplicate pools are told apart by),
+/// for commands that only read: a command that writes a pool back keeps it whole.
+pub const POOL_FIELDS: Keep = Keep::Fields(&[
+    ("apiVersion", Keep::All),
+    ("kind", Keep::All),
+    ("metadata", Keep::Fields(&[("name", Keep::All), ("uid", Keep::All), ("annotations", Keep::All)])),
+    (
+        "spec",
+        Keep::Fields(&[
+            ("ipv4", POOL_FAMILY),
+            ("ipv6", POOL_FAMILY),
+            ("allowFirstIP", Keep::All),
+            ("allowLastIP", Keep::All),
+            ("podSelector", Keep::All),
+            ("namespaceSelector", Keep::All),
+        ]),
+    ),
+]);
+
 /// What is kept of objects of `kind`, when it is one that comes in bulk.
 pub fn fields_of(kind: &str) -> Option<Keep> {
     match kind {
@@ -63,9 +85,21 @@ pub fn fields_of(kind: &str) -> Option<Keep> {
 
 /// Whether `Snapshot::from_objects` reads more of an object of `kind` than its kind (it counts
 /// the others); lists hold objects.
-fn is_used(kind: &str) -> bool {
+pub fn is_used(kind: &str) -> bool {
     matches!(kind, "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition")
         || kind.ends_with("List")
+}
+
+/// The kind `Snapshot::from_objects` counts `document` under when it reads nothing more of it
+/// (`""`: an object without a kind, or a value that is no object); `None` when it reads it. Such
+/// a document need not be kept: its count is all that it adds (`source::inputs` counts it as it
+/// streams).
+pub fn only_counted(document: &Value) -> Option<&str> {
+    match document.get("kind").and_then(Value::as_str) {
+        Some(kind) if is_used(kind) => None,
+        Some(kind) => Some(kind),
+        None => Some(""),
+    }
 }
 
 /// One document (an object, a list, or any other value) as streamed in: Pods and CiliumEndpoints
@@ -80,8 +114,11 @@ fn is_used(kind: &str) -> bool {
 ///
 /// `ARRAYS_HOLD_DOCUMENTS`: a top-level array is a sequence of documents (JSON, as
 /// `manifest::parse` reads it) rather than one document that is an array (YAML).
+/// `READ_POOLS`: pools are kept with only the fields the model reads ([`POOL_FIELDS`]), for
+/// commands that never write them back (a 5-million-entry array in a field nobody reads is
+/// skipped, not built); otherwise whole.
 #[derive(Debug)]
-pub struct Slim<const ARRAYS_HOLD_DOCUMENTS: bool> {
+pub struct Slim<const ARRAYS_HOLD_DOCUMENTS: bool, const READ_POOLS: bool = false> {
     pub document: Option<Value>,
     pub workloads: Workloads,
 }
@@ -91,11 +128,51 @@ pub type SlimJson = Slim<true>;
 /// One document of a YAML stream.
 pub type SlimYaml = Slim<false>;
 
-impl<'de, const ARRAYS_HOLD_DOCUMENTS: bool> de::Deserialize<'de> for Slim<ARRAYS_HOLD_DOCUMENTS> {
+impl<'de, const ARRAYS_HOLD_DOCUMENTS: bool, const READ_POOLS: bool> de::Deserialize<'de> for Slim<ARRAYS_HOLD_DOCUMENTS, READ_POOLS> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ItemBudget::new(usize::MAX).read(deserializer)
+    }
+}
+
+/// A [`Slim`] reading that counts the items of lists as they are read and fails at once when
+/// there are more than `left` (a live list's object cap, `source::limits::Pagination`), before the
+/// rest of them are built.
+pub struct ItemBudget {
+    left: Cell<usize>,
+    over: Cell<bool>,
+}
+
+impl ItemBudget {
+    pub fn new(items: usize) -> ItemBudget {
+        ItemBudget { left: Cell::new(items), over: Cell::new(false) }
+    }
+
+    /// Whether the reading failed because a list held more items than the budget.
+    pub fn exceeded(&self) -> bool {
+        self.over.get()
+    }
+
+    /// Counts one item; an error past the budget.
+    fn take<E: de::Error>(&self) -> Result<(), E> {
+        let Some(left) = self.left.get().checked_sub(1) else {
+            self.over.set(true);
+            return Err(E::custom("more list items than the object cap"));
+        };
+        self.left.set(left);
+        Ok(())
+    }
+}
+
+impl ItemBudget {
+    /// A [`Slim`] from `deserializer`, its lists' items counted.
+    pub fn read<'de, D: Deserializer<'de>, const ARRAYS_HOLD_DOCUMENTS: bool, const READ_POOLS: bool>(
+        &self,
+        deserializer: D,
+    ) -> Result<Slim<ARRAYS_HOLD_DOCUMENTS, READ_POOLS>, D::Error> {
         let lifted = RefCell::new(Workloads::default());
         let place = if ARRAYS_HOLD_DOCUMENTS { Place::Document } else { Place::Item };
-        let document = deserializer.deserialize_any(ObjectVisitor { inherited_kind: None, place, lifted: &lifted })?;
+        let visitor = ObjectVisitor { inherited_kind: None, place, lifted: &lifted, budget: self, read_pools: READ_POOLS };
+        let document = deserializer.deserialize_any(visitor)?;
         Ok(Slim { document, workloads: lifted.into_inner() })
     }
 }
@@ -119,6 +196,20 @@ struct ObjectVisitor<'k> {
     inherited_kind: Option<&'k str>,
     place: Place,
     lifted: &'k RefCell<Workloads>,
+    /// Counts the items of lists.
+    budget: &'k ItemBudget,
+    /// Pools are read as far as [`POOL_FIELDS`] goes.
+    read_pools: bool,
+}
+
+impl ObjectVisitor<'_> {
+    /// What is kept of an object of `kind`; `None`: all of it.
+    fn fields_of(&self, kind: &str) -> Option<Keep> {
+        match kind {
+            super::pool::POOL_KIND if self.read_pools => Some(POOL_FIELDS),
+            _ => fields_of(kind),
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for ObjectVisitor<'_> {
@@ -180,6 +271,9 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
         } else {
             while let Some(item) = seq.next_element_seed(ObjectVisitor { place: Place::Item, ..self })? {
+                if self.place == Place::Items {
+                    self.budget.take()?;
+                }
                 items.extend(item);
             }
         }
@@ -200,12 +294,12 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
-            let value = match (key.as_str(), known_kind.and_then(fields_of)) {
+            let value = match (key.as_str(), known_kind.and_then(|k| self.fields_of(k))) {
                 // A list's items, unless the object is known to be something else.
                 ("items", None) if known_kind.is_none_or(|k| k.ends_with("List")) => {
                     // Only a typed list names its items' kind; `from_objects` passes it no further down.
                     let item_kind = kind.as_deref().and_then(|k| k.strip_suffix("List")).filter(|k| !k.is_empty());
-                    let items = ObjectVisitor { inherited_kind: item_kind, place: Place::Items, lifted: self.lifted };
+                    let items = ObjectVisitor { inherited_kind: item_kind, place: Place::Items, ..self };
                     map.next_value_seed(items)?.unwrap_or_default()
                 }
                 (_, None) => map.next_value::<Value>()?,
@@ -430,5 +524,60 @@ mod tests {
         assert_eq!((&*pod.name, &*pod.namespace, pod.node_name.as_deref()), ("a", "b", Some("node-1")));
         assert_eq!(docs[1].document, Some(json!({"kind": "ConfigMap", "data": {"ipam": "multi-pool"}})));
         assert!(docs[2].workloads.is_empty(), "a YAML document that is an array is one value, as manifest::parse reads it");
+    }
+
+    #[test]
+    fn list_items_are_counted_against_the_budget_as_they_are_read() {
+        let page = json!({"kind": "List", "items": [{}, pool(), big_pod(true)], "metadata": {"continue": ""}}).to_string();
+        let read = |items: usize| {
+            let budget = ItemBudget::new(items);
+            let slim: Result<SlimJson, _> = budget.read(&mut serde_json::Deserializer::from_str(&page));
+            (slim.map(|s| s.workloads.pods.len()).ok(), budget.exceeded())
+        };
+        assert_eq!(read(3), (Some(1), false));
+        assert_eq!(read(2), (None, true), "the third item is one too many");
+        assert_eq!(read(0), (None, true));
+    }
+
+    #[test]
+    fn read_pools_keep_what_the_pool_decoder_reads() {
+        let mut whole = pool();
+        whole["metadata"]["uid"] = json!("u-1");
+        whole["metadata"]["annotations"] = json!({"a": "b"});
+        whole["spec"]["ipv6"] =
+            json!({"pool": [{"cidr": "fd00::/104", "reservedRanges": [{"start": "fd00::1", "end": "fd00::2"}]}], "maskSize": 120});
+        whole["spec"]["podSelector"] = json!({"matchLabels": {"app": "x"}});
+        whole["spec"]["allowFirstIP"] = json!(true);
+        whole["spec"]["ipv4"]["junk"] = json!([1, 2, 3]);
+        whole["status"] = json!({"items": [1, 2]});
+        let read: Slim<true, true> = serde_json::from_str(&whole.to_string()).unwrap();
+        let read = read.document.unwrap();
+        assert_eq!(read.pointer("/metadata/managedFields"), None);
+        assert_eq!(read.pointer("/spec/ipv4/junk"), None);
+        assert_eq!(read.get("status"), None);
+        let decoded = |v: &Value| {
+            let mut pool = crate::model::Pool::decode(v, None);
+            pool.raw = Value::Null;
+            format!("{pool:?}")
+        };
+        assert_eq!(decoded(&read), decoded(&whole));
+        let kept: SlimJson = serde_json::from_str(&whole.to_string()).unwrap();
+        assert_eq!(kept.document, Some(whole), "a command that writes keeps the pool whole");
+    }
+
+    #[test]
+    fn only_counted_documents_are_those_the_snapshot_only_counts() {
+        for (document, counted) in [
+            (json!({}), Some("")),
+            (json!(3), Some("")),
+            (json!([1]), Some("")),
+            (json!({"kind": "Service", "spec": {}}), Some("Service")),
+            (json!({"kind": ""}), Some("")),
+            (pool(), None),
+            (json!({"kind": "List", "items": []}), None),
+            (json!({"kind": "ConfigMap"}), None),
+        ] {
+            assert_eq!(only_counted(&document), counted, "{document}");
+        }
     }
 }

@@ -108,7 +108,7 @@ impl Snapshot {
                 "CiliumEndpoint" => endpoints.push(Endpoint::decode_into(obj, &mut names)),
                 "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
                 "CustomResourceDefinition" if crd_positions.contains(&position) => {}
-                other => *skipped.entry(if other.is_empty() { "(no kind)".to_string() } else { other.to_string() }).or_insert(0) += 1,
+                other => *skipped.entry(if other.is_empty() { NO_KIND.to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
         let pods = last_copies(pods, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -176,6 +176,9 @@ fn last_copies<T>(mut items: Vec<T>, order: impl Fn(&T, &T) -> Ordering) -> Vec<
     items.reverse();
     items
 }
+
+/// What [`Snapshot::skipped`] names objects without a kind (and values that are no objects).
+pub const NO_KIND: &str = "(no kind)";
 
 fn kind(obj: &Value) -> &str {
     obj.get("kind").and_then(Value::as_str).unwrap_or_default()

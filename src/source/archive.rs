@@ -180,7 +180,8 @@ fn read_member(reader: impl Read, declared: u64, shown: String, budget: &mut u64
     if declared > limit {
         return Err(input(too_large()));
     }
-    let (streamed, read) = stream_input(reader, &shown, limit, &too_large)?;
+    // An archive is only read: edits refuse it.
+    let (streamed, read) = stream_input(reader, &shown, limit, &too_large, inputs::Pools::Read)?;
     *budget -= read;
     streamed_member(shown, streamed, inputs);
     Ok(())

@@ -3,11 +3,11 @@
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
-use super::limits::{PAGE_SIZE, Pagination, Refused};
+use super::limits::{MAX_ITEMS, PAGE_SIZE, Pagination, Refused};
 use crate::error::cluster;
 use crate::model::Workloads;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
-use crate::model::slim::SlimJson;
+use crate::model::slim::{ItemBudget, SlimJson};
 use crate::model::{Origin, Pool, Snapshot};
 use anyhow::Result;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
@@ -397,7 +397,7 @@ pub async fn list_pages(
     let mut unusable = Unusable::default();
     loop {
         let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
-        let mut page = client.request::<SlimJson>(request).await?;
+        let mut page = page_of(client, request, pages.items_left()).await?;
         let mut list = page.document.unwrap_or_default();
         let mut count = page.workloads.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
@@ -428,6 +428,17 @@ pub async fn list_pages(
         );
     }
     Ok(listed)
+}
+
+/// One page of a list, decoded from its bytes while its items are counted against `items_left`
+/// (the rest of the list's object cap): a page with more is refused as soon as one item too many
+/// is read, before the rest are built (a 40 MiB page of `{}` items is millions of objects).
+async fn page_of(client: &kube::Client, request: http::Request<Vec<u8>>, items_left: usize) -> Result<SlimJson, kube::Error> {
+    let text = client.request_text(request).await?;
+    let budget = ItemBudget::new(items_left);
+    let mut reader = serde_json::Deserializer::from_str(&text);
+    let page = budget.read(&mut reader).and_then(|page| reader.end().map(|()| page));
+    page.map_err(|e| if budget.exceeded() { Refused::TooManyItems(MAX_ITEMS).into_kube() } else { kube::Error::SerdeError(e) })
 }
 
 /// How many list items could not be used.

@@ -51,6 +51,11 @@ pub struct CommentRuns<R> {
     /// The last line was a simple entry of a root sequence (see the module's text), which was
     /// passed on: further simple entries right after it add nothing.
     in_entries: bool,
+    /// A bare `---` was passed on and only blank and comment lines followed it: the document it
+    /// starts is empty so far, and another bare `---` adds nothing.
+    after_start: bool,
+    /// `--- {}` documents dropped (see the module's text).
+    empty_maps: usize,
 }
 
 /// Where the reader is in the current line.
@@ -61,6 +66,10 @@ enum Line {
     Drop,
     /// A simple entry of a root sequence after another: it and those right after it are dropped.
     DropEntries,
+    /// A bare `---` after another (see `after_start`): it and the `---` lines right after it are dropped.
+    DropStarts,
+    /// `--- {}` lines, each followed by a marker or the end: dropped and counted.
+    DropEmptyMaps,
 }
 
 /// What the current document's lines so far say about column 0.
@@ -77,6 +86,9 @@ enum Document {
     /// Anything else, up to the next bare marker: every line passes.
     Unsure,
 }
+
+/// A document that is an empty map, on one line.
+const EMPTY_MAP: &[u8] = b"--- {}\n";
 
 /// What the start of a line shows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -110,6 +122,22 @@ impl<R: Read> CommentRuns<R> {
             document: Document::Prologue,
             in_run: false,
             in_entries: false,
+            after_start: false,
+            empty_maps: 0,
+        }
+    }
+
+    /// How many `--- {}` documents were dropped (the snapshot counts them as objects without a kind).
+    pub fn empty_maps(&self) -> usize {
+        self.empty_maps
+    }
+
+    /// Whether a line `--- {}` starts at `at`, followed by a marker or the end of the input.
+    fn empty_map_at(&self, at: usize) -> bool {
+        let Some(next) = self.buffer[at..self.end].strip_prefix(EMPTY_MAP) else { return false };
+        match next.get(..4) {
+            Some(head) => (head.starts_with(b"---") || head.starts_with(b"...")) && matches!(head[3], b' ' | b'\t' | b'\r' | b'\n'),
+            None => self.eof && next.is_empty(),
         }
     }
 
@@ -130,16 +158,24 @@ impl<R: Read> CommentRuns<R> {
 
     /// Decides what to do with the line that starts at `at`, once enough of it is buffered.
     fn start_line(&mut self) {
+        if self.empty_map_at(self.at) {
+            // The marker that follows sets what the next document starts with; nothing else changes.
+            self.line = Line::DropEmptyMaps;
+            return;
+        }
         let window = &self.buffer[self.at..self.end.min(self.at + LOOKAHEAD)];
         let kind = classify(window);
         let certain_comment = kind == Kind::Comment && matches!(self.document, Document::Prologue | Document::Mapping);
         let repeated_entry = kind == (Kind::Entry { simple: true }) && self.document == Document::Sequence && self.in_entries;
+        let start = kind == (Kind::Marker { bare: true }) && window.starts_with(b"---");
         self.line = match () {
             _ if certain_comment && self.in_run => Line::Drop,
             _ if repeated_entry => Line::DropEntries,
+            _ if start && self.after_start => Line::DropStarts,
             _ => Line::Copy,
         };
         self.in_entries = false;
+        self.after_start = start || (self.after_start && matches!(kind, Kind::Comment | Kind::Blank));
         match kind {
             Kind::Comment => self.in_run = certain_comment,
             Kind::Blank => {}
@@ -171,6 +207,30 @@ impl<R: Read> CommentRuns<R> {
             self.at += length;
         }
         // At the start of another line, or of one not wholly buffered yet: look at it.
+        self.line = Line::Start;
+    }
+
+    /// Skips `--- {}` lines while each is followed by a marker or the end, counting them.
+    fn drop_empty_maps(&mut self) {
+        while self.empty_map_at(self.at) {
+            self.at += EMPTY_MAP.len();
+            self.empty_maps += 1;
+        }
+        self.line = Line::Start;
+    }
+
+    /// Skips the rest of a dropped `---` line, and the `---` lines right after it, as fast as memory.
+    fn drop_starts(&mut self) {
+        const STARTS: &[u8; 64] = b"---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n---\n";
+        let Some(newline) = memchr::memchr(b'\n', &self.buffer[self.at..self.end]) else {
+            // The rest of the line is not buffered yet: drop what is, and go on dropping.
+            self.at = self.end;
+            return;
+        };
+        self.at += newline + 1;
+        while self.buffer[self.at..self.end].starts_with(STARTS) {
+            self.at += STARTS.len();
+        }
         self.line = Line::Start;
     }
 
@@ -215,8 +275,12 @@ impl<R: Read> Read for CommentRuns<R> {
         loop {
             let buffered = &self.buffer[self.at..self.end];
             let need_more = match self.line {
-                Line::Start => buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n'),
-                Line::Copy | Line::Drop | Line::DropEntries => buffered.is_empty(),
+                // A `--- {}` line is dropped only when what follows it is known (`empty_map_at`).
+                Line::Start => {
+                    buffered.len() < LOOKAHEAD && !buffered.contains(&b'\n')
+                        || buffered.starts_with(EMPTY_MAP) && buffered.len() < EMPTY_MAP.len() + 4
+                }
+                Line::Copy | Line::Drop | Line::DropEntries | Line::DropStarts | Line::DropEmptyMaps => buffered.is_empty(),
             };
             if need_more && !self.eof {
                 self.fill()?;
@@ -229,6 +293,8 @@ impl<R: Read> Read for CommentRuns<R> {
                 Line::Start => self.start_line(),
                 Line::Drop => self.drop_lines(),
                 Line::DropEntries => self.drop_entries(),
+                Line::DropStarts => self.drop_starts(),
+                Line::DropEmptyMaps => self.drop_empty_maps(),
                 Line::Copy => {
                     // This line, and the lines after it whose start decides nothing.
                     let rest = &self.buffer[self.at..self.end];
@@ -315,9 +381,26 @@ mod tests {
     use super::*;
 
     fn filtered(text: &str) -> String {
+        filtered_counted(text).0
+    }
+
+    /// The filtered text and the number of `--- {}` documents dropped.
+    fn filtered_counted(text: &str) -> (String, usize) {
         let mut out = String::new();
-        CommentRuns::new(text.as_bytes()).read_to_string(&mut out).unwrap();
-        out
+        let mut reader = CommentRuns::new(text.as_bytes());
+        reader.read_to_string(&mut out).unwrap();
+        (out, reader.empty_maps())
+    }
+
+    /// What the parser and the slim decoder read of `text` (through the filter or not), empty
+    /// maps left out of both and counted, those the filter dropped included.
+    fn reading(text: &str, filter: bool) -> (Option<Vec<serde_json::Value>>, Option<String>, Option<usize>) {
+        let (text, dropped) = if filter { filtered_counted(text) } else { (text.to_string(), 0) };
+        let empty = |d: &serde_json::Value| d.as_object().is_some_and(|m| m.is_empty());
+        let all = documents(&text);
+        let count = all.as_ref().map(|d| d.iter().filter(|d| empty(d)).count() + dropped);
+        let kept = all.map(|d| d.into_iter().filter(|d| !empty(d)).collect());
+        (kept, slim(&text), count)
     }
 
     /// Reads through a reader that hands out one byte at a time, and into one-byte reads.
@@ -425,8 +508,11 @@ mod tests {
 
     #[test]
     fn a_bare_marker_starts_a_prologue_again() {
-        let text = "#a\n#b\n---\n#c\n#d\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
-        assert_eq!(filtered(text), "#a\n---\n#c\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n");
+        let text = "#a\n#b\n---\n#c\n#d\nk: 1\n--- # note\n#e\n#f\n...\n#g\n#h\n--- |\n#i\n#j\n---\n#k\n#l\n";
+        assert_eq!(filtered(text), "#a\n---\n#c\nk: 1\n--- # note\n#e\n...\n#g\n--- |\n#i\n#j\n---\n#k\n");
+        // A bare `---` right after another (only comments between) starts nothing new: dropped.
+        let text = "---\n#c\n#d\n--- # note\n#e\n#f\n";
+        assert_eq!(filtered(text), "---\n#c\n#e\n");
         // After a document whose quotes or flow collections leave it unsure, as `tools/bombs.py`
         // writes a pool (`cidrs: [...]`) before a long sequence.
         let text = "a: 'x\n#y\n#z\n'\nb: [1]\n#y\n#z\n---\n#p\n#q\n- 1\n- 2\n...\n- 3\n- 4\n";
@@ -434,10 +520,17 @@ mod tests {
     }
 
     /// The documents the parser reads from `text`, a root sequence as an empty one (the snapshot
-    /// never reads a root sequence's elements: `model::slim`); `None` when it refuses the text.
+    /// never reads a root sequence's elements: `model::slim`) and empty ones left out (the stream
+    /// reader keeps none); `None` when it refuses the text.
     fn documents(text: &str) -> Option<Vec<serde_json::Value>> {
         let documents = serde_saphyr::from_multiple::<serde_json::Value>(text).ok()?;
-        Some(documents.into_iter().map(|d| if d.is_array() { serde_json::Value::Array(Vec::new()) } else { d }).collect())
+        Some(
+            documents
+                .into_iter()
+                .filter(|d| !d.is_null())
+                .map(|d| if d.is_array() { serde_json::Value::Array(Vec::new()) } else { d })
+                .collect(),
+        )
     }
 
     /// What `inputs::parse_stream` keeps of `text`'s documents (the slim decoder, the plugin's
@@ -446,7 +539,9 @@ mod tests {
         use crate::model::slim::SlimYaml;
         let documents: Result<Vec<SlimYaml>, _> =
             serde_saphyr::read_with_options(&mut text.as_bytes(), crate::manifest::yaml_options()).collect();
-        documents.ok().map(|d| format!("{d:?}"))
+        let empty_map = |d: &SlimYaml| d.document.as_ref().and_then(serde_json::Value::as_object).is_some_and(|m| m.is_empty());
+        let empty = |d: &SlimYaml| (matches!(d.document, None | Some(serde_json::Value::Null)) || empty_map(d)) && d.workloads.is_empty();
+        documents.ok().map(|d| format!("{:?}", d.iter().filter(|d| !empty(d)).collect::<Vec<_>>()))
     }
 
     #[test]
@@ -462,10 +557,42 @@ mod tests {
         let lenient = ["a: \"x\n#y\n#z\n\"\n", "a: 'x\n---\n#y\n#z\n'\n"];
         assert!(serde_saphyr::from_multiple::<serde_json::Value>(lenient[0]).is_ok());
         for text in texts.iter().chain(&lenient) {
-            let kept = filtered(text);
-            assert_eq!(documents(text), documents(&kept), "{text:?} → {kept:?}");
-            assert_eq!(slim(text), slim(&kept), "{text:?} → {kept:?}");
+            assert_eq!(reading(text, false), reading(text, true), "{text:?} → {:?}", filtered(text));
         }
+    }
+
+    #[test]
+    fn runs_of_document_starts_pass_as_their_first() {
+        let cases = [
+            ("---\n---\n---\nk: v\n", "---\nk: v\n"),
+            ("k: v\n---\n#\n\n--- # c\n---\n", "k: v\n---\n#\n\n"),
+            // Content, a directive-like line or a marker that is not bare ends the run.
+            ("---\n%YAML 1.2\n---\n", "---\n%YAML 1.2\n---\n"),
+            ("---\n--- |\n---\n", "---\n--- |\n---\n"),
+            ("---\n...\n---\n", "---\n...\n---\n"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(filtered(text), expected, "{text:?}");
+            assert_eq!(filtered_bytewise(text), expected, "{text:?}");
+            assert_eq!(documents(text), documents(expected), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn empty_maps_followed_by_a_marker_are_dropped_and_counted() {
+        for (text, expected, dropped) in [
+            ("--- {}\n--- {}\n--- {}\n", "", 3),
+            ("k: v\n--- {}\n--- {}\n---\nj: w\n--- {}\n...\n", "k: v\n---\nj: w\n...\n", 3),
+            // Not followed by a marker (a comment, content, the end without a break): passed.
+            ("--- {}\n# c\n--- {}\nk: v\n--- {}", "--- {}\n# c\n--- {}\nk: v\n--- {}", 0),
+            ("--- {}\n--- {}\n--- |\n  x\n", "--- |\n  x\n", 2),
+        ] {
+            assert_eq!(filtered_counted(text), (expected.to_string(), dropped), "{text:?}");
+            assert_eq!(filtered_bytewise(text), expected, "{text:?}");
+            assert_eq!(reading(text, false), reading(text, true), "{text:?}");
+        }
+        let many = "---\n".repeat(10_000) + "k: v\n" + &"---\n".repeat(33);
+        assert_eq!(filtered(&many), "---\nk: v\n---\n");
     }
 
     proptest::proptest! {
@@ -476,15 +603,58 @@ mod tests {
         #[test]
         fn any_stream_of_tricky_lines_parses_the_same(lines in proptest::collection::vec(0..LINES.len(), 0..24)) {
             let text: String = lines.iter().map(|&i| format!("{}\n", LINES[i])).collect();
-            let kept = filtered(&text);
-            proptest::prop_assert_eq!(documents(&text), documents(&kept), "{:?} → {:?}", text, kept);
-            proptest::prop_assert_eq!(slim(&text), slim(&kept), "{:?} → {:?}", text, kept);
+            proptest::prop_assert_eq!(reading(&text, false), reading(&text, true), "{:?} → {:?}", text, filtered(&text));
         }
     }
 
     const LINES: &[&str] = &[
-        "#", "# x", "#", "", "a: 1", "b: \"x", "  y\"", "\"", "c: |", "  #z", "#z", "---", "...", "--- |", "- 1", "d: [1,", "2]", "  e: f",
-        "'q", "x'", "f:", "  - g", "k: v # c", "  # i", "- 1", "- 2", "- a.b", "- 1", "-", "- |", "- >", "  - 3", "- k: v", "- \"q",
-        "- 'q", "- [1,", "- &a 1", "- *a", "  4", "- - 5", "? x", "--- - 1", "- 1 # c", "-  6",
+        "#",
+        "# x",
+        "#",
+        "",
+        "a: 1",
+        "b: \"x",
+        "  y\"",
+        "\"",
+        "c: |",
+        "  #z",
+        "#z",
+        "---",
+        "...",
+        "--- |",
+        "- 1",
+        "d: [1,",
+        "2]",
+        "  e: f",
+        "'q",
+        "x'",
+        "f:",
+        "  - g",
+        "k: v # c",
+        "  # i",
+        "- 1",
+        "- 2",
+        "- a.b",
+        "- 1",
+        "-",
+        "- |",
+        "- >",
+        "  - 3",
+        "- k: v",
+        "- \"q",
+        "- 'q",
+        "- [1,",
+        "- &a 1",
+        "- *a",
+        "  4",
+        "- - 5",
+        "? x",
+        "--- - 1",
+        "- 1 # c",
+        "-  6",
+        "---",
+        "--- # c",
+        "%YAML 1.2",
+        "--- {}",
     ];
 }

@@ -9,8 +9,8 @@
 //! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
 use super::inputs::{
-    Guarded, Inputs, LoadedFile, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, max_input_bytes, not_manifest_reason,
-    parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
+    Guarded, Inputs, Kept, LoadedFile, Passed, Pools, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, max_input_bytes,
+    not_manifest_reason, parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
 };
 use super::{archive, sysdump};
 use crate::error::input;
@@ -36,18 +36,21 @@ pub struct TextFile {
 
 /// The snapshot of what `files` hold (before `Snapshot::set_origin`).
 pub fn snapshot_of(files: Vec<LoadedFile>) -> Snapshot {
-    let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
+    let (mut documents, mut workloads, mut passed) = (Vec::new(), Workloads::default(), Passed::default());
     for file in files {
         documents.extend(file.documents);
         workloads.append(file.workloads);
+        passed.append(&file.passed);
     }
-    Snapshot::from_read(documents, workloads)
+    let mut snapshot = Snapshot::from_read(documents, workloads);
+    passed.add_to(&mut snapshot.skipped);
+    snapshot
 }
 
 /// Reads every path for a snapshot: explicit files (and stdin) as [`load`] reads them (they must
 /// parse); files found in directories and archives that hold no Kubernetes objects are skipped.
 /// Sysdump files get the types their names imply (`sysdump`).
-pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
+pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
     let mut inputs = Inputs::default();
     for path in paths {
         let meta = (path != "-").then(|| std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))).transpose()?;
@@ -57,11 +60,11 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 walk_from(Path::new(path), 0, &mut Default::default(), &mut found, &mut others)?;
                 inputs.skipped.extend(others.iter().map(|p| SkippedFile { name: p.display().to_string(), reason: not_manifest_reason(p) }));
                 // A sysdump is a few large files (pods, endpoints) among many small ones: decode them side by side.
-                let streamed = parallel_map(&found, |file| stream_file(file));
+                let streamed = parallel_map(&found, |file| stream_file(file, pools));
                 for (file, streamed) in found.into_iter().zip(streamed) {
                     let name = file.display().to_string();
                     match streamed? {
-                        Some((documents, workloads)) => kept_or_skipped(name, documents, workloads, None, &mut inputs),
+                        Some(kept) => kept_or_skipped(LoadedFile::streamed(name, kept), None, &mut inputs),
                         None => {
                             let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
                             let text = read_text_or_binary(reader, &name)?;
@@ -81,7 +84,7 @@ pub fn load_inputs(paths: &[String]) -> Result<Inputs> {
                 )));
             }
             _ => {
-                let loaded = load_one((path != "-").then(|| Path::new(path.as_str())))?;
+                let loaded = load_one((path != "-").then(|| Path::new(path.as_str())), pools)?;
                 inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), ..loaded });
             }
         }
@@ -102,7 +105,7 @@ pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
     })?;
     // A dump is a few large files (pods, endpoints): decode them side by side. The first failing
     // input in the input order is the error reported.
-    parallel_map(&inputs, |input| load_one(input.as_deref())).into_iter().collect()
+    parallel_map(&inputs, |input| load_one(input.as_deref(), Pools::Whole)).into_iter().collect()
 }
 
 /// `f` of every item, on up to one thread per core, in the items' order.
@@ -125,17 +128,18 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     results.into_iter().map(|slot| slot.into_inner().expect("no worker panicked").expect("every item done")).collect()
 }
 
-fn load_one(path: Option<&Path>) -> Result<LoadedFile> {
+fn load_one(path: Option<&Path>, pools: Pools) -> Result<LoadedFile> {
     Ok(match path {
         // Streamed as a file is; what the stream reader leaves is parsed from the copy kept of it.
-        None => match stream_input(std::io::stdin().lock(), "standard input", max_input_bytes(), &|| too_large("standard input"))?.0 {
-            Streamed::Read(documents, workloads) => LoadedFile { name: "-".into(), documents, workloads },
+        None => match stream_input(std::io::stdin().lock(), "standard input", max_input_bytes(), &|| too_large("standard input"), pools)?.0
+        {
+            Streamed::Read(kept) => LoadedFile::streamed("-".into(), kept),
             Streamed::Binary(why) => return Err(input(format!("standard input: {why}"))),
             Streamed::Whole(text) => LoadedFile::whole("-".into(), manifest::parse(&text, "-")?),
             Streamed::Unread(why) => return Err(input(format!("standard input: {why}; save it to a file and pass that with -f"))),
         },
-        Some(path) => match stream_file(path)? {
-            Some((documents, workloads)) => LoadedFile { documents, workloads, name: path.display().to_string() },
+        Some(path) => match stream_file(path, pools)? {
+            Some(kept) => LoadedFile::streamed(path.display().to_string(), kept),
             None => {
                 let file = read_file(path.to_path_buf())?;
                 LoadedFile::whole(file.name.clone(), manifest::parse(&file.text, &file.name)?)
@@ -208,9 +212,9 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 /// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
 /// when anything is out of the ordinary (the caller then reads it whole); an error when reading
 /// it whole would cost too much (a line over `--max-line-size`).
-fn stream_file(path: &Path) -> Result<Option<(Vec<Value>, Workloads)>> {
+fn stream_file(path: &Path, pools: Pools) -> Result<Option<Kept>> {
     let Ok(file) = std::fs::File::open(path) else { return Ok(None) };
-    parse_stream(Guarded(archive::Bounded { inner: file, left: max_input_bytes() }))
+    parse_stream(Guarded(archive::Bounded { inner: file, left: max_input_bytes() }), &path.display().to_string(), pools)
         .map_err(|why| input(format!("{}: {why}", path.display())))
 }
 

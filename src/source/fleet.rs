@@ -51,8 +51,10 @@ pub fn connections(fleet: &Fleet) -> Result<Vec<(String, ConnectOptions)>> {
 /// One snapshot per path, named after its cilium-config `cluster-name`, or after the path when
 /// it has none or another input has the same one (names must tell the clusters apart).
 fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
-    let snapshots =
-        paths.iter().map(|path| super::from_files(std::slice::from_ref(path), namespace, verbose)).collect::<Result<Vec<_>>>()?;
+    let snapshots = paths
+        .iter()
+        .map(|path| super::from_files(std::slice::from_ref(path), namespace, verbose, super::Pools::Read))
+        .collect::<Result<Vec<_>>>()?;
     let declared = |s: &Snapshot| s.ipam.as_ref().and_then(|c| c.cluster_name.clone());
     let names: Vec<Option<String>> = snapshots.iter().map(declared).collect();
     let unique = |name: &String| names.iter().flatten().filter(|n| *n == name).count() == 1;

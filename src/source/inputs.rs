@@ -7,6 +7,7 @@ use super::sysdump;
 use crate::error::input;
 use crate::manifest;
 use crate::model::Workloads;
+use crate::model::snapshot::NO_KIND;
 use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
@@ -53,12 +54,19 @@ pub struct LoadedFile {
     pub documents: Vec<Value>,
     /// Pods and CiliumEndpoints decoded while streaming, taken out of `documents` (`model::slim`).
     pub workloads: Workloads,
+    /// Documents read while streaming but not kept: the snapshot only counts them.
+    pub passed: Passed,
 }
 
 impl LoadedFile {
     /// A file read whole: every object is in `documents`.
     pub fn whole(name: String, documents: Vec<Value>) -> LoadedFile {
-        LoadedFile { name, documents, workloads: Workloads::default() }
+        LoadedFile { name, documents, workloads: Workloads::default(), passed: Passed::default() }
+    }
+
+    /// A file read as it streamed.
+    pub fn streamed(name: String, kept: Kept) -> LoadedFile {
+        LoadedFile { name, documents: kept.documents, workloads: kept.workloads, passed: kept.passed }
     }
 }
 
@@ -90,7 +98,7 @@ pub fn walked(name: String, text: std::result::Result<String, String>, inputs: &
                 let reason = format!("does not parse: {}", why.trim_start_matches(name.as_str()).trim_start_matches(':'));
                 inputs.skipped.push(SkippedFile { name, reason });
             }
-            Ok(documents) => kept_or_skipped(name, documents, Workloads::default(), Some(&text), inputs),
+            Ok(documents) => kept_or_skipped(LoadedFile::whole(name, documents), Some(&text), inputs),
         },
     }
 }
@@ -98,24 +106,29 @@ pub fn walked(name: String, text: std::result::Result<String, String>, inputs: &
 /// A member of an archive streamed by [`stream_input`]: kept or skipped as a walked file is.
 pub fn streamed_member(name: String, streamed: Streamed, inputs: &mut Inputs) {
     match streamed {
-        Streamed::Read(documents, workloads) => kept_or_skipped(name, documents, workloads, None, inputs),
+        Streamed::Read(kept) => kept_or_skipped(LoadedFile::streamed(name, kept), None, inputs),
         Streamed::Whole(text) => walked(name, Ok(text), inputs),
         Streamed::Binary(why) | Streamed::Unread(why) => inputs.skipped.push(SkippedFile { name, reason: why }),
     }
 }
 
 /// Keeps a walked file's documents when one is a Kubernetes object (a `kind`), else skips it.
-pub fn kept_or_skipped(name: String, documents: Vec<Value>, workloads: Workloads, text: Option<&str>, inputs: &mut Inputs) {
+pub fn kept_or_skipped(file: LoadedFile, text: Option<&str>, inputs: &mut Inputs) {
+    let LoadedFile { name, documents, workloads, passed } = file;
     let documents = sysdump::type_documents(&name, documents);
-    if !workloads.is_empty() || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty())) {
-        inputs.files.push(LoadedFile { name, documents, workloads });
+    if !workloads.is_empty()
+        || passed.any_kind()
+        || documents.iter().any(|d| d.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty()))
+    {
+        inputs.files.push(LoadedFile { name, documents, workloads, passed });
         return;
     }
-    let json_lines =
-        text.is_some_and(looks_like_json_lines) || documents.len() > 1 && documents.iter().all(Value::is_object) && name.ends_with(".json");
+    let count = documents.len() + passed.total();
+    let all_objects = documents.iter().all(Value::is_object) && passed.non_objects == 0;
+    let json_lines = text.is_some_and(looks_like_json_lines) || count > 1 && all_objects && name.ends_with(".json");
     let reason = if json_lines {
         "JSON Lines, not Kubernetes objects"
-    } else if documents.is_empty() {
+    } else if count == 0 {
         "empty or only comments"
     } else {
         "holds no Kubernetes objects (no kind)"
@@ -149,7 +162,7 @@ const RETRY_BYTES: usize = 16 << 20;
 /// What streaming one input gave.
 pub enum Streamed {
     /// Its documents, Pods and CiliumEndpoints decoded on the way.
-    Read(Vec<Value>, Workloads),
+    Read(Kept),
     /// Binary data: why.
     Binary(String),
     /// Its text, for [`manifest::parse`] to read whole (or report the error in).
@@ -162,10 +175,10 @@ pub enum Streamed {
 /// the first NUL byte), keeping a copy of up to [`RETRY_BYTES`] when `retry` (it cannot be read
 /// again) in case the stream reader gives up; `too_large` is the refusal past the limit.
 /// `Ok((streamed, bytes read))`.
-pub fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String) -> Result<(Streamed, u64)> {
+pub fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String, pools: Pools) -> Result<(Streamed, u64)> {
     let mut watched = Watched { inner: reader, left: limit, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
-    match parse_stream(&mut watched) {
-        Ok(Some((documents, workloads))) => return Ok((Streamed::Read(documents, workloads), watched.read)),
+    match parse_stream(&mut watched, name, pools) {
+        Ok(Some(kept)) => return Ok((Streamed::Read(kept), watched.read)),
         Err(why) => return Err(input(format!("{name}: {why}"))),
         Ok(None) => {}
     }
@@ -303,13 +316,102 @@ pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::res
     Ok(String::from_utf8(bytes).map_err(|_| "not UTF-8 text; pass Kubernetes YAML or JSON".to_string()))
 }
 
+/// How much of a pool object a snapshot keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pools {
+    /// Every field: the command may write the pool back (`reserve-range`).
+    Whole,
+    /// The fields the model reads (`slim::POOL_FIELDS`): the command only reads. An archive is
+    /// only ever read (edits refuse archives).
+    Read,
+}
+
+/// What streaming one input gave: the documents the snapshot reads, the Pods and CiliumEndpoints
+/// decoded on the way (taken out of the documents), and how many documents were read but not kept.
+#[derive(Default)]
+pub struct Kept {
+    pub documents: Vec<Value>,
+    pub workloads: Workloads,
+    pub passed: Passed,
+    /// Objects without a kind are kept: the file's name gives them one (`sysdump::type_documents`).
+    typed_by_name: bool,
+}
+
+/// Documents read but not kept, because the snapshot only counts them (`slim::only_counted`):
+/// a document of another kind, or an empty one, costs its bytes as it streams, not a tree.
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
+pub struct Passed {
+    /// How many of each kind, named as `Snapshot::skipped` names them.
+    pub kinds: std::collections::BTreeMap<String, usize>,
+    /// How many of them were no object (a scalar, an array).
+    pub non_objects: usize,
+}
+
+impl Passed {
+    pub fn total(&self) -> usize {
+        self.kinds.values().sum()
+    }
+
+    /// Whether one of them named a kind.
+    pub fn any_kind(&self) -> bool {
+        self.kinds.keys().any(|k| k != NO_KIND)
+    }
+
+    /// Adds the counts to what a snapshot skipped.
+    pub fn add_to(&self, skipped: &mut std::collections::BTreeMap<String, usize>) {
+        for (kind, n) in &self.kinds {
+            *skipped.entry(kind.clone()).or_insert(0) += n;
+        }
+    }
+
+    pub fn append(&mut self, other: &Passed) {
+        other.add_to(&mut self.kinds);
+        self.non_objects += other.non_objects;
+    }
+}
+
+impl Kept {
+    /// Keeps `document` if the snapshot reads it, else counts it.
+    fn keep(&mut self, document: Value) {
+        match crate::model::slim::only_counted(&document) {
+            None => self.documents.push(document),
+            Some("") if self.typed_by_name && document.is_object() => self.documents.push(document),
+            Some(kind) => {
+                let kind = if kind.is_empty() { NO_KIND } else { kind };
+                *self.passed.kinds.entry(kind.to_string()).or_insert(0) += 1;
+                self.passed.non_objects += usize::from(!document.is_object());
+            }
+        }
+    }
+
+    /// One document as the stream reader gave it (`json`: a top-level array holds documents).
+    fn add(&mut self, document: Option<Value>, decoded: Workloads, json: bool) {
+        match document {
+            // A JSON array of objects is a sequence of documents (a YAML one is one document).
+            Some(Value::Array(items)) if json => items.into_iter().filter(|d| !d.is_null()).for_each(|d| self.keep(d)),
+            Some(Value::Null) | None => {}
+            Some(document) => self.keep(document),
+        }
+        self.workloads.append(decoded);
+    }
+
+    /// The snapshot of what was kept, the documents passed counted among its skipped kinds.
+    pub fn snapshot(self) -> crate::model::Snapshot {
+        let mut snapshot = crate::model::Snapshot::from_read(self.documents, self.workloads);
+        self.passed.add_to(&mut snapshot.skipped);
+        snapshot
+    }
+}
+
 /// Documents decoded as `reader` streams in, with Pods and CiliumEndpoints decoded into their
-/// structs and taken out ([`crate::model::slim`]): JSON values (one, concatenated, or an array of
-/// objects) or a plain YAML stream. `Ok(None)` on anything [`manifest::parse`] must decide from
-/// the whole text: errors, and JSON that is really YAML; `Err(why)` when a YAML line is longer
-/// than `--max-line-size` (reading it whole would cost more). Public for the `manifest` fuzz
-/// target, which checks it against [`manifest::parse`] (docs/reliability.md).
-pub fn parse_stream(reader: impl std::io::Read) -> std::result::Result<Option<(Vec<Value>, Workloads)>, String> {
+/// structs and taken out ([`crate::model::slim`]), each document kept or counted as soon as it is
+/// read ([`Kept`]): JSON values (one, concatenated, or an array of objects) or a plain YAML
+/// stream. `name` is the input's (a sysdump file's name types its objects). `Ok(None)` on
+/// anything [`manifest::parse`] must decide from the whole text: errors, and JSON that is really
+/// YAML; `Err(why)` when a YAML line is longer than `--max-line-size` (reading it whole would cost
+/// more). Public for the `manifest` fuzz target, which checks it against [`manifest::parse`]
+/// (docs/reliability.md).
+pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools) -> std::result::Result<Option<Kept>, String> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let first = loop {
@@ -323,55 +425,47 @@ pub fn parse_stream(reader: impl std::io::Read) -> std::result::Result<Option<(V
             }
         }
     };
-    let json = matches!(first, Some(b'{' | b'['));
-    let slims = match first {
-        None => Vec::new(),
-        Some(_) if json => match slim_json(reader) {
-            Some(slims) => slims,
-            None => return Ok(None),
-        },
+    let mut kept = Kept { typed_by_name: sysdump::kind_for(name).is_some(), ..Kept::default() };
+    let read = match first {
+        None => Some(()),
+        Some(b'{' | b'[') if pools == Pools::Whole => slim_json::<false>(reader, &mut kept),
+        Some(b'{' | b'[') => slim_json::<true>(reader, &mut kept),
         Some(_) => {
             let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: MAX_LINE_BYTES.load(Ordering::Relaxed), over: None };
-            let slims = slim_yaml(super::comments::CommentRuns::new(&mut lines));
+            let mut filtered = super::comments::CommentRuns::new(&mut lines);
+            let read = match pools {
+                Pools::Whole => slim_yaml::<false>(&mut filtered, &mut kept),
+                Pools::Read => slim_yaml::<true>(&mut filtered, &mut kept),
+            };
+            // The `--- {}` documents the filter dropped are counted as read.
+            if filtered.empty_maps() > 0 {
+                *kept.passed.kinds.entry(NO_KIND.to_string()).or_insert(0) += filtered.empty_maps();
+            }
             if let Some(line) = lines.over {
                 return Err(long_line(line));
             }
-            match slims {
-                Some(slims) => slims,
-                None => return Ok(None),
-            }
+            read
         }
     };
-    let (mut documents, mut workloads) = (Vec::new(), Workloads::default());
-    for (document, decoded) in slims {
-        match document {
-            // A JSON array of objects is a sequence of documents (a YAML one is one document).
-            Some(Value::Array(items)) if json => documents.extend(items.into_iter().filter(|d| !d.is_null())),
-            Some(Value::Null) | None => {}
-            Some(document) => documents.push(document),
-        }
-        workloads.append(decoded);
+    Ok(read.map(|()| kept))
+}
+
+fn slim_json<const READ_POOLS: bool>(reader: impl Read, kept: &mut Kept) -> Option<()> {
+    use crate::model::slim::Slim;
+    for slim in serde_json::Deserializer::from_reader(reader).into_iter::<Slim<true, READ_POOLS>>() {
+        let slim = slim.ok()?;
+        kept.add(slim.document, slim.workloads, true);
     }
-    Ok(Some((documents, workloads)))
+    Some(())
 }
 
-type Slims = Vec<(Option<Value>, Workloads)>;
-
-fn slim_json(reader: impl Read) -> Option<Slims> {
-    use crate::model::slim::SlimJson;
-    serde_json::Deserializer::from_reader(reader)
-        .into_iter::<SlimJson>()
-        .map(|d| d.map(|s| (s.document, s.workloads)))
-        .collect::<Result<_, _>>()
-        .ok()
-}
-
-fn slim_yaml(mut reader: impl Read) -> Option<Slims> {
-    use crate::model::slim::SlimYaml;
-    serde_saphyr::read_with_options::<_, SlimYaml>(&mut reader, manifest::yaml_options())
-        .map(|d| d.map(|s| (s.document, s.workloads)))
-        .collect::<Result<_, _>>()
-        .ok()
+fn slim_yaml<const READ_POOLS: bool>(mut reader: impl Read, kept: &mut Kept) -> Option<()> {
+    use crate::model::slim::Slim;
+    for slim in serde_saphyr::read_with_options::<_, Slim<false, READ_POOLS>>(&mut reader, manifest::yaml_options()) {
+        let slim = slim.ok()?;
+        kept.add(slim.document, slim.workloads, false);
+    }
+    Some(())
 }
 
 /// The refusal of a YAML line longer than `--max-line-size` (`line` is its number).
@@ -443,6 +537,28 @@ mod tests {
         let mut buffer = vec![0; piece];
         while lines.read(&mut buffer).is_ok_and(|n| n > 0) {}
         lines.over
+    }
+
+    /// What `parse_stream` makes of `text`, as the whole reader's snapshot would count it.
+    fn kept(text: &str, name: &str) -> Kept {
+        parse_stream(text.as_bytes(), name, Pools::Read).unwrap().expect("read as it streams")
+    }
+
+    #[test]
+    fn documents_the_snapshot_only_counts_are_counted_not_kept() {
+        let text = "--- {}\n--- 3\n---\nkind: Service\nspec: {}\n--- {}\n---\nkind: CiliumNode\nmetadata: {name: n}\n";
+        let read = kept(text, "a.yaml");
+        assert_eq!(read.documents.len(), 1, "only the CiliumNode");
+        let kinds: Vec<(&str, usize)> = read.passed.kinds.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!((kinds, read.passed.non_objects), (vec![("(no kind)", 3), ("Service", 1)], 1));
+        let whole = crate::model::Snapshot::from_objects(manifest::parse(text, "a.yaml").unwrap());
+        assert_eq!(read.snapshot().skipped, whole.skipped);
+        // A JSON array's elements are documents, each counted.
+        let read = kept(r#"[{}, {"kind": "Service"}, {"kind": "CiliumNode", "metadata": {"name": "n"}}]"#, "a.json");
+        assert_eq!((read.documents.len(), read.passed.total()), (1, 2));
+        // A sysdump file's name types its objects: those without a kind are kept.
+        let read = kept("--- {metadata: {name: n}}\n--- 3\n", "ciliumnodes-20240101-120000.yaml");
+        assert_eq!((read.documents.len(), read.passed.total()), (1, 1));
     }
 
     #[test]

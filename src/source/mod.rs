@@ -21,6 +21,7 @@ pub mod trace;
 pub mod watch;
 
 pub use client::ConnectOptions;
+pub use inputs::Pools;
 
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
@@ -36,7 +37,7 @@ pub enum Input {
 /// `verbose` reports what was read on stderr.
 pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> Result<Snapshot> {
     let options = match input {
-        Input::Files(paths) => return from_files(paths, namespace, verbose),
+        Input::Files(paths) => return from_files(paths, namespace, verbose, Pools::Read),
         Input::Cluster(options) => options,
     };
     let (snapshot, layout) = cluster::Cluster::connect(options, namespace).await?.read().await?;
@@ -54,9 +55,9 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
     Ok(snapshot)
 }
 
-/// The snapshot the files at `paths` make.
-pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Snapshot> {
-    let inputs = files::load_inputs(paths)?;
+/// The snapshot the files at `paths` make, its pools kept whole or as far as they are read.
+pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool, pools: Pools) -> Result<Snapshot> {
+    let inputs = files::load_inputs(paths, pools)?;
     files::warn_duplicates(&inputs.files);
     let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = files::snapshot_of(inputs.files);

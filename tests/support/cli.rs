@@ -13,6 +13,27 @@ pub fn plugin_process() -> Command {
     command
 }
 
+/// Exit code, stderr and peak RSS (KiB) of the plugin run with `args` (stdout is dropped).
+// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+pub fn measured(args: &[&str]) -> (i32, String, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = plugin_process().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the plugin starts");
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for our own child; status and usage are plain out-parameters.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4 failed");
+    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
+    (code, reader.join().unwrap(), usage.ru_maxrss)
+}
+
 /// [`plugin_process`] as an `assert_cmd` command.
 pub fn plugin() -> assert_cmd::Command {
     assert_cmd::Command::from_std(plugin_process())

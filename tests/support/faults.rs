@@ -38,6 +38,9 @@ pub enum Fault {
     JunkItems { resources: &'static [&'static str] },
     /// The real answer, begun only after `by`: a slow server.
     Delay { resources: &'static [&'static str], by: Duration },
+    /// One list page of `bytes` of `{}` items (under the response bound, but millions of
+    /// objects), generated as it is sent.
+    EmptyItems { resources: &'static [&'static str], bytes: u64 },
 }
 
 impl Fault {
@@ -47,7 +50,8 @@ impl Fault {
             | Fault::Trickle { resources, .. }
             | Fault::Inflate { resources, .. }
             | Fault::JunkItems { resources }
-            | Fault::Delay { resources, .. } => resources,
+            | Fault::Delay { resources, .. }
+            | Fault::EmptyItems { resources, .. } => resources,
         }
     }
 }
@@ -254,20 +258,11 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         }
         Fault::Inflate { bytes, .. } => {
             let start = br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"padding"},"padding":""#;
-            let _ = async {
-                stream.write_all(&head(200)).await?;
-                stream.write_all(start).await?;
-                let chunk = vec![b'x'; 1 << 20];
-                let mut left = bytes;
-                while left > 0 {
-                    let n = left.min(chunk.len() as u64) as usize;
-                    stream.write_all(&chunk[..n]).await?;
-                    sent.fetch_add(n as u64, Ordering::Relaxed);
-                    left -= n as u64;
-                }
-                stream.write_all(br#""}]}"#).await
-            }
-            .await;
+            let _ = generated(stream, start, b"x", bytes, br#""}]}"#, &sent).await;
+        }
+        Fault::EmptyItems { bytes, .. } => {
+            let start = br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{}"#;
+            let _ = generated(stream, start, b",{}", bytes, b"]}", &sent).await;
         }
     }
 }
@@ -357,6 +352,22 @@ async fn flood(stream: &mut TcpStream) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A 200 answer: `start`, `unit` repeated to about `bytes`, `end`, written as it is generated.
+async fn generated(stream: &mut TcpStream, start: &[u8], unit: &[u8], bytes: u64, end: &[u8], sent: &AtomicU64) -> std::io::Result<()> {
+    stream.write_all(&head(200)).await?;
+    stream.write_all(start).await?;
+    let chunk = unit.repeat((1 << 20) / unit.len());
+    let mut left = bytes;
+    while left > 0 {
+        // Whole units only (the chunk is a whole number of them).
+        let n = (left.min(chunk.len() as u64) as usize).next_multiple_of(unit.len()).min(chunk.len());
+        stream.write_all(&chunk[..n]).await?;
+        sent.fetch_add(n as u64, Ordering::Relaxed);
+        left = left.saturating_sub(n as u64);
+    }
+    stream.write_all(end).await
 }
 
 /// The request line and, when it has one, the body; `None` when the client sent nothing usable.
