@@ -337,7 +337,7 @@ where
             true => RECOVERY_WATCH_TIMEOUT.min(self.rules.watch_timeout),
             false => self.rules.watch_timeout.mul_f64(5.0 / 6.0 + fastrand::f64() / 6.0),
         };
-        let asked = Duration::from_secs(asked.as_secs().max(1));
+        let asked = Duration::from_secs((asked.as_secs_f64().round() as u64).max(1));
         let params = WatchParams {
             timeout: Some(asked.as_secs() as u32),
             bookmarks: true,
@@ -406,18 +406,15 @@ where
                 self.phase = Phase::Watch(version);
                 Step::Fail(Failure::Stalled(quiet))
             }
-            Ok(None) => {
-                let lasted = now.duration_since(open.opened);
-                if seen == 0 && lasted < MIN_WATCH_INTERVAL {
-                    self.phase = Phase::Watch(version);
-                    return Step::Fail(Failure::ShortWatch);
-                }
+            Ok(None) => match closed_at_timeout(now.duration_since(open.opened), open.asked) {
                 // Closed by the server at the timeout it was asked for: current until then.
-                match lasted + Duration::from_secs(1) >= open.asked {
-                    true => Step::Report(Signal::Proof { source: self.source }, Phase::Watch(version)),
-                    false => Step::Next(Phase::Watch(version)),
+                true => Step::Report(Signal::Proof { source: self.source }, Phase::Watch(version)),
+                false if seen == 0 && now.duration_since(open.opened) < MIN_WATCH_INTERVAL => {
+                    self.phase = Phase::Watch(version);
+                    Step::Fail(Failure::ShortWatch)
                 }
-            }
+                false => Step::Next(Phase::Watch(version)),
+            },
             Ok(Some(Err(error))) => {
                 self.phase = Phase::Watch(version);
                 Step::Fail(Failure::of(&error))
@@ -450,6 +447,12 @@ where
             }
         }
     }
+}
+
+/// A watch that lasted `lasted` ended at the timeout it asked for (`asked`), allowing the time its
+/// answer took to begin: a quarter of it, at most a second.
+fn closed_at_timeout(lasted: Duration, asked: Duration) -> bool {
+    lasted + (asked / 4).min(Duration::from_secs(1)) >= asked
 }
 
 /// The resourceVersion an event brings the watch to.
@@ -486,6 +489,15 @@ mod tests {
         }
         let (step, _) = streak.failed(start + Duration::from_secs(50) + QUIET_RESET + Duration::from_secs(1));
         assert_eq!(step, 1, "forgotten after a quiet period");
+    }
+
+    #[test]
+    fn only_a_close_at_the_asked_timeout_proves_the_watch_current() {
+        let secs = Duration::from_secs;
+        assert!(closed_at_timeout(secs(30), secs(30)) && closed_at_timeout(Duration::from_millis(29_100), secs(30)));
+        assert!(!closed_at_timeout(secs(20), secs(30)), "closed early: no proof");
+        assert!(closed_at_timeout(Duration::from_millis(980), secs(1)), "a one-second watch closed by the server");
+        assert!(!closed_at_timeout(Duration::from_millis(10), secs(1)), "an empty answer is no proof, however short the timeout");
     }
 
     #[test]
