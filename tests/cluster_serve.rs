@@ -537,9 +537,10 @@ fn promql_of(value: &Value, found: &mut Vec<String>) {
     }
 }
 
-/// Grafana's template variables as "any value" (`$pool` is used with `=~`) and its interval.
+/// Grafana's template variables as "any value" (`$cluster` and `$pool` are used with `=~`; one
+/// cluster's series have no `cluster` label, which `.*` matches) and its interval.
 fn substitute(expr: &str) -> String {
-    ["${pool}", "$pool"]
+    ["${cluster}", "$cluster", "${pool}", "$pool"]
         .iter()
         .fold(expr.to_string(), |e, var| e.replace(var, ".*"))
         .replace("$__rate_interval", "1m")
