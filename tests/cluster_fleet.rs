@@ -306,7 +306,7 @@ fn two_contexts_of_one_control_plane_print_once_and_a_typo_asks_nothing() {
         assert_eq!(code, i32::from(args[0] == "check"), "{args:?}: {stderr}");
         let names: Vec<&str> = doc["clusters"].as_array().unwrap().iter().map(|c| c["cluster"].as_str().unwrap()).collect();
         assert_eq!(names, ["c1"], "{args:?}: read and shown once, as the first context");
-        assert_eq!(kinds(&doc), [same.clone()], "{args:?}");
+        assert_eq!(kinds(&doc), std::slice::from_ref(&same), "{args:?}");
         assert!(stderr.contains("contexts c1, viewer reach the same API server"), "{stderr}");
     }
     let out =

@@ -67,6 +67,8 @@ fn serve_with_the_deployed_role_feeds_a_real_prometheus_the_figures_of_usage_thr
     let after = expected(&deployed);
     assert_ne!(before, after, "the change moves figures");
     wait_for_figures(&prometheus, &after, "the change");
+    // Pools that shrank: the forecast (alert and panel) has a pace to extrapolate.
+    expressions.evaluate(&prometheus, "changed");
 
     // 3. The control plane stops under a running `serve`, and resumes.
     {
