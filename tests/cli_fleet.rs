@@ -170,3 +170,156 @@ fn o_name_says_which_cluster() {
         ]
     );
 }
+
+/// A kubeconfig of `contexts` (name, server URL), without credentials, written to a temporary file.
+fn kubeconfig_of(contexts: &[(&str, String)]) -> tempfile::NamedTempFile {
+    let entry = |(name, server): &(&str, String)| {
+        (
+            serde_json::json!({"name": name, "cluster": {"server": server}}),
+            serde_json::json!({"name": name, "user": {}}),
+            serde_json::json!({"name": name, "context": {"cluster": name, "user": name}}),
+        )
+    };
+    let (clusters, (users, contexts)): (Vec<Value>, (Vec<Value>, Vec<Value>)) =
+        contexts.iter().map(entry).map(|(c, u, x)| (c, (u, x))).unzip();
+    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "clusters": clusters, "users": users, "contexts": contexts,
+                                    "current-context": contexts[0]["name"]});
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), config.to_string()).unwrap();
+    file
+}
+
+/// A port that accepts connections and never answers; counts those accepted (still open or not).
+struct Silent {
+    listener: std::net::TcpListener,
+    held: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Silent {
+    fn new() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (accepting, kept) = (listener.try_clone().unwrap(), held.clone());
+        std::thread::spawn(move || {
+            for stream in accepting.incoming().flatten() {
+                kept.lock().unwrap().push(stream);
+            }
+        });
+        Silent { listener, held }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.listener.local_addr().unwrap())
+    }
+
+    fn accepted(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+}
+
+/// Issue 43 §3: a mistyped context among several is bad input (exit 2), said before any cluster
+/// is asked, as a single mistyped `--context` is (before: prod was read, then exit 3).
+#[test]
+fn a_mistyped_context_is_bad_input_before_any_request() {
+    let prod = Silent::new();
+    let config = kubeconfig_of(&[("prod-eu1", prod.url()), ("staging", prod.url())]);
+    for contexts in ["prod-eu1,nope", "nope,prod-eu1", "nope"] {
+        let (code, stdout, stderr) =
+            run(&["usage", "--kubeconfig", config.path().to_str().unwrap(), "--request-timeout", "2s", "--context", contexts]);
+        assert_eq!(code, 2, "--context {contexts}: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(stderr.contains("\"nope\": the kubeconfig has no such context") && stderr.contains("prod-eu1, staging"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert_eq!(prod.accepted(), 0, "no request before the contexts are known to exist");
+}
+
+/// Issue 43 §3: `--context` values complete the kubeconfig's context names, also after `A,`.
+#[test]
+fn context_names_complete() {
+    let config = kubeconfig_of(&[
+        ("prod-eu1", "http://127.0.0.1:1".into()),
+        ("prod-us1", "http://127.0.0.1:1".into()),
+        ("staging", "http://127.0.0.1:1".into()),
+    ]);
+    let path = config.path().to_str().unwrap();
+    let complete = |words: &[&str]| {
+        let (code, stdout, stderr) = run(&[&["__complete", "--", "usage", "--kubeconfig", path][..], words].concat());
+        assert_eq!(code, 0, "{stderr}");
+        stdout.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(complete(&["--context", "prod"]), ["prod-eu1", "prod-us1", ":4"]);
+    assert_eq!(complete(&["--context", "prod-eu1,s"]), ["prod-eu1,staging", ":4"]);
+    assert_eq!(complete(&["--context=st"]), ["--context=staging", ":4"]);
+    assert_eq!(complete(&["--context", ""]).len(), 4);
+}
+
+/// Issue 43 §1: two contexts of one API server are one cluster, read once (one connection
+/// attempt's worth of clusters), shown once under the first, and the warning names both.
+#[test]
+fn two_contexts_of_one_server_are_read_and_shown_once() {
+    let server = Silent::new();
+    let config = kubeconfig_of(&[("admin", server.url()), ("viewer", server.url() + "/")]);
+    let (code, stdout, stderr) =
+        run(&["usage", "-o", "json", "--kubeconfig", config.path().to_str().unwrap(), "--request-timeout", "1s", "--all-contexts"]);
+    assert_eq!(code, 3, "{stderr}");
+    let doc = json_of(&stdout);
+    let names: Vec<&str> = doc["clusters"].as_array().unwrap().iter().map(|c| c["cluster"].as_str().unwrap()).collect();
+    assert_eq!(names, ["admin"], "{stdout}");
+    let problems = fleet_problems(&doc);
+    assert_eq!(problems, [("warning".to_string(), "fleet-same-cluster".to_string(), vec!["admin".to_string(), "viewer".to_string()])]);
+    assert!(stderr.contains("contexts admin, viewer reach the same API server"), "{stderr}");
+    assert!(stderr.contains("1 of 1 clusters could not be read: admin"), "{stderr}");
+}
+
+/// Issue 43 §4: `--all-contexts` reads at most 8 clusters at once. 24 contexts, each a server
+/// that accepts and never answers: once 8 are connected, no ninth is for 3 s (before: all 24
+/// connected at once). Only the first 8 contexts are asked (the order of the kubeconfig).
+#[test]
+fn at_most_eight_clusters_are_read_at_once() {
+    let servers: Vec<Silent> = (0..24).map(|_| Silent::new()).collect();
+    let names: Vec<String> = (0..24).map(|i| format!("c{i:02}")).collect();
+    let contexts: Vec<(&str, String)> = names.iter().zip(&servers).map(|(n, s)| (n.as_str(), s.url())).collect();
+    let config = kubeconfig_of(&contexts);
+    let mut child = support::cli::plugin_process()
+        .args(["usage", "--kubeconfig", config.path().to_str().unwrap(), "--request-timeout", "0", "--all-contexts"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let asked = || servers.iter().filter(|s| s.accepted() > 0).count();
+    let start = std::time::Instant::now();
+    while asked() < 8 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // No server answers and no deadline ends a read: a ninth cluster could only start if reads
+    // were not bounded. The grace period only gives an unbounded run the time to show it.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let connected: Vec<usize> = (0..24).filter(|&i| servers[i].accepted() > 0).collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(connected, (0..8).collect::<Vec<_>>());
+}
+
+/// Issue 43 §2: files of two clusters (different cilium-config cluster-name) without --fleet are
+/// refused with one line saying to pass --fleet (before: merged into one cluster, with false
+/// block-multiple-owners and overlapping-pools errors). A single input holding both is refused
+/// with --fleet too.
+#[test]
+fn files_of_two_clusters_without_fleet_are_refused() {
+    let (east, west) = (example("east.yaml"), example("west.yaml"));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/fleet").display().to_string();
+    for args in [
+        vec!["check", "-f", &east, "-f", &west],
+        vec!["usage", "-f", &east, "-f", &west],
+        vec!["ip", "10.10.128.7", "-f", &east, "-f", &west],
+        vec!["usage", "-o", "json", "-f", &dir],
+        vec!["check", "-f", &dir, "-f", &east, "--fleet"],
+    ] {
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("2 clusters (east, west)") && stderr.contains("--fleet"), "{stderr}");
+    }
+}

@@ -283,3 +283,53 @@ fn figures(usage: &Value) -> BTreeMap<String, f64> {
     }
     out
 }
+
+/// Issue 43 §1 and §3 on one control plane reached by two contexts (an admin and a read-only one,
+/// each with its kubeconfig cluster entry: the common case). `--all-contexts` reads it once, as
+/// the first context, in usage, check, ip and -o name; the warning names both. A mistyped
+/// context among good ones is exit 2 before any request (`-v` traces none); it was exit 3 after
+/// reading the good one.
+#[test]
+fn two_contexts_of_one_control_plane_print_once_and_a_typo_asks_nothing() {
+    let cluster = start(&CLUSTERS[0]);
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("kubeconfig");
+    kubeconfig(std::slice::from_ref(&cluster), &config);
+    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    for list in ["clusters", "users", "contexts"] {
+        let mut second = merged[list][0].clone();
+        second["name"] = json!("viewer");
+        merged[list].as_array_mut().unwrap().push(second);
+    }
+    merged["contexts"][1]["context"] = json!({"cluster": "viewer", "user": "viewer"});
+    std::fs::write(&config, merged.to_string()).unwrap();
+
+    let same = ("warning".to_string(), "fleet-same-cluster".to_string(), json!(["c1", "viewer"]));
+    for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"], &["ip", CLUSTERS[0].5, "-o", "json"]] {
+        let (code, doc, stderr) = plugin(&config, &[args, &["--all-contexts"]].concat());
+        // check reports the warning (exit 1, as any problem it finds); usage and ip print.
+        assert_eq!(code, i32::from(args[0] == "check"), "{args:?}: {stderr}");
+        let names: Vec<&str> = doc["clusters"].as_array().unwrap().iter().map(|c| c["cluster"].as_str().unwrap()).collect();
+        assert_eq!(names, ["c1"], "{args:?}: read and shown once, as the first context");
+        assert_eq!(kinds(&doc), std::slice::from_ref(&same), "{args:?}");
+        assert!(stderr.contains("contexts c1, viewer reach the same API server"), "{stderr}");
+    }
+    let out =
+        support::cli::plugin().args(["--kubeconfig", config.to_str().unwrap(), "usage", "-o", "name", "--all-contexts"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "c1 ciliumpodippool.cilium.io/blue\n");
+    let out = support::cli::plugin()
+        .args(["--kubeconfig", config.to_str().unwrap(), "usage", "--no-headers", "--context", "viewer,c1"])
+        .output()
+        .unwrap();
+    let rows: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].starts_with("viewer "), "under the first context named: {rows:?}");
+
+    let out =
+        support::cli::plugin().args(["--kubeconfig", config.to_str().unwrap(), "-v", "usage", "--context", "c1,nope"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("--context \"nope\": the kubeconfig has no such context; its contexts: c1, viewer"), "{stderr}");
+    assert!(!stderr.contains("GET "), "no request before the contexts are checked: {stderr}");
+}

@@ -40,7 +40,7 @@ fn run(args: &[&str], stdin: Option<&str>) -> (bool, String) {
 #[test]
 fn the_alert_rules_load_and_every_alert_fires_and_stays_quiet_in_its_unit_test() {
     let (ok, out) = run(&["check", "rules", "deploy/prometheus/rules.yml"], None);
-    assert!(ok && out.contains("SUCCESS: 7 rules found"), "{out}");
+    assert!(ok && out.contains("SUCCESS: 8 rules found"), "{out}");
     let (ok, out) = run(&["test", "rules", "deploy/prometheus/rules_test.yml"], None);
     assert!(ok && out.contains("SUCCESS"), "{out}");
     // Every alert of the rule file has a unit test.
@@ -61,6 +61,58 @@ fn the_prometheus_rule_holds_exactly_the_rule_files_groups() {
     assert_eq!(object["kind"], "PrometheusRule");
     assert!(file["groups"].as_array().is_some_and(|g| !g.is_empty()));
     assert_eq!(object["spec"]["groups"], file["groups"], "regenerate the PrometheusRule from rules.yml (its header says how)");
+}
+
+/// GitHub's anchor of a Markdown heading: lower case, spaces as `-`, punctuation dropped.
+fn anchor_of(heading: &str) -> String {
+    let kept =
+        heading.trim().to_lowercase().chars().filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_').collect::<String>();
+    kept.replace(' ', "-")
+}
+
+/// Issue 43 §6: every alert links to the section of docs/metrics.md that says what to do, and
+/// that section exists and says something.
+#[test]
+fn every_alert_has_a_runbook_section_in_the_docs() {
+    let rules: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(support::repo_root().join("deploy/prometheus/rules.yml")).unwrap()).unwrap();
+    let docs = std::fs::read_to_string(support::repo_root().join("docs/metrics.md")).unwrap();
+    let sections: Vec<(String, usize)> =
+        docs.lines().enumerate().filter_map(|(at, line)| Some((anchor_of(line.strip_prefix('#')?.trim_start_matches('#')), at))).collect();
+    let prefix = "https://github.com/kubectl-ciliumpool/kubectl-ciliumpool/blob/main/docs/metrics.md#";
+    for rule in rules["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap()) {
+        let (alert, url) = (rule["alert"].as_str().unwrap(), rule["annotations"]["runbook_url"].as_str().unwrap_or_default());
+        let anchor = url.strip_prefix(prefix).unwrap_or_else(|| panic!("{alert}: runbook_url {url:?} is not a section of docs/metrics.md"));
+        let &(_, at) =
+            sections.iter().find(|(a, _)| a == anchor).unwrap_or_else(|| panic!("{alert}: no heading #{anchor} in docs/metrics.md"));
+        let body: Vec<&str> = docs.lines().skip(at + 1).take_while(|l| !l.starts_with('#')).filter(|l| !l.trim().is_empty()).collect();
+        assert!(body.len() >= 2, "{alert}: the runbook section #{anchor} says too little: {body:?}");
+    }
+}
+
+/// Issue 43 §6: the dashboard has a `cluster` variable (serve across a fleet labels every series
+/// with `cluster`) and every panel and the `pool` variable use it; the forecast and the fleet
+/// panel are there. tests/cluster_serve.rs evaluates every expression against a real Prometheus.
+#[test]
+fn the_dashboard_filters_every_panel_by_cluster() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(support::repo_root().join("deploy/grafana/ciliumpool-dashboard.json")).unwrap())
+            .unwrap();
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let variable = |name: &str| variables.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name} variable"));
+    assert_eq!(variable("cluster")["query"], "label_values(ciliumpool_pool_info, cluster)");
+    assert!(variable("pool")["query"].as_str().unwrap().contains("cluster=~\"$cluster\""), "the pools of the clusters chosen");
+    let mut titles = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        titles.push(panel["title"].as_str().unwrap());
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let selectors = expr.matches("ciliumpool_").count();
+            assert_eq!(expr.matches("cluster=~\"$cluster\"").count(), selectors, "{}: {expr}", panel["title"]);
+        }
+    }
+    assert!(titles.iter().any(|t| t.starts_with("Fullest pools across clusters")), "{titles:?}");
+    assert!(titles.iter().any(|t| t.starts_with("Forecast")), "{titles:?}");
 }
 
 /// The families of the example snapshot plus a pool whose name holds what a label must escape.

@@ -38,7 +38,13 @@ pub fn check(members: &[Member]) -> Vec<FleetProblem> {
             shared_pod_ips(a, b, &mut out);
         }
     }
-    out.sort_by(|x, y| {
+    sort(&mut out);
+    out
+}
+
+/// Fleet problems most severe first, then by kind, clusters and message.
+pub fn sort(problems: &mut [FleetProblem]) {
+    problems.sort_by(|x, y| {
         (x.problem.severity, x.problem.kind, &x.clusters, &x.problem.message).cmp(&(
             y.problem.severity,
             y.problem.kind,
@@ -46,7 +52,6 @@ pub fn check(members: &[Member]) -> Vec<FleetProblem> {
             &y.problem.message,
         ))
     });
-    out
 }
 
 /// The members that are different clusters: of contexts that reach the same API server (two
@@ -69,16 +74,23 @@ fn distinct<'a>(members: &[Member<'a>], out: &mut Vec<FleetProblem>) -> Vec<Memb
         }
     }
     for (server, names) in by_server.into_iter().filter(|(_, names)| names.len() > 1) {
-        let message = format!(
-            "contexts {} reach the same API server {server}: one cluster, compared with the others once (as {})",
-            names.join(", "),
-            names[0]
-        );
-        let clusters = names.iter().map(|n| n.to_string()).collect();
-        let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig)";
-        push(out, clusters, Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{server}"), (message, action));
+        out.push(same_cluster(server, &names));
     }
     kept
+}
+
+/// The warning that contexts `names` reach one API server: one cluster, shown once as the first.
+pub fn same_cluster(server: &str, names: &[&str]) -> FleetProblem {
+    let message = format!(
+        "contexts {} reach the same API server {server}: one cluster, read and compared with the others once (as {})",
+        names.join(", "),
+        names[0]
+    );
+    let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig)";
+    let (severity, kind, object, action) =
+        (Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{server}"), action.to_string());
+    let clusters = names.iter().map(|n| n.to_string()).collect();
+    FleetProblem { clusters, problem: Problem { severity, kind, object, message, action, pool: None } }
 }
 
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {

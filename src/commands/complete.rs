@@ -39,6 +39,21 @@ pub enum Lookup {
     Ranges,
     /// The CIDRs of the pool named before (`--drain`, `--cidr`).
     Cidrs,
+    /// The kubeconfig's context names (`--context`, also after `A,` and in `--context=`).
+    Contexts,
+}
+
+/// The values that complete `typed`: for a list (`--context=a,b`) the last item is completed
+/// and what comes before it is kept.
+fn candidates_for(typed: &str, values: Vec<String>) -> Vec<(String, String)> {
+    let (head, tail) = typed.rfind([',', '=']).map_or(("", typed), |at| typed.split_at(at + 1));
+    values.into_iter().filter(|value| value.starts_with(tail)).map(|value| (format!("{head}{value}"), String::new())).collect()
+}
+
+/// The context names of the kubeconfig the completed words point at; none on any failure.
+fn context_names(completed: &[String]) -> Vec<String> {
+    let kubeconfig = global_args(completed).and_then(|global| global.kubeconfig);
+    crate::source::client::context_names(kubeconfig.as_deref()).unwrap_or_default()
 }
 
 /// Prints the candidates for `words` (the last one is being completed).
@@ -46,9 +61,13 @@ pub async fn run(words: &[String]) -> anyhow::Result<i32> {
     let mut completion = complete(&cli_tree(), words);
     if let Some((lookup, typed)) = completion.lookup.take() {
         let completed = &words[..words.len().saturating_sub(1)];
-        let pools = tokio::time::timeout(POOL_LOOKUP_DEADLINE, read_pools(completed)).await.unwrap_or_default();
-        let found = lookup_values(&pools, lookup, named_pool(completed).as_deref());
-        completion.candidates.extend(found.into_iter().filter(|value| value.starts_with(&typed)).map(|value| (value, String::new())));
+        let found = if lookup == Lookup::Contexts {
+            context_names(completed)
+        } else {
+            let pools = tokio::time::timeout(POOL_LOOKUP_DEADLINE, read_pools(completed)).await.unwrap_or_default();
+            lookup_values(&pools, lookup, named_pool(completed).as_deref())
+        };
+        completion.candidates.extend(candidates_for(&typed, found));
     }
     emit(&protocol(&completion))?;
     Ok(0)
@@ -108,11 +127,15 @@ pub fn complete(root: &clap::Command, words: &[String]) -> Completion {
         return match arg.get_id().as_str() {
             "remove" => looked_up(Lookup::Ranges, current),
             "drain" | "cidr" => looked_up(Lookup::Cidrs, current),
+            "context" => looked_up(Lookup::Contexts, current),
             _ => values(arg, current, ""),
         };
     }
     if !after_dashes && current.starts_with('-') {
         if let Some((name, _)) = current.split_once('=') {
+            if flag(command, name).is_some_and(|arg| arg.get_id() == "context") {
+                return looked_up(Lookup::Contexts, current);
+            }
             return flag(command, name).map_or_else(no_candidates, |arg| values(arg, current, &format!("{name}=")));
         }
         return flags(command, current);
@@ -240,6 +263,7 @@ fn lookup_values(pools: &[Pool], lookup: Lookup, pool: Option<&str>) -> Vec<Stri
         Lookup::Pools => chosen.clone().map(|p| p.name.clone()).collect(),
         Lookup::Ranges => cidrs().flat_map(|c| c.reserved.iter().map(ReservedRange::to_string)).collect(),
         Lookup::Cidrs => cidrs().map(|c| c.original.clone()).collect(),
+        Lookup::Contexts => Vec::new(),
     };
     values.sort();
     values.dedup();

@@ -55,6 +55,9 @@ pub fn check_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
 /// One cluster read and analysed, or why it could not be read.
 struct Analysed {
     name: String,
+    /// The other contexts of the same API server, not read again.
+    aliases: Vec<String>,
+    server: Option<String>,
     result: Result<(Snapshot, Report), String>,
 }
 
@@ -67,7 +70,14 @@ pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i3
     let analysed: Vec<Analysed> = reads.into_iter().map(analyse).collect();
     let members: Vec<Member> =
         analysed.iter().filter_map(|a| Some(Member { name: &a.name, snapshot: &a.result.as_ref().ok()?.0 })).collect();
-    let problems = fleet::check(&members);
+    let mut problems = fleet::check(&members);
+    // Contexts of one API server were read once, as the first (source::fleet::plan).
+    for read in analysed.iter().filter(|a| !a.aliases.is_empty()) {
+        let names: Vec<&str> = std::iter::once(read.name.as_str()).chain(read.aliases.iter().map(String::as_str)).collect();
+        let server = crate::source::secrets::safe_url(read.server.as_deref().unwrap_or_default());
+        problems.push(fleet::same_cluster(&server, &names));
+    }
+    fleet::sort(&mut problems);
     let code = match command {
         Command::Usage(args) => usage(&args, &analysed, &problems, ctx)?,
         Command::Check(args) => check(args.severity, &analysed, &problems, ctx)?,
@@ -93,7 +103,7 @@ fn analyse(read: Read) -> Analysed {
         let report = crate::allocator::analyze(&snapshot);
         (snapshot, report)
     });
-    Analysed { name: read.name, result }
+    Analysed { name: read.name, aliases: read.aliases, server: read.server, result }
 }
 
 /// Each cluster's result built by `view`, in a fleet view.

@@ -22,6 +22,9 @@ pub struct Snapshot {
     pub crd: Option<CrdInfo>,
     /// ConfigMap `cilium-config`'s IPAM settings; `None` when it was not in the input or not readable.
     pub ipam: Option<IpamConfig>,
+    /// Every distinct `cluster-name` of the `cilium-config` ConfigMaps read, in input order: more
+    /// than one is several clusters merged into one snapshot (files without `--fleet`).
+    pub cluster_names: Vec<String>,
     /// What could not be read or determined, in words, for the footer and `-v`.
     pub notes: Vec<String>,
     /// Objects of other kinds that were skipped, per kind.
@@ -88,6 +91,7 @@ impl Snapshot {
         let Workloads { mut pods, mut endpoints, mut names } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
+        let mut cluster_names = Vec::new();
         // By value: each object's JSON is freed once it is decoded.
         for (position, obj) in flat.into_iter().enumerate() {
             let obj = &obj;
@@ -106,7 +110,13 @@ impl Snapshot {
                 }
                 "Pod" => pods.push(Pod::decode_into(obj, &mut names)),
                 "CiliumEndpoint" => endpoints.push(Endpoint::decode_into(obj, &mut names)),
-                "ConfigMap" if IpamConfig::decode(obj).is_some() => ipam = IpamConfig::decode(obj),
+                "ConfigMap" if IpamConfig::decode(obj).is_some() => {
+                    ipam = IpamConfig::decode(obj);
+                    let name = ipam.as_ref().and_then(|c| c.cluster_name.clone());
+                    if let Some(name) = name.filter(|n| !cluster_names.contains(n)) {
+                        cluster_names.push(name);
+                    }
+                }
                 "CustomResourceDefinition" if crd_positions.contains(&position) => {}
                 other => *skipped.entry(if other.is_empty() { NO_KIND.to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
@@ -115,6 +125,7 @@ impl Snapshot {
         let endpoints = last_copies(endpoints, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         Snapshot {
             ipam,
+            cluster_names,
             pools,
             nodes: nodes.into_values().collect(),
             pods: Some(pods),

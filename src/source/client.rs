@@ -158,6 +158,33 @@ pub fn context_names(explicit: Option<&str>) -> Result<Vec<String>> {
     Ok(file.contexts.into_iter().map(|c| c.name).collect())
 }
 
+/// The API server each of `contexts` reaches, from the kubeconfig kubectl would use (no request
+/// is made; `--cluster` overrides every context's cluster): `None` when its cluster has no
+/// server. A context (or `--cluster`, `--user`) the kubeconfig does not have is bad input (exit
+/// 2), said before any cluster is asked.
+pub fn context_servers(
+    explicit: Option<&str>,
+    contexts: &[String],
+    cluster: Option<&str>,
+    user: Option<&str>,
+) -> Result<Vec<Option<String>>> {
+    let file = load_kubeconfig(explicit)?
+        .ok_or_else(|| input("no kubeconfig found (KUBECONFIG, ~/.kube/config) for --context; set KUBECONFIG or --kubeconfig"))?;
+    let mut servers = Vec::new();
+    for context in contexts {
+        let options =
+            KubeConfigOptions { context: Some(context.clone()), cluster: cluster.map(str::to_string), user: user.map(str::to_string) };
+        check_names(&file, &options)?;
+        let named = || file.contexts.iter().find(|c| &c.name == context)?.context.as_ref().map(|c| c.cluster.clone());
+        let cluster_name = cluster.map(str::to_string).or_else(named);
+        let server = cluster_name
+            .and_then(|name| file.clusters.iter().find(|c| c.name == name)?.cluster.as_ref()?.server.clone())
+            .map(|server| server.trim_end_matches('/').to_string());
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
 /// One kubeconfig file. A parse error names the line only: the parser's own message quotes the
 /// lines around it, and those hold credentials.
 fn read_kubeconfig(path: &std::path::Path) -> Result<Kubeconfig> {

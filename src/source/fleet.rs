@@ -4,6 +4,7 @@
 use super::{ConnectOptions, Input};
 use crate::model::Snapshot;
 use anyhow::Result;
+use futures::StreamExt;
 
 /// Where the clusters of a fleet come from.
 #[derive(Clone, Debug)]
@@ -16,11 +17,28 @@ pub enum Fleet {
     AllContexts(ConnectOptions),
 }
 
+/// How many clusters of a live fleet are read at once: each read opens a few connections of its
+/// own (paginated, concurrent lists), so 50 contexts must not open 200 connections together. Each
+/// cluster still has its own deadlines (docs/fleet.md).
+pub const CLUSTERS_AT_ONCE: usize = 8;
+
 /// One cluster of the fleet as read: its name and its snapshot, or why it could not be read
 /// (one line, credentials redacted).
 pub struct Read {
     pub name: String,
     pub snapshot: Result<Snapshot, String>,
+    /// The other contexts that reach the same API server (`server`): not read again.
+    pub aliases: Vec<String>,
+    pub server: Option<String>,
+}
+
+/// One live cluster to read: the first context that reaches its API server, how to connect, and
+/// the other contexts that reach the same server (one cluster, read and shown once).
+pub struct Planned {
+    pub name: String,
+    pub options: ConnectOptions,
+    pub server: Option<String>,
+    pub aliases: Vec<String>,
 }
 
 /// Reads every cluster of `fleet`. A file that cannot be read fails the whole command (bad input,
@@ -30,22 +48,55 @@ pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Resu
         return from_files(paths, namespace, verbose);
     }
     // Each read runs under its own request deadlines (source/limits.rs): a cluster that does not
-    // answer ends its own read, not the others'.
-    let reads = connections(fleet)?.into_iter().map(|(name, options)| async move {
-        let snapshot = super::snapshot(&Input::Cluster(options), namespace, verbose).await;
-        Read { name, snapshot: snapshot.map_err(|e| super::secrets::redact(&format!("{e:#}")).into_owned()) }
+    // answer ends its own read, not the others'. At most CLUSTERS_AT_ONCE are read together, in
+    // the order of the contexts.
+    let reads = plan(fleet)?.into_iter().map(|planned| async move {
+        let snapshot = super::snapshot(&Input::Cluster(planned.options), namespace, verbose).await;
+        let snapshot = snapshot.map_err(|e| super::secrets::redact(&format!("{e:#}")).into_owned());
+        Read { name: planned.name, snapshot, aliases: planned.aliases, server: planned.server }
     });
-    Ok(futures::future::join_all(reads).await)
+    Ok(futures::stream::iter(reads).buffered(CLUSTERS_AT_ONCE).collect().await)
 }
 
 /// Each live cluster of `fleet`: its context's name and how to connect to it (none for files).
+/// Contexts that reach the same API server are one cluster, under the first of them.
 pub fn connections(fleet: &Fleet) -> Result<Vec<(String, ConnectOptions)>> {
+    Ok(plan(fleet)?.into_iter().map(|planned| (planned.name, planned.options)).collect())
+}
+
+/// The live clusters of `fleet`, before any request: every context must be in the kubeconfig
+/// (a typo is bad input, exit 2), and contexts that reach the same API server are read once, as
+/// the first of them; a warning line names the others.
+pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
     let (options, contexts) = match fleet {
         Fleet::Files(_) => return Ok(Vec::new()),
         Fleet::Contexts(options, contexts) => (options, contexts.clone()),
         Fleet::AllContexts(options) => (options, super::client::context_names(options.kubeconfig.as_deref())?),
     };
-    Ok(contexts.into_iter().map(|context| (context.clone(), ConnectOptions { context: Some(context), ..options.clone() })).collect())
+    let servers =
+        super::client::context_servers(options.kubeconfig.as_deref(), &contexts, options.cluster.as_deref(), options.user.as_deref())?;
+    let mut planned: Vec<Planned> = Vec::new();
+    for (context, server) in contexts.into_iter().zip(servers) {
+        match planned.iter_mut().find(|p| server.is_some() && p.server == server) {
+            Some(first) => first.aliases.push(context),
+            None => planned.push(Planned {
+                options: ConnectOptions { context: Some(context.clone()), ..options.clone() },
+                name: context,
+                server,
+                aliases: Vec::new(),
+            }),
+        }
+    }
+    for p in planned.iter().filter(|p| !p.aliases.is_empty()) {
+        let server = super::secrets::safe_url(p.server.as_deref().unwrap_or_default());
+        warn_line!(
+            "warning: contexts {}, {} reach the same API server {server}: one cluster, read once as {}",
+            p.name,
+            p.aliases.join(", "),
+            p.name
+        );
+    }
+    Ok(planned)
 }
 
 /// One snapshot per path, named after its cilium-config `cluster-name`, or after the path when
@@ -65,6 +116,8 @@ fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Resul
         .map(|((path, snapshot), name)| Read {
             name: name.clone().filter(unique).unwrap_or_else(|| file_name(path)),
             snapshot: Ok(snapshot),
+            aliases: Vec::new(),
+            server: None,
         })
         .collect())
 }

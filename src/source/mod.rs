@@ -58,9 +58,13 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
 /// The snapshot the files at `paths` make, its pools kept whole or as far as they are read.
 pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool, pools: Pools) -> Result<Snapshot> {
     let inputs = files::load_inputs(paths, pools)?;
-    files::warn_duplicates(&inputs.files);
+    let duplicates = files::duplicate_pools(&inputs.files);
     let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = files::snapshot_of(inputs.files);
+    one_cluster(&snapshot)?;
+    for duplicate in duplicates {
+        warn_line!("warning: {duplicate}; the figures use only one copy — pass the files one at a time to see each");
+    }
     let origin = Origin { kind: "files", files: paths.to_vec(), namespace: namespace.map(str::to_string), ..Default::default() };
     snapshot.set_origin(origin);
     // -n limits pods and their CiliumEndpoints, as a live read in that namespace would.
@@ -101,4 +105,18 @@ pub fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool, pool
         }
     }
     Ok(snapshot)
+}
+
+/// Several `cilium-config` with different `cluster-name`s are several clusters: merged into one
+/// snapshot their pools and blocks would collide into false problems. Refused (exit 2) before
+/// anything is printed.
+fn one_cluster(snapshot: &Snapshot) -> Result<()> {
+    match snapshot.cluster_names.as_slice() {
+        [] | [_] => Ok(()),
+        names => Err(crate::error::input(format!(
+            "the input holds the cilium-config of {} clusters ({}): one snapshot is one cluster; pass each cluster's files as its own input with --fleet (-f east.yaml -f west.yaml --fleet), or split the inputs",
+            names.len(),
+            names.join(", ")
+        ))),
+    }
 }
