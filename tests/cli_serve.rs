@@ -19,12 +19,13 @@ const BOUND: Duration = Duration::from_secs(60);
 
 /// A kubeconfig with one context per name, each pointing at a closed loopback port.
 fn kubeconfig(dir: &Path, contexts: &[&str]) -> std::path::PathBuf {
-    let closed = format!("https://127.0.0.1:{}", free_port());
+    // A closed port of its own per context: contexts of one server are one cluster (docs/fleet.md).
+    let cluster = |c: &str| serde_json::json!({"name": c, "cluster": {"server": format!("https://127.0.0.1:{}", free_port()), "insecure-skip-tls-verify": true}});
     let config = serde_json::json!({
         "apiVersion": "v1", "kind": "Config", "current-context": contexts[0],
-        "clusters": [{"name": "closed", "cluster": {"server": closed, "insecure-skip-tls-verify": true}}],
+        "clusters": contexts.iter().map(|c| cluster(c)).collect::<Vec<_>>(),
         "users": [{"name": "nobody", "user": {"token": "not-a-real-token"}}],
-        "contexts": contexts.iter().map(|c| serde_json::json!({"name": c, "context": {"cluster": "closed", "user": "nobody"}})).collect::<Vec<_>>(),
+        "contexts": contexts.iter().map(|c| serde_json::json!({"name": c, "context": {"cluster": c, "user": "nobody"}})).collect::<Vec<_>>(),
     });
     let path = dir.join("kubeconfig");
     std::fs::write(&path, serde_json::to_string(&config).unwrap()).unwrap();
