@@ -36,6 +36,8 @@ pub fn check(members: &[Member]) -> Vec<FleetProblem> {
         for b in &members[i + 1..] {
             overlapping_cidrs(a, b, &mut out);
             shared_pod_ips(a, b, &mut out);
+            super::routing::unrouted_by_peer(a, b, &mut out);
+            super::routing::unrouted_by_peer(b, a, &mut out);
         }
     }
     sort(&mut out);
