@@ -1,7 +1,8 @@
 //! Fleet checks: what goes wrong between clusters that form (or will form) one Cilium Cluster
 //! Mesh (docs/fleet.md, docs/design/problems.md). Each cluster is checked alone by `analyze`;
-//! these checks compare clusters: pod CIDRs must not overlap across a mesh, and `cluster-name`
-//! and `cluster-id` must be unique. Ranges are compared as intervals, never address by address.
+//! these checks compare clusters: pod CIDRs must not overlap across a mesh, `cluster-name`
+//! and `cluster-id` must be unique, and each peer must route every pool CIDR (`routing.rs`).
+//! Ranges are compared as intervals, never address by address.
 
 use super::problem::{Problem, ProblemKind, Severity, pool_object};
 use crate::model::{Addr, Prefix, Snapshot};
