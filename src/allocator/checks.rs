@@ -36,7 +36,7 @@ impl Problems {
     }
 
     /// A problem of the pool `pool` itself.
-    pub(super) fn of_pool(&mut self, pool: &str, severity: Severity, kind: ProblemKind, message: String, action: &str) {
+    fn of_pool(&mut self, pool: &str, severity: Severity, kind: ProblemKind, message: String, action: &str) {
         self.push(severity, kind, pool_object(pool), message, action, Some(pool));
     }
 
@@ -139,7 +139,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
     blocks_with_several_owners(listed, problems);
     storage_migration(snapshot, problems);
     unprintable_names(snapshot, problems);
-    super::routing::pool_outside_native_routing(snapshot, problems);
+    problems.0.extend(super::routing::pool_outside_native_routing(snapshot));
 }
 
 /// The cluster-wide checks of the finished reports.

@@ -2,8 +2,6 @@
 //! cluster (its pods' traffic is masqueraded) and across a Cluster Mesh (a peer masquerades its
 //! traffic to them). The Cilium facts are in docs/design/cilium.md#routing-and-masquerading.
 
-use super::checks::Problems;
-use super::fleet::{FleetProblem, Member};
 use super::problem::{Problem, ProblemKind, Severity, pool_object};
 use crate::model::ipam::RoutingConfig;
 use crate::model::pool::{Pool, PoolFamily};
@@ -44,39 +42,40 @@ fn keys(family: Family) -> (&'static str, &'static str) {
 /// family, a non-default pool's CIDR outside that family's native-routing CIDR, the pool not
 /// skipping masquerading. Not with `enable-ip-masq-agent` (its own ConfigMap may exclude more
 /// destinations), nor with iptables masquerading (it masquerades only the node's first pod CIDR).
-pub fn pool_outside_native_routing(snapshot: &Snapshot, problems: &mut Problems) {
-    let Some(routing) = native_multi_pool(snapshot).filter(|r| r.bpf_masquerade && !r.ip_masq_agent) else { return };
+pub fn pool_outside_native_routing(snapshot: &Snapshot) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let Some(routing) = native_multi_pool(snapshot).filter(|r| r.bpf_masquerade && !r.ip_masq_agent) else { return problems };
     let default_pool = snapshot.ipam.as_ref().map_or("default", |c| c.default_pool.as_str());
     for pool in snapshot.pools.iter().filter(|p| p.name != default_pool && !skips_masquerade(routing, default_pool, p)) {
         for fam in pool.families.iter().filter(|f| routing.masquerades(f.family)) {
             let Some(native) = routing.native_cidr(fam.family) else { continue };
             let (masquerade_key, native_key) = keys(fam.family);
             for (cidr, _) in cidrs(fam).filter(|(_, p)| !native.contains_prefix(p)) {
-                problems.of_pool(
-                    &pool.name,
-                    Severity::Warning,
-                    ProblemKind::PoolOutsideNativeRoutingCidr,
-                    format!(
-                        "CIDR {cidr} of pool {} lies outside {native_key} {native} while {masquerade_key} and enable-bpf-masquerade are on and the pool does not skip masquerading (no only-masquerade-default-pool, no {SKIP_MASQUERADE_ANNOTATION}: \"true\"): its pods' traffic to addresses outside {native}, its own pods on other nodes included, leaves with the node's address",
-                        pool.name
-                    ),
-                    "to route the pool natively: make the native-routing CIDR one CIDR that covers every pool (it takes one, cilium/cilium#24000), or annotate the pool ipam.cilium.io/skip-masquerade=\"true\" (or set only-masquerade-default-pool) and have the network route its CIDRs; pods keep the flag they got at creation, so restart them",
+                let message = format!(
+                    "CIDR {cidr} of pool {} lies outside {native_key} {native} while {masquerade_key} and enable-bpf-masquerade are on and the pool does not skip masquerading (no only-masquerade-default-pool, no {SKIP_MASQUERADE_ANNOTATION}: \"true\"): its pods' traffic to addresses outside {native}, its own pods on other nodes included, leaves with the node's address",
+                    pool.name
                 );
+                let action = "to route the pool natively: make the native-routing CIDR one CIDR that covers every pool (it takes one, cilium/cilium#24000), or annotate the pool ipam.cilium.io/skip-masquerade=\"true\" (or set only-masquerade-default-pool) and have the network route its CIDRs; pods keep the flag they got at creation, so restart them";
+                let (severity, kind) = (Severity::Warning, ProblemKind::PoolOutsideNativeRoutingCidr);
+                let (object, pool) = (pool_object(&pool.name), Some(pool.name.clone()));
+                problems.push(Problem { severity, kind, object, message, action: action.to_string(), pool });
             }
         }
     }
+    problems
 }
 
-/// `fleet-unrouted-pool-cidr`: a pool CIDR of cluster `a` outside the native-routing CIDR of its
-/// Cluster Mesh peer `b`, both in native routing mode with a native-routing CIDR of the family,
+/// `fleet-unrouted-pool-cidr`: a pool CIDR of cluster `a` (named `names.0`) outside the
+/// native-routing CIDR of its Cluster Mesh peer `b` (`names.1`), both in native routing mode with a native-routing CIDR of the family,
 /// `b` masquerading that family: `b` masquerades its pods' traffic to the pool (BPF and iptables
 /// masquerading exclude only the native-routing CIDR as destination).
-pub fn unrouted_by_peer(a: &Member, b: &Member, out: &mut Vec<FleetProblem>) {
-    let (Some(mine), Some(theirs)) = (native_multi_pool(a.snapshot), native_multi_pool(b.snapshot)) else { return };
+pub fn unrouted_by_peer(a: &Snapshot, b: &Snapshot, names: (&str, &str)) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let (Some(mine), Some(theirs)) = (native_multi_pool(a), native_multi_pool(b)) else { return out };
     if theirs.ip_masq_agent {
-        return;
+        return out;
     }
-    for pool in &a.snapshot.pools {
+    for pool in &a.pools {
         for fam in &pool.families {
             let (Some(_), Some(native)) = (mine.native_cidr(fam.family), theirs.native_cidr(fam.family)) else { continue };
             if !theirs.masquerades(fam.family) {
@@ -86,27 +85,21 @@ pub fn unrouted_by_peer(a: &Member, b: &Member, out: &mut Vec<FleetProblem>) {
             for (cidr, _) in cidrs(fam).filter(|(_, p)| !native.contains_prefix(p)) {
                 let message = format!(
                     "CIDR {cidr} of pool {} in cluster {} lies outside {native_key} {native} of cluster {} ({masquerade_key} on there): {}'s pods reach it masqueraded, with their node's address",
-                    pool.name, a.name, b.name, b.name
+                    pool.name, names.0, names.1, names.1
                 );
                 let action = "every pool's CIDRs must be routed between the clusters of a mesh, not only the default pool's (cilium/cilium#39995): choose pool CIDRs under one supernet, set it as the native-routing CIDR of every cluster, and have the network route each pool CIDR to its cluster's nodes";
-                let problem = Problem {
-                    severity: Severity::Warning,
-                    kind: ProblemKind::FleetUnroutedPoolCidr,
-                    object: pool_object(&pool.name),
-                    message,
-                    action: action.to_string(),
-                    pool: None,
-                };
-                out.push(FleetProblem { clusters: vec![a.name.to_string(), b.name.to_string()], problem });
+                let (severity, kind, object) = (Severity::Warning, ProblemKind::FleetUnroutedPoolCidr, pool_object(&pool.name));
+                out.push(Problem { severity, kind, object, message, action: action.to_string(), pool: None });
             }
         }
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::allocator::fleet;
+    use crate::allocator::fleet::{self, Member};
     use serde_json::{Value, json};
 
     /// `cilium-config` of a multi-pool cluster in native routing over 10.0.0.0/16 and fd00::/64,
@@ -128,9 +121,10 @@ mod tests {
 
     /// (kind, object, severity) of the routing problems of one cluster.
     fn found(objects: Vec<Value>) -> Vec<(ProblemKind, String, Severity, String)> {
-        let mut problems = Problems::default();
-        pool_outside_native_routing(&Snapshot::from_objects(objects), &mut problems);
-        problems.finish().into_iter().map(|p| (p.kind, p.object, p.severity, p.message)).collect()
+        pool_outside_native_routing(&Snapshot::from_objects(objects))
+            .into_iter()
+            .map(|p| (p.kind, p.object, p.severity, p.message))
+            .collect()
     }
 
     /// A default pool inside the CIDR and pool `blue` outside it (10.9.0.0/24, fd01::/120).
