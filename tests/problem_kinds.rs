@@ -248,3 +248,31 @@ fn fleet_unrouted_pool_cidr() {
     assert_eq!(fleet_problems(&[east(narrow("10.1.0.0/16")), west(tunnel)]), BTreeSet::new());
     assert_eq!(fleet_problems(&[east(narrow("10.1.0.0/16")), west(narrow(""))]), BTreeSet::new());
 }
+
+#[test]
+fn routing_checks_read_a_sysdump_as_a_dump() {
+    // `cilium sysdump` writes the ConfigMap without apiVersion/kind and pools as a typed list; the
+    // file names say what they hold. The same objects as a plain List raise the same problem.
+    let config = cilium_config("c", json!({}));
+    let pools = vec![pool("a", &["10.1.0.0/24"]), pool("b", &["192.168.0.0/24"])];
+    let dir = tempfile::tempdir().unwrap();
+    let sysdump = dir.path().join("cilium-sysdump-20251120-093000");
+    std::fs::create_dir(&sysdump).unwrap();
+    let mut bare = config.clone();
+    bare.as_object_mut().unwrap().retain(|k, _| k != "apiVersion" && k != "kind");
+    std::fs::write(sysdump.join("cilium-configmap-20251120-093000.yaml"), serde_json::to_string(&bare).unwrap()).unwrap();
+    std::fs::write(sysdump.join("ciliumpodippools-20251120-093000.yaml"), serde_json::to_string(&json!({"items": pools})).unwrap())
+        .unwrap();
+    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(["check", "-o", "json", "-f"]).arg(&sysdump).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let kinds: BTreeSet<(&str, &str)> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] != "input-incomplete")
+        .map(|p| (p["kind"].as_str().unwrap(), p["object"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, BTreeSet::from([("pool-outside-native-routing-cidr", "CiliumPodIPPool/b")]));
+    let plain = problems(&[config, pools[0].clone(), pools[1].clone()]).0;
+    assert!(plain.contains(&("pool-outside-native-routing-cidr".into(), "CiliumPodIPPool/b".into(), "warning".into())), "{plain:?}");
+}
