@@ -41,7 +41,8 @@ fn keys(family: Family) -> (&'static str, &'static str) {
 /// `pool-outside-native-routing-cidr`: in native routing mode with BPF masquerading on for a
 /// family, a non-default pool's CIDR outside that family's native-routing CIDR, the pool not
 /// skipping masquerading. Not with `enable-ip-masq-agent` (its own ConfigMap may exclude more
-/// destinations), nor with iptables masquerading (it masquerades only the node's first pod CIDR).
+/// destinations), nor with iptables masquerading (it masquerades only sources in the node's allocation CIDR,
+/// which `cilium-config` does not show).
 pub fn pool_outside_native_routing(snapshot: &Snapshot) -> Vec<Problem> {
     let mut problems = Vec::new();
     let Some(routing) = native_multi_pool(snapshot).filter(|r| r.bpf_masquerade && !r.ip_masq_agent) else { return problems };
@@ -66,9 +67,10 @@ pub fn pool_outside_native_routing(snapshot: &Snapshot) -> Vec<Problem> {
 }
 
 /// `fleet-unrouted-pool-cidr`: a pool CIDR of cluster `a` (named `names.0`) outside the
-/// native-routing CIDR of its Cluster Mesh peer `b` (`names.1`), both in native routing mode with a native-routing CIDR of the family,
-/// `b` masquerading that family: `b` masquerades its pods' traffic to the pool (BPF and iptables
-/// masquerading exclude only the native-routing CIDR as destination).
+/// native-routing CIDR of its Cluster Mesh peer `b` (`names.1`), both in native routing mode
+/// with a native-routing CIDR of the family, `b` masquerading that family: `b` masquerades its
+/// pods' traffic to the pool (BPF and iptables masquerading exclude only the native-routing CIDR
+/// as destination).
 pub fn unrouted_by_peer(a: &Snapshot, b: &Snapshot, names: (&str, &str)) -> Vec<Problem> {
     let mut out = Vec::new();
     let (Some(mine), Some(theirs)) = (native_multi_pool(a), native_multi_pool(b)) else { return out };
