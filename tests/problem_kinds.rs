@@ -169,3 +169,110 @@ fn storage_migration_pending() {
     crd["status"]["storedVersions"] = json!(["v2"]);
     assert_eq!(problems(&with(base(), crd)), (BTreeSet::new(), 0));
 }
+
+/// `cilium-config` of a multi-pool cluster in native routing over 10.0.0.0/8 with BPF
+/// masquerading; `extra` adds or overrides keys.
+fn cilium_config(name: &str, extra: Value) -> Value {
+    let mut data = json!({"ipam": "multi-pool", "cluster-name": name, "routing-mode": "native",
+                          "ipv4-native-routing-cidr": "10.0.0.0/8", "enable-bpf-masquerade": "true"});
+    data.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": data})
+}
+
+fn annotated(mut pool: Value, annotations: Value) -> Value {
+    pool["metadata"]["annotations"] = annotations;
+    pool
+}
+
+#[test]
+fn pool_outside_native_routing_cidr() {
+    // The base's pools a and b are non-default; b moves outside the native-routing CIDR.
+    let outside = || with(with(base(), cilium_config("c", json!({}))), pool("b", &["192.168.0.0/24"]));
+    assert_eq!(problems(&outside()), (one("pool-outside-native-routing-cidr", "CiliumPodIPPool/b", "warning"), 1));
+    // Inside the CIDR, masquerading off, iptables masquerading, tunnel mode (also when
+    // routing-mode is absent: the default is tunnel), only-masquerade-default-pool, the pool's
+    // skip annotation: nothing.
+    assert_eq!(problems(&with(base(), cilium_config("c", json!({})))), (BTreeSet::new(), 0));
+    for extra in [
+        json!({"enable-ipv4-masquerade": "false"}),
+        json!({"enable-bpf-masquerade": "false"}),
+        json!({"routing-mode": "tunnel"}),
+        json!({"only-masquerade-default-pool": "true"}),
+    ] {
+        assert_eq!(problems(&with(outside(), cilium_config("c", extra.clone()))), (BTreeSet::new(), 0), "{extra}");
+    }
+    let mut absent = cilium_config("c", json!({}));
+    absent["data"].as_object_mut().unwrap().remove("routing-mode");
+    assert_eq!(problems(&with(outside(), absent)), (BTreeSet::new(), 0));
+    let skipping = annotated(pool("b", &["192.168.0.0/24"]), json!({"ipam.cilium.io/skip-masquerade": "true"}));
+    assert_eq!(problems(&with(outside(), skipping)), (BTreeSet::new(), 0));
+    // The default pool (ipam-default-ip-pool) may lie outside: it is what the CIDR is meant for.
+    assert_eq!(problems(&with(outside(), cilium_config("c", json!({"ipam-default-ip-pool": "b"})))), (BTreeSet::new(), 0));
+}
+
+/// `check -o json --fleet` over one file per cluster: (kind, clusters, object) of each fleet problem.
+fn fleet_problems(clusters: &[Vec<Value>]) -> BTreeSet<(String, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = cargo_bin_cmd!("kubectl-ciliumpool");
+    cmd.args(["check", "-o", "json", "--fleet"]);
+    for (i, objects) in clusters.iter().enumerate() {
+        let file = dir.path().join(format!("cluster{i}.json"));
+        std::fs::write(&file, serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": objects})).unwrap()).unwrap();
+        cmd.arg("-f").arg(&file);
+    }
+    let out = cmd.output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let fleet = doc["fleetProblems"].as_array().unwrap();
+    let clusters = |p: &Value| p["clusters"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect::<Vec<_>>().join(",");
+    fleet.iter().map(|p| (p["kind"].as_str().unwrap().to_string(), clusters(p), p["object"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn fleet_unrouted_pool_cidr() {
+    let id = |mut extra: Value, id: &str| {
+        extra["cluster-id"] = json!(id);
+        extra
+    };
+    let east = |extra: Value| vec![cilium_config("east", id(extra, "1")), pool("blue", &["10.1.0.0/24"])];
+    let west = |extra: Value| vec![cilium_config("west", id(extra, "2")), pool("green", &["10.2.0.0/24"])];
+    let narrow = |cidr: &str| json!({"ipv4-native-routing-cidr": cidr});
+    // Each cluster's native-routing CIDR covers only its own pools: each peer masquerades the other's.
+    let found = fleet_problems(&[east(narrow("10.1.0.0/16")), west(narrow("10.2.0.0/16"))]);
+    let expected = |pairs: &[(&str, &str)]| -> BTreeSet<(String, String, String)> {
+        pairs.iter().map(|(c, o)| ("fleet-unrouted-pool-cidr".to_string(), c.to_string(), o.to_string())).collect()
+    };
+    assert_eq!(found, expected(&[("east,west", "CiliumPodIPPool/blue"), ("west,east", "CiliumPodIPPool/green")]));
+    // One supernet in both: routed. Tunnel mode on one side, or no native-routing CIDR: not compared.
+    assert_eq!(fleet_problems(&[east(json!({})), west(json!({}))]), BTreeSet::new());
+    let tunnel = json!({"ipv4-native-routing-cidr": "10.2.0.0/16", "routing-mode": "tunnel"});
+    assert_eq!(fleet_problems(&[east(narrow("10.1.0.0/16")), west(tunnel)]), BTreeSet::new());
+    assert_eq!(fleet_problems(&[east(narrow("10.1.0.0/16")), west(narrow(""))]), BTreeSet::new());
+}
+
+#[test]
+fn routing_checks_read_a_sysdump_as_a_dump() {
+    // `cilium sysdump` writes the ConfigMap without apiVersion/kind and pools as a typed list; the
+    // file names say what they hold. The same objects as a plain List raise the same problem.
+    let config = cilium_config("c", json!({}));
+    let pools = vec![pool("a", &["10.1.0.0/24"]), pool("b", &["192.168.0.0/24"])];
+    let dir = tempfile::tempdir().unwrap();
+    let sysdump = dir.path().join("cilium-sysdump-20251120-093000");
+    std::fs::create_dir(&sysdump).unwrap();
+    let mut bare = config.clone();
+    bare.as_object_mut().unwrap().retain(|k, _| k != "apiVersion" && k != "kind");
+    std::fs::write(sysdump.join("cilium-configmap-20251120-093000.yaml"), serde_json::to_string(&bare).unwrap()).unwrap();
+    std::fs::write(sysdump.join("ciliumpodippools-20251120-093000.yaml"), serde_json::to_string(&json!({"items": pools})).unwrap())
+        .unwrap();
+    let out = cargo_bin_cmd!("kubectl-ciliumpool").args(["check", "-o", "json", "-f"]).arg(&sysdump).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let kinds: BTreeSet<(&str, &str)> = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] != "input-incomplete")
+        .map(|p| (p["kind"].as_str().unwrap(), p["object"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, BTreeSet::from([("pool-outside-native-routing-cidr", "CiliumPodIPPool/b")]));
+    let plain = problems(&[config, pools[0].clone(), pools[1].clone()]).0;
+    assert!(plain.contains(&("pool-outside-native-routing-cidr".into(), "CiliumPodIPPool/b".into(), "warning".into())), "{plain:?}");
+}

@@ -139,6 +139,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
     blocks_with_several_owners(listed, problems);
     storage_migration(snapshot, problems);
     unprintable_names(snapshot, problems);
+    problems.0.extend(super::routing::pool_outside_native_routing(snapshot));
 }
 
 /// The cluster-wide checks of the finished reports.

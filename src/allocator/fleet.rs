@@ -1,7 +1,8 @@
 //! Fleet checks: what goes wrong between clusters that form (or will form) one Cilium Cluster
 //! Mesh (docs/fleet.md, docs/design/problems.md). Each cluster is checked alone by `analyze`;
-//! these checks compare clusters: pod CIDRs must not overlap across a mesh, and `cluster-name`
-//! and `cluster-id` must be unique. Ranges are compared as intervals, never address by address.
+//! these checks compare clusters: pod CIDRs must not overlap across a mesh, `cluster-name`
+//! and `cluster-id` must be unique, and each peer must route every pool CIDR (`routing.rs`).
+//! Ranges are compared as intervals, never address by address.
 
 use super::problem::{Problem, ProblemKind, Severity, pool_object};
 use crate::model::{Addr, Prefix, Snapshot};
@@ -36,6 +37,8 @@ pub fn check(members: &[Member]) -> Vec<FleetProblem> {
         for b in &members[i + 1..] {
             overlapping_cidrs(a, b, &mut out);
             shared_pod_ips(a, b, &mut out);
+            unrouted_pool_cidrs(a, b, &mut out);
+            unrouted_pool_cidrs(b, a, &mut out);
         }
     }
     sort(&mut out);
@@ -191,6 +194,13 @@ fn overlapping_cidrs(a: &Member, b: &Member, out: &mut Vec<FleetProblem>) {
             );
         }
     }
+}
+
+/// Pool CIDRs of `a` that `b` does not route natively (`routing.rs`), with the clusters `a`, `b`.
+fn unrouted_pool_cidrs(a: &Member, b: &Member, out: &mut Vec<FleetProblem>) {
+    let clusters = || vec![a.name.to_string(), b.name.to_string()];
+    let found = super::routing::unrouted_by_peer(a.snapshot, b.snapshot, (a.name, b.name));
+    out.extend(found.into_iter().map(|problem| FleetProblem { clusters: clusters(), problem }));
 }
 
 /// The addresses of running, non-host-network pods, sorted, with the pod's `namespace/name`.

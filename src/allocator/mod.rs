@@ -13,6 +13,7 @@ mod parallel;
 pub mod problem;
 pub mod report;
 pub mod reserve;
+pub mod routing;
 
 pub use analyze::analyze;
 pub use count::Count;

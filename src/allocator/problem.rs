@@ -63,6 +63,11 @@ pub enum ProblemKind {
     FleetSharedPodIp,
     /// Fleet: two contexts reach the same API server (compared once, not with itself).
     FleetSameCluster,
+    /// Native routing: a non-default pool's CIDR outside the native-routing CIDR while BPF
+    /// masquerading is on and the pool does not skip it (`allocator/routing.rs`).
+    PoolOutsideNativeRoutingCidr,
+    /// Fleet, native routing: a pool CIDR of one cluster outside a peer's native-routing CIDR.
+    FleetUnroutedPoolCidr,
 }
 
 impl ProblemKind {
