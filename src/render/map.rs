@@ -498,11 +498,11 @@ mod tests {
                 assert!(rows[0].trim_start().strip_prefix("fd00:: ").unwrap().starts_with('▁'), "{width}:\n{text}");
             }
         }
-        // fd00::/104 at 80 columns: 32 cells a row (the labels take 13), 16 rows, 128 blocks a cell.
+        // fd00::/104 at 80 columns: 64 cells a row (the labels take 10), 16 rows, 64 blocks a cell.
         let text = map(&report("fd00::/104"), 80, None);
-        assert!(text.contains("fd00::/104: 65536 blocks, 1 cell = 128 blocks (a /113)"), "{text}");
+        assert!(text.contains("fd00::/104: 65536 blocks, 1 cell = 64 blocks (a /114)"), "{text}");
         assert!(text.contains("blocks allocated of a cell"), "{text}");
-        assert_eq!(layout(65536, 80, 13), Layout { shift: 7, per_row: 32, cells: 512 });
+        assert_eq!(layout(65536, 80, 10), Layout { shift: 6, per_row: 64, cells: 1024 });
         assert_eq!(layout(1 << 56, 80, 6), Layout { shift: 46, per_row: 64, cells: 1024 });
     }
 
