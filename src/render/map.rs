@@ -140,7 +140,7 @@ pub fn draw(pool: &PoolReport, options: &MapOptions, style: &Style) -> String {
 
 fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -> String {
     let mask = fam.mask_size.map_or("?".to_string(), |m| format!("/{m}"));
-    let heading = format!("pool {} {}: {} CIDR(s), blocks of {mask}\n", Field(pool), fam.family, fam.cidrs.len());
+    let heading = format!("pool {} {}: {} CIDR(s), {mask} blocks\n", Field(pool), fam.family, fam.cidrs.len());
     let mut out = super::fit_prose(&heading, options.width);
     let next = next_block(fam);
     let mut counts = Counts::default();
@@ -227,18 +227,18 @@ fn laid_out(cidr: &CidrReport, width: usize) -> (Layout, Vec<String>) {
 fn cidr_map(cidr: &CidrReport, fam: &FamilyReport, next: Option<u128>, options: &MapOptions, style: &Style, counts: &mut Counts) -> String {
     let capacity = capacity(cidr);
     let mut heading = format!("{}: {} blocks", Field(&cidr.cidr), human(cidr.capacity_blocks));
-    if cidr.draining {
-        heading.push_str(", draining (reserved end to end)");
-    }
     if capacity == 0 {
         return super::fit_prose(&format!("{heading}, none whole: the CIDR is smaller than a block\n"), options.width);
     }
     let (grid, labels) = laid_out(cidr, options.width);
     let per_cell = Count::pow2(grid.shift);
     heading.push_str(&match grid.shift {
-        0 => ", 1 cell = 1 block".to_string(),
+        0 => ", a cell each".to_string(),
         shift => format!(", 1 cell = {} blocks (a /{})", human(per_cell), cidr.mask_size as u32 - shift),
     });
+    if cidr.draining {
+        heading.push_str(", draining (all reserved)");
+    }
     counts.aggregated |= grid.shift > 0;
     let tallies = tallies(cidr, fam, grid, next, options.node, counts);
     let mut out = super::fit_prose(&format!("{heading}\n"), options.width);
@@ -458,7 +458,7 @@ mod tests {
                 assert_eq!(shown, label, "{width}:\n{text}");
                 assert_eq!(cells.chars().filter(|c| *c != ' ').count(), per_row, "{width}:\n{text}");
             }
-            assert!(text.contains("10.0.0.0/16: 256 blocks, 1 cell = 1 block"), "{text}");
+            assert!(text.contains("10.0.0.0/16: 256 blocks, a cell each\n"), "{text}");
         }
     }
 
@@ -471,7 +471,7 @@ mod tests {
         assert_eq!((count(&first, '×'), count(&first, '▸'), count(&first, '·')), (1, 1, 251), "{text}");
         assert!(first[3].ends_with('×'), "the block of 10.0.255.254 is withheld, the last: {text}");
         let draining = grid(&text, "10.1.0.0/16");
-        assert!(text.contains("10.1.0.0/16: 256 blocks, draining (reserved end to end)"), "{text}");
+        assert!(text.contains("10.1.0.0/16: 256 blocks, a cell each, draining (all reserved)\n"), "{text}");
         assert_eq!((count(&draining, '≡'), count(&draining, '◆')), (255, 1), "{text}");
         assert!(draining[0].ends_with("≡≡≡◆≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡"), "{text}");
         assert!(text.contains("! 10.9.9.0/24 orphan: outside every CIDR of the pool, held by n2"), "{text}");
@@ -493,7 +493,7 @@ mod tests {
                 assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
                 let rows = grid(&text, v6);
                 assert!(rows.len() <= MAX_ROWS as usize && rows[0].trim_start().starts_with("fd00:: "), "{width}:\n{text}");
-                assert!(text.contains(&format!("{v6}: {blocks} blocks, 1 cell = ")), "{width}:\n{text}");
+                assert!(text.contains(&format!("{v6}: {blocks} blocks")), "{width}:\n{text}");
                 // n1's one block, first: the lowest height (unused, or 1 of 128 blocks of the cell).
                 assert!(rows[0].trim_start().strip_prefix("fd00:: ").unwrap().starts_with('▁'), "{width}:\n{text}");
             }
