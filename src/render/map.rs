@@ -131,11 +131,8 @@ impl Counts {
 /// The map of `pool`: for each family, a heading, each CIDR's grid with the first address of each
 /// row, the orphans, and a legend with the blocks in each state. Lines fit `options.width`.
 pub fn draw(pool: &PoolReport, options: &MapOptions, style: &Style) -> String {
-    let mut out = String::new();
-    for fam in &pool.families {
-        out.push_str(&family(&pool.name, fam, options, style));
-    }
-    out
+    // A blank line between families.
+    pool.families.iter().map(|fam| family(&pool.name, fam, options, style)).collect::<Vec<_>>().join("\n")
 }
 
 fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -> String {
@@ -162,7 +159,6 @@ fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -
         let note = "reserved ranges unknown (the input reads this pool through cilium.io/v2alpha1): cells shown free may be withheld\n";
         out.push_str(&super::fit_prose(note, options.width));
     }
-    out.push('\n');
     out
 }
 
