@@ -148,7 +148,8 @@ fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -
     counts.add(State::Orphan, Count::from(fam.orphans.len()));
     for orphan in fam.orphans.iter().take(8) {
         let nodes: Vec<String> = orphan.nodes.iter().map(|n| Field(n).to_string()).collect();
-        let line = format!("{} {} orphan: outside every CIDR of the pool, held by {}", State::Orphan.glyph(), orphan.prefix, nodes.join(","));
+        let line =
+            format!("{} {} orphan: outside every CIDR of the pool, held by {}", State::Orphan.glyph(), orphan.prefix, nodes.join(","));
         out.push_str(&super::fit_prose(&(State::Orphan.paint(&line, style) + "\n"), options.width));
     }
     if fam.orphans.len() > 8 {
@@ -165,7 +166,10 @@ fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -
 /// The CIDR and block index of the next block the operator hands out, when known.
 fn next_block(fam: &FamilyReport) -> Option<(usize, u128)> {
     let next = fam.next_block.filter(|_| fam.reservations_known)?;
-    fam.cidrs.iter().enumerate().find_map(|(at, cidr)| cidr.free_runs().next().filter(|run| run.first == next).map(|run| (at, run.first_index)))
+    fam.cidrs
+        .iter()
+        .enumerate()
+        .find_map(|(at, cidr)| cidr.free_runs().next().filter(|run| run.first == next).map(|run| (at, run.first_index)))
 }
 
 /// The blocks of `cidr` (a power of two; `u128::MAX` stands for 2^128).
@@ -471,9 +475,7 @@ mod tests {
         assert_eq!((count(&draining, '≡'), count(&draining, '◆')), (255, 1), "{text}");
         assert!(draining[0].ends_with("≡≡≡◆≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡ ≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡≡"), "{text}");
         assert!(text.contains("! 10.9.9.0/24 orphan: outside every CIDR of the pool, held by n2"), "{text}");
-        for item in
-            ["allocated 3", "grandfathered 1", "free 251", "withheld 1", "draining 255", "orphan 1", "next block 10.0.3.0/24"]
-        {
+        for item in ["allocated 3", "grandfathered 1", "free 251", "withheld 1", "draining 255", "orphan 1", "next block 10.0.3.0/24"] {
             assert!(text.contains(item), "{item}:\n{text}");
         }
     }
@@ -530,7 +532,8 @@ mod tests {
         assert_eq!(distinct.len(), glyphs.len(), "{glyphs:?}");
         let report = report("fd00::/104");
         let plain = map(&report, 80, Some("n1"));
-        let coloured = draw(report.pool("p").unwrap(), &MapOptions { width: 80, node: Some("n1") }, &Style { color: true, ..Style::plain() });
+        let coloured =
+            draw(report.pool("p").unwrap(), &MapOptions { width: 80, node: Some("n1") }, &Style { color: true, ..Style::plain() });
         assert_ne!(plain, coloured);
         assert_eq!(console::strip_ansi_codes(&coloured), plain);
         // The map's colours are the plugin's own: the output filter keeps them.
