@@ -78,12 +78,13 @@ fn in_colour_the_same_glyphs_each_state_in_its_own_colour() {
 #[test]
 fn the_map_is_refused_without_one_pool_or_in_a_machine_format() {
     let example = example();
-    let refusals: [(&[&str], &str); 5] = [
+    let refusals: [(&[&str], &str); 6] = [
         (&["usage", "--map"], "--map draws one pool: name exactly one (got 0)"),
         (&["usage", "blue", "green", "--map"], "--map draws one pool: name exactly one (got 2)"),
         (&["usage", "blue", "--map", "-o", "json"], "of usage --map, allowed formats are: table"),
         (&["usage", "blue", "--map", "-o", "name"], "of usage --map, allowed formats are: table"),
         (&["usage", "blue", "--map", "--node", "nope"], "node nope not found"),
+        (&["usage", "blue", "--map", "--fleet", "-f", &example], "--map draws one pool of one cluster"),
     ];
     for (args, says) in refusals {
         let (code, stdout, stderr) = cli::output(cli::plugin().args(args).args(["-f", &example]));
