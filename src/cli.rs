@@ -158,6 +158,8 @@ impl Command {
     pub fn view(&self, offline: bool) -> View {
         let view = |name, formats| View { name, formats };
         match self {
+            // A picture for a person: no document, no names.
+            Command::Usage(a) if a.map => view("usage --map", TEXT),
             Command::Usage(a) if a.show_blocks => view("usage --show-blocks", DOCUMENTS),
             Command::Usage(a) if a.by == ByKind::Node => view("usage --by node", DOCUMENTS),
             // A stream of frames is not one OpenMetrics exposition (it ends with `# EOF`): serve is.
@@ -259,6 +261,7 @@ pub enum ByKind {
     kubectl ciliumpool usage                          # every pool, IPv4 and IPv6\n  \
     kubectl ciliumpool usage blue --show-blocks       # one row per block: node, state, range\n  \
     kubectl ciliumpool usage --by node                # one row per node and pool\n  \
+    kubectl ciliumpool usage blue --map               # the pool's address space, one cell per block\n  \
     kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8   # exit 1 when breached (CI, cron)\n  \
     kubectl ciliumpool usage -o openmetrics > /var/lib/node_exporter/ciliumpool.prom\n  \
     kubectl ciliumpool usage --watch")]
@@ -280,6 +283,12 @@ pub struct UsageArgs {
     /// Re-render when pools, CiliumNodes or pods change (live cluster only)
     #[arg(short = 'w', long)]
     pub watch: bool,
+    /// Draw one pool's CIDRs as a map of its blocks: allocated, free, withheld, draining, orphan, grandfathered, next
+    #[arg(long, conflicts_with_all = ["by", "show_blocks", "fail_above", "min_free_blocks", "watch"])]
+    pub map: bool,
+    /// With --map: highlight the blocks this node holds
+    #[arg(long, value_name = "NAME", requires = "map")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Args)]

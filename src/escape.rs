@@ -20,8 +20,24 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// The SGR sequences `render::Style::paint` emits (owo-colors: green, yellow, red, dim, bold and
-/// their resets). With colour on, [`block`] and [`cell`] let exactly these through.
-const OWN_SGR: [&str; 8] = ["\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b[1m", "\x1b[39m", "\x1b[22m", "\x1b[0m"];
+/// their resets) and the six xterm-256 colours of `render::map` (the Okabe–Ito palette). With
+/// colour on, [`block`] and [`cell`] let exactly these through.
+const OWN_SGR: [&str; 14] = [
+    "\x1b[32m",
+    "\x1b[33m",
+    "\x1b[31m",
+    "\x1b[2m",
+    "\x1b[1m",
+    "\x1b[39m",
+    "\x1b[22m",
+    "\x1b[0m",
+    "\x1b[38;5;74m",
+    "\x1b[38;5;214m",
+    "\x1b[38;5;221m",
+    "\x1b[38;5;166m",
+    "\x1b[38;5;175m",
+    "\x1b[38;5;36m",
+];
 
 /// The most a table cell shows of a value: 253 characters, the longest legal Kubernetes object
 /// name; longer values end in `…` (the whole value is in `-o json`).

@@ -44,6 +44,7 @@ pub fn check_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
     let fleet = global.fleet || live_fleet;
     match command {
         Command::Usage(args) if fleet && args.watch => Err(input("--watch follows one cluster; drop --watch to read a fleet")),
+        Command::Usage(args) if fleet && args.map => Err(input("--map draws one pool of one cluster; drop --fleet or name one cluster")),
         Command::Usage(_) | Command::Check(_) | Command::Ip(_) => Ok(()),
         // `serve` follows live clusters only (it refuses -f, so --fleet, on its own).
         Command::Serve(_) => Ok(()),

@@ -7,6 +7,7 @@ pub mod completion;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
+pub mod map;
 pub mod migrate;
 pub mod reserve;
 pub mod serve;

@@ -14,6 +14,9 @@ use anyhow::Result;
 use std::time::Duration;
 
 pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
+    if args.map {
+        return super::map::run(&args, ctx).await;
+    }
     if args.watch {
         return watch(args, ctx).await;
     }

@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod inspect;
 pub mod ip;
 pub mod legend;
+pub mod map;
 pub mod metrics;
 pub mod migrate;
 pub mod reserve;
