@@ -253,3 +253,20 @@ fn check_of_named_pools_reports_exactly_their_problems() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stdout.is_empty() && stderr.starts_with("error: pool \"no-such-pool\" not found"), "{stderr}");
 }
+
+/// Issue 42: `--no-headers` into a pipe keeps the spaces of the last column (prose a script
+/// `grep`s; `awk` reaches it as `$N` onwards) and every other column one word (`\x20`); on a
+/// terminal a person reads it and no cell is escaped for `awk`.
+#[test]
+fn no_headers_keeps_the_last_columns_spaces_and_escapes_none_on_a_terminal() {
+    let (code, stdout, stderr) = run(&["check", "--no-headers", "-f", &example()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains(r#"block 10.99.7.0/24 is listed under pool "legacy", which does not exist"#), "{stdout}");
+    let ip = ["ip", "10.40.5.128", "--no-headers", "-f", &example()].map(String::from);
+    let (_, stdout, _) = run(&ip.each_ref().map(String::as_str));
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(fields[4], r"allocated\x20to\x20ip-10-0-11-70.eu-west-1.compute.internal", "{stdout}");
+    assert!(stdout.contains(" pod team-blue/api-gateway-s8bsnncjnm-7m6rm on ip-10-0-11-70"), "{stdout}");
+    let shown = support::cli::on_terminal(&ip, 200);
+    assert!(shown.contains("allocated to ip-10") && !shown.contains(r"\x20"), "{shown}");
+}
