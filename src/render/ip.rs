@@ -27,11 +27,12 @@ impl Render for Ip<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let mut out = table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style);
-        if style.headers {
-            out.push_str(&footer(self.origin, self.mode));
-        }
-        out
+        table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style)
+    }
+
+    /// The `Sources:` line goes to stderr as `usage`'s does: stdout is the table alone.
+    fn notes(&self, _wide: bool, _style: &Style) -> String {
+        footer(self.origin, self.mode)
     }
 }
 
