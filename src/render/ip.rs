@@ -101,6 +101,8 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reserv
                 a.block.clone().unwrap_or_else(dash),
                 style.paint(&state, tone),
                 match (&a.reserved_by, reservations_unknown && a.cidr.is_some()) {
+                    // STATE names the range already (`withheld by RANGE`): said once.
+                    (Some(range), _) if a.withheld_by.contains(range) => "yes".to_string(),
                     (Some(range), _) => format!("yes ({range})"),
                     (None, true) => "?".to_string(),
                     (None, false) => "no".to_string(),
