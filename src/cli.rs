@@ -293,13 +293,13 @@ pub struct UsageArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool serve                          # http://0.0.0.0:9967/metrics\n  \
-    kubectl ciliumpool serve --listen 127.0.0.1:9967 --node-metrics\n\n\
+    kubectl ciliumpool serve                          # http://127.0.0.1:9967/ (loopback only)\n  \
+    kubectl ciliumpool serve --listen 0.0.0.0:9967 --node-metrics  # every interface, as deploy/\n\n\
 In a pod without a kubeconfig it uses the pod's service account (deploy/). Metrics, alerts and \
 the dashboard: docs/metrics.md.")]
 pub struct ServeArgs {
-    /// Where to listen (Cilium's own components use 9962-9966)
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9967")]
+    /// Where to listen: loopback by default, as kubectl proxy (Cilium's own components use 9962-9966)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9967")]
     pub listen: String,
     /// Also export per-node series (nodes x pools series: high cardinality)
     #[arg(long)]

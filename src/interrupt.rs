@@ -7,7 +7,8 @@
 //! by itself (exit 0) and installs nothing.
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Mutex, Once};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Once};
 
 /// What runs before the process ends on a signal.
 static CLEANUPS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
@@ -27,15 +28,37 @@ pub fn on_signal(cleanup: fn()) {
     CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()).push(cleanup);
 }
 
+/// Set as soon as SIGTERM or SIGHUP arrives (in the handler itself, before a read it interrupts
+/// returns): the terminal library answers an interrupted read by raising SIGINT, so a prompt
+/// ended by SIGTERM would otherwise exit 130, not 143 (issue 42).
+static TERMINATED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+static HUNG_UP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+/// The exit code of the signal that ends the process: SIGTERM (143) or SIGHUP (129) when one
+/// arrived, even if a SIGINT came too (the one a prompt raises when its read is interrupted);
+/// else SIGINT's (130).
+pub fn code() -> i32 {
+    use signal_hook::consts::{SIGHUP, SIGTERM};
+    if TERMINATED.load(Ordering::SeqCst) {
+        128 + SIGTERM
+    } else if HUNG_UP.load(Ordering::SeqCst) {
+        128 + SIGHUP
+    } else {
+        INTERRUPTED
+    }
+}
+
 /// Installs the handler (once): a thread that waits for SIGINT, SIGTERM or SIGHUP and [`end`]s.
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let _ = signal_hook::flag::register(SIGTERM, Arc::clone(&TERMINATED));
+        let _ = signal_hook::flag::register(SIGHUP, Arc::clone(&HUNG_UP));
         let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
         std::thread::spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                end(128 + signal);
+            if signals.forever().next().is_some() {
+                end(code());
             }
         });
     });

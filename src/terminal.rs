@@ -44,10 +44,11 @@ impl Drop for CursorShown {
 }
 
 /// A prompt's IO error; Ctrl-C (the terminal library reads it as an interrupted read, after
-/// raising SIGINT) ends the process the way the signal does.
+/// raising SIGINT) ends the process the way the signal does — and so does a SIGTERM or SIGHUP
+/// that interrupted the read (with its own code: `interrupt::code`).
 fn failed(error: std::io::Error) -> anyhow::Error {
     if error.kind() == std::io::ErrorKind::Interrupted {
-        crate::interrupt::end(crate::interrupt::INTERRUPTED);
+        crate::interrupt::end(crate::interrupt::code());
     }
     error.into()
 }

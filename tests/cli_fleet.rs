@@ -103,7 +103,7 @@ fn tables_metrics_and_the_summary() {
     assert!(rows[0].starts_with("CLUSTER") && rows[0].contains("POOL"), "{stdout}");
     let pools: Vec<(&str, &str)> = rows[1..4].iter().map(|r| r.split_whitespace().collect::<Vec<_>>()).map(|r| (r[0], r[1])).collect();
     assert_eq!(pools, [("east", "blue"), ("west", "green"), ("west", "red")]);
-    assert!(stderr.contains("3 pools in 2 clusters; fullest pool: blue (ipv4) in east at 1.2%; 3 problem(s) between clusters"), "{stderr}");
+    assert!(stderr.contains("3 pools in 2 clusters; fullest pool: blue (ipv4) in east at 1%; 3 problem(s) between clusters"), "{stderr}");
     let (code, metrics, _) = fleet(&["usage", "-o", "openmetrics"]);
     assert_eq!(code, 0);
     let types: Vec<&str> = metrics.lines().filter(|l| l.starts_with("# TYPE")).collect();

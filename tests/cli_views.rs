@@ -253,3 +253,56 @@ fn check_of_named_pools_reports_exactly_their_problems() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stdout.is_empty() && stderr.starts_with("error: pool \"no-such-pool\" not found"), "{stderr}");
 }
+
+/// Issue 42: `--no-headers` into a pipe keeps the spaces of the last column (prose a script
+/// `grep`s; `awk` reaches it as `$N` onwards) and every other column one word (`\x20`); on a
+/// terminal a person reads it and no cell is escaped for `awk`.
+#[test]
+fn no_headers_keeps_the_last_columns_spaces_and_escapes_none_on_a_terminal() {
+    let (code, stdout, stderr) = run(&["check", "--no-headers", "-f", &example()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains(r#"block 10.99.7.0/24 is listed under pool "legacy", which does not exist"#), "{stdout}");
+    let ip = ["ip", "10.40.5.128", "--no-headers", "-f", &example()].map(String::from);
+    let (_, stdout, _) = run(&ip.each_ref().map(String::as_str));
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(fields[4], r"allocated\x20to\x20ip-10-0-11-70.eu-west-1.compute.internal", "{stdout}");
+    assert!(stdout.contains(" pod team-blue/api-gateway-s8bsnncjnm-7m6rm on ip-10-0-11-70"), "{stdout}");
+    let shown = support::cli::on_terminal(&ip, 200);
+    assert!(shown.contains("allocated to ip-10") && !shown.contains(r"\x20"), "{shown}");
+}
+
+/// Issue 42: `ip` writes its `Sources:` line on stderr, as `usage` does: stdout is the table alone.
+#[test]
+fn ip_writes_its_sources_line_on_stderr() {
+    let (code, stdout, stderr) = run(&["ip", "10.40.5.128", "-f", &example()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("Sources:") && stdout.lines().all(|l| !l.is_empty()), "stdout carries the table only: {stdout}");
+    assert!(stderr.contains("Sources: files "), "{stderr}");
+}
+
+/// Issue 42: `usage -o json` has the derived figures the table, `-o wide` and OpenMetrics show:
+/// `utilization` (the ratio), `nodesHolding` and `runwayNodes`, each family the same as its series.
+#[test]
+fn usage_json_has_utilization_nodes_holding_and_runway_as_openmetrics_does() {
+    let doc = usage_json();
+    let (code, metrics, stderr) = run(&["usage", "-o", "openmetrics", "-f", &example()]);
+    assert_eq!(code, 0, "{stderr}");
+    let series = |name: &str, pool: &str, family: &str| -> Option<f64> {
+        let prefix = format!("{name}{{pool=\"{pool}\",family=\"{family}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&prefix)).map(|v| v.parse().unwrap())
+    };
+    let mut checked = 0;
+    for pool in doc["pools"].as_array().unwrap() {
+        let name = pool["name"].as_str().unwrap();
+        for fam in pool["families"].as_array().unwrap() {
+            let family = fam["family"].as_str().unwrap();
+            let what = format!("{name} {family}: {fam}");
+            let (json, exposed) = (fam["utilization"].as_f64(), series("ciliumpool_utilization_ratio", name, family));
+            assert!(json.is_some() && exposed.is_some_and(|e| (e - json.unwrap()).abs() < 1e-12), "{what}: {exposed:?}");
+            assert_eq!(fam["nodesHolding"].as_f64(), series("ciliumpool_nodes_holding", name, family), "{what}");
+            assert_eq!(fam["runwayNodes"].as_f64(), series("ciliumpool_runway_nodes", name, family), "{what}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 6);
+}

@@ -406,3 +406,24 @@ fn cfp_cluster_is_read_through_v2() {
     let version = String::from_utf8_lossy(&version);
     assert!(version.contains("CiliumPodIPPool: served v2 (storage), v2alpha1; storedVersions v2alpha1, v2; dialect cfp-v2"), "{version}");
 }
+
+/// Issue 42: `usage --watch -o name` into a pipe writes records only (`| xargs kubectl get`): its
+/// first line is a record, not a `# status` comment; the status goes to stderr.
+#[test]
+fn watch_o_name_in_a_pipe_writes_records_only() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster
+        .create_objects(vec![v2alpha1_pool("default", "10.10.0.0/16", 24), cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16)]);
+    let mut child = cluster
+        .plugin_process()
+        .args(["usage", "--watch", "-o", "name"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the plugin");
+    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let mut child = support::KillOnDrop(child);
+    let first = lines.read_until(Duration::from_secs(30), "the first line", |_| true);
+    assert_eq!(first, ["ciliumpodippool.cilium.io/default"], "the first line is a record");
+    child.0.kill().ok();
+}

@@ -179,3 +179,15 @@ fn the_deployment_has_the_requests_and_limits_docs_metrics_derives() {
     }
     assert!(mebibytes(quantities[2]) > mebibytes(quantities[1]), "the memory limit is not above the request: {resources}");
 }
+
+/// Issue 42: `serve` listens on loopback unless told (as kubectl proxy does), so the Deployment
+/// must pass `--listen 0.0.0.0:9967` for the Service and Prometheus to reach it.
+#[test]
+fn serve_listens_on_loopback_by_default_and_the_deployment_on_every_interface() {
+    use clap::Parser;
+    let cli = ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "serve"]).expect("serve parses");
+    let ciliumpool::cli::Command::Serve(args) = cli.command else { panic!("not serve: {:?}", cli.command) };
+    assert_eq!(args.listen, "127.0.0.1:9967");
+    let deployment = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/deployment.yaml")).unwrap();
+    assert!(deployment.contains(r#"args: ["serve", "--listen", "0.0.0.0:9967""#), "{deployment}");
+}

@@ -78,3 +78,28 @@ fn the_table_of_what_works_offline_is_true() {
     }
     assert_eq!(std::fs::read(scratch.path().join("examples/snapshot/pools.yaml")).unwrap(), before, "no row writes");
 }
+
+/// Issue 42: the page's first paragraph names the read commands that work on a snapshot; each of
+/// them does (exit 0, or 1 for what `check` finds), offline on examples/snapshot.
+#[test]
+fn the_commands_the_first_paragraph_names_work_on_a_snapshot() {
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(PAGE)).unwrap();
+    let start = page.find("Every read command (").expect("the first paragraph") + "Every read command (".len();
+    let named = &page[start..start + page[start..].find(')').unwrap()];
+    let commands: Vec<&str> = named.split(", ").map(|c| c.trim_matches('`')).collect();
+    assert!(commands.len() >= 5, "{named}");
+    for command in commands {
+        let out = assert_cmd::cargo::cargo_bin_cmd!("kubectl-ciliumpool")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .args(command.split_whitespace())
+            // `ip` asks about an address.
+            .args(if command == "ip" { &["10.40.5.128"][..] } else { &[] })
+            .args(["-f", "examples/snapshot"])
+            .output()
+            .unwrap();
+        let code = out.status.code().unwrap();
+        assert!(code <= 1, "{command} -f examples/snapshot: exit {code}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

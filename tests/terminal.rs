@@ -230,6 +230,21 @@ fn ctrl_c_at_the_question_exits_130_and_writes_nothing() {
     assert_eq!(left.len(), 1, "no staged file left behind: {left:?}");
 }
 
+/// Issue 42: SIGTERM at the question exits 143 (128 + SIGTERM, docs/design/exit-codes.md), not
+/// the 130 of the SIGINT the terminal library raises when the signal interrupts its read.
+#[test]
+fn sigterm_at_the_question_exits_143_and_writes_nothing() {
+    let dir = manifests();
+    let screen = guided_up_to_the_question(dir.path());
+    let pid = screen.session.process.child_pid.as_raw();
+    // SAFETY: signals our own child, alive at its question.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 128 + libc::SIGTERM, "{shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("pools.yaml")).unwrap(), POOLS);
+}
+
 #[test]
 fn a_v2alpha1_only_input_is_refused_before_any_question() {
     let dir = tempfile::tempdir().unwrap();

@@ -124,6 +124,11 @@ struct FamilyDocument<'a> {
     used_addresses: Option<Count>,
     idle_addresses: Option<Count>,
     free_addresses: Option<Count>,
+    /// Allocated / allocatable blocks as a fraction (the table's UTIL, OpenMetrics'
+    /// `ciliumpool_utilization_ratio`); null when unknown.
+    utilization: Option<f64>,
+    nodes_holding: usize,
+    runway_nodes: Option<Count>,
     cidrs: &'a [CidrReport],
     #[serde(serialize_with = "display_or_null")]
     next_block: Option<Prefix>,
@@ -145,6 +150,9 @@ impl Serialize for FamilyReport {
             used_addresses: self.used_addresses,
             idle_addresses: self.idle_addresses,
             free_addresses: self.known(self.free_addresses),
+            utilization: self.utilization(),
+            nodes_holding: self.nodes_holding,
+            runway_nodes: self.runway_nodes.filter(|_| self.reservations_known),
             cidrs: &self.cidrs,
             next_block: self.next_block.filter(|_| self.reservations_known),
         }

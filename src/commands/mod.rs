@@ -82,8 +82,8 @@ impl Context {
                 Output::Name => Format::Name,
                 Output::OpenMetrics => Format::OpenMetrics,
             },
-            style: Style { color: terminal.color, headers, width: table_width(terminal, global.output) },
-            stderr_style: Style { color: terminal.stderr_color, headers, width: notes_width() },
+            style: Style { color: terminal.color, headers, width: table_width(terminal, global.output), terminal: terminal.stdout },
+            stderr_style: Style { color: terminal.stderr_color, headers, width: notes_width(), terminal: notes_width().is_some() },
             stdout_terminal: terminal.stdout,
             interactive: terminal.interactive,
         })

@@ -118,6 +118,8 @@ struct Screen {
     /// JSON/YAML frames are documents, already escaped.
     machine: bool,
     yaml: bool,
+    /// `-o name`: records only on stdout (`| xargs`), the status line on stderr.
+    records: bool,
     shown: Option<String>,
     figures: Vec<render::watch::Figures>,
     opened: bool,
@@ -130,6 +132,7 @@ impl Screen {
             colour: ctx.style.color,
             machine: ctx.format.is_document(),
             yaml: ctx.format == Format::Yaml,
+            records: ctx.format == Format::Name,
             shown: None,
             figures: Vec::new(),
             opened: false,
@@ -158,7 +161,10 @@ impl Screen {
             // Documents stay parseable one after another (a JSON stream; YAML documents).
             if self.yaml && self.shown.is_some() { format!("---\n{safe}") } else { safe.into_owned() }
         } else {
-            render::watch::block(&status, &safe, self.shown.is_none())
+            if self.records {
+                crate::source::stderr::line(&status);
+            }
+            render::watch::block(&status, &safe, self.shown.is_none(), self.records)
         };
         emit(&bytes)?;
         self.shown = Some(text.to_string());

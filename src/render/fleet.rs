@@ -121,7 +121,8 @@ fn summary<R: Member>(fleet: &Fleet<R>) -> String {
     }
     let fullest = read.iter().filter_map(|(name, r)| Some((*name, r.fullest().1?))).max_by(|a, b| a.1.1.total_cmp(&b.1.1));
     if let Some((cluster, (pool, share))) = fullest {
-        line.push_str(&format!("; fullest pool: {pool} in {cluster} at {:.1}%", share * 100.0));
+        // The notation of the tables' UTIL (`100%`, `<1%`), not a second one.
+        line.push_str(&format!("; fullest pool: {pool} in {cluster} at {}", super::percent(Some(share))));
     }
     if !fleet.problems.is_empty() {
         line.push_str(&format!("; {} problem(s) between clusters", fleet.problems.len()));

@@ -27,11 +27,12 @@ impl Render for Ip<'_> {
     }
 
     fn text(&self, wide: bool, style: &Style) -> String {
-        let mut out = table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style);
-        if style.headers {
-            out.push_str(&footer(self.origin, self.mode));
-        }
-        out
+        table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style)
+    }
+
+    /// The `Sources:` line goes to stderr as `usage`'s does: stdout is the table alone.
+    fn notes(&self, _wide: bool, _style: &Style) -> String {
+        footer(self.origin, self.mode)
     }
 }
 
@@ -100,6 +101,8 @@ pub fn table(answers: &[IpAnswer], wide: bool, style: &Style, mode: &str, reserv
                 a.block.clone().unwrap_or_else(dash),
                 style.paint(&state, tone),
                 match (&a.reserved_by, reservations_unknown && a.cidr.is_some()) {
+                    // STATE names the range already (`withheld by RANGE`): said once.
+                    (Some(range), _) if a.withheld_by.contains(range) => "yes".to_string(),
                     (Some(range), _) => format!("yes ({range})"),
                     (None, true) => "?".to_string(),
                     (None, false) => "no".to_string(),

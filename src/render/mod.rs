@@ -126,6 +126,8 @@ pub struct Style {
     /// names are cut with `…` to fit, and columns that cannot fit left out ([`table`]). `None`:
     /// never cut (a pipe, `-o wide`: the full text).
     pub width: Option<usize>,
+    /// stdout is a terminal: a person reads it, so `--no-headers` cells keep their spaces.
+    pub terminal: bool,
 }
 
 /// The most columns a default table takes on a terminal, however wide (kubectl's views are narrow).
@@ -133,7 +135,7 @@ pub const TABLE_WIDTH: usize = 100;
 
 impl Style {
     pub fn plain() -> Style {
-        Style { color: false, headers: true, width: None }
+        Style { color: false, headers: true, width: None, terminal: false }
     }
 
     /// `text` (escaped as one line: it is often data) in the tone's colour when colour is on.
@@ -261,12 +263,17 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
 /// table does not fit otherwise (the `…` column then says columns are left out, wherever they were).
 pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, shed_first: &[&str]) -> String {
     // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
-    // one word each under --no-headers, so that `awk` splits the columns. An empty cell is
-    // `-`, so that every row has a field per column.
-    let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, !style.headers).into_owned() };
+    // one word each under --no-headers into a pipe, so that `awk` splits the columns — but the
+    // last column (prose: `awk` can take `$N` to the end, `grep` must match its words) and a
+    // terminal keep their spaces. An empty cell is `-`, so that every row has a field per column.
+    let last = header.len().saturating_sub(1);
+    let words = |i: usize| !style.headers && !style.terminal && i != last;
+    let cell = |(i, c): (usize, &String)| {
+        if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, words(i)).into_owned() }
+    };
     // A header may name data too (the reserve-range preview's `POOL <name>`).
     let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
-    let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(cell).collect()).collect();
+    let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect();
     let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
     let (gap, numeric) = match style.width {
         Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
@@ -586,7 +593,7 @@ mod tests {
 
     #[test]
     fn a_table_fits_its_width_and_keeps_one_line_per_row() {
-        let style = Style { color: false, headers: true, width: Some(40) };
+        let style = Style { color: false, headers: true, width: Some(40), terminal: false };
         let rows = vec![vec!["node-with-a-long-name-in-a-zone".into(), "12".into(), "the block is listed twice on this node".into()]];
         let text = table(&["NODE", "USED", "MESSAGE"], rows, &style);
         assert_eq!(text.lines().count(), 2, "{text}");
@@ -609,7 +616,7 @@ mod tests {
             row(["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%", ".........."]),
         ];
         for width in [40, 60] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width) });
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
             assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
             let shown = cells(&text);
             // Every line ends in the marker, a cell of its own, and has as many cells as the header.
@@ -621,14 +628,14 @@ mod tests {
                 assert_eq!(line[..kept], full[..kept], "{width}:\n{text}");
             }
         }
-        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60) });
+        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60), terminal: false });
         assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "…"], "{at_60}");
         // Under --no-headers too (no header to fit: all but UTIL, 41 + 1 columns and 9 gaps of 2):
         // every row the same number of fields.
-        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60) });
+        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60), terminal: false });
         assert!(bare.lines().all(|l| l.split_whitespace().count() == 10 && l.ends_with(" …")), "{bare}");
         // A table that fits keeps every column and no marker.
-        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100) });
+        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
         assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
     }
 
@@ -636,7 +643,7 @@ mod tests {
     fn the_columns_a_table_names_go_first_then_trailing_ones() {
         let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
         let rows = vec![["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"].map(String::from).to_vec()];
-        let style = |width| Style { color: false, headers: true, width: Some(width) };
+        let style = |width| Style { color: false, headers: true, width: Some(width), terminal: false };
         let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
         // At 60 columns TOTAL, MASK and RESERVED go, in that order, and UTIL stays; the marker says columns are left out.
         let at_60 = table_shedding(&header, rows.clone(), &style(60), &shed);
@@ -662,13 +669,13 @@ mod tests {
         let full = ["blue", "10.41.0.0/16", "10.41.0.0-10.41.255.255", "65536", "256", "10.41.0.0/24..10.41.255.0/24", note];
         let rows = vec![full.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
         for width in [60, 80, 100] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width) });
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
             assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
             let shown = cells(&text);
             let kept = shown[1].len() - 1;
             assert_eq!(shown[1][..kept], full[..kept], "{width}: every shown cell whole:\n{text}");
         }
-        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100) });
+        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
         assert_eq!(cells(&at_100)[0], ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "…"], "{at_100}");
 
         // `check` at 80 columns: KIND whole, OBJECT and MESSAGE share what is left.
@@ -680,7 +687,7 @@ mod tests {
             "reserved range 10.41.0.0-10.41.255.255 covers allocated blocks",
         ];
         let rows = vec![problem.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80) });
+        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80), terminal: false });
         let shown = cells(&text);
         assert_eq!(shown[1][..2], problem[..2], "{text}");
         assert!(shown[1][3].starts_with("reserved range") && shown[1][3].ends_with('…'), "{text}");
@@ -728,7 +735,7 @@ mod tests {
 
     #[test]
     fn painted_text_is_escaped_and_its_colours_pass_the_output_filter() {
-        let style = Style { color: true, headers: true, width: None };
+        let style = Style { color: true, headers: true, width: None, terminal: false };
         for tone in [Tone::Good, Tone::Warn, Tone::Bad, Tone::Dim, Tone::Bold] {
             let painted = style.paint("a\x1b]52;c;eA==\x07", tone);
             assert_eq!(escape::block(&painted, true), painted, "{painted:?}");

@@ -115,14 +115,26 @@ pub fn screen(status: &str, text: &str, rows: usize, columns: usize) -> String {
 }
 
 /// A frame in a pipe or log: the status line as a comment, then the table; blocks separated by
-/// a blank line.
-pub fn block(status: &str, text: &str, first: bool) -> String {
+/// a blank line. `-o name` frames (`records`) are the records alone, so that `| xargs kubectl get`
+/// reads names only: their status goes to stderr (`usage --watch`).
+pub fn block(status: &str, text: &str, first: bool, records: bool) -> String {
+    if records {
+        return text.to_string();
+    }
     format!("{}# {status}\n{text}", if first { "" } else { "\n" })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_piped_name_frame_is_records_only() {
+        let records = "ciliumpodippool.cilium.io/blue\n";
+        assert_eq!(block("12:00 first", records, true, true), records);
+        assert_eq!(block("12:01 changed", records, false, true), records);
+        assert_eq!(block("12:00 first", "T\n", true, false), "# 12:00 first\nT\n");
+    }
 
     fn fig(pool: &str, allocated: u64, used: Option<u64>) -> Figures {
         Figures {

@@ -203,8 +203,22 @@ async fn answer(request: Request<Incoming>, state: Shared) -> Result<Response<Fu
                 Some(reason) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")),
             }
         }
+        "/" => index(),
         _ => text(StatusCode::NOT_FOUND, "not found: /metrics, /healthz, /readyz\n".into()),
     })
+}
+
+/// `/`: a small page linking what the exporter serves (a browser pointed at the port).
+fn index() -> Response<Full<Bytes>> {
+    const PAGE: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kubectl-ciliumpool serve</title></head>\n\
+        <body><h1>kubectl-ciliumpool serve</h1><ul>\n\
+        <li><a href=\"/metrics\">/metrics</a>: Cilium multi-pool IPAM figures (OpenMetrics or Prometheus text)</li>\n\
+        <li><a href=\"/healthz\">/healthz</a>: the process answers</li>\n\
+        <li><a href=\"/readyz\">/readyz</a>: every watched cluster is fresh, or why not</li>\n\
+        </ul></body></html>\n";
+    let mut response = text(StatusCode::OK, PAGE.into());
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/html; charset=utf-8"));
+    response
 }
 
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
@@ -255,12 +269,18 @@ mod tests {
         /// The status line of one GET on a new connection, None when it is closed unanswered or
         /// not answered within 3 s.
         fn get(&self, path: &str) -> Option<String> {
-            let mut stream = std::net::TcpStream::connect(self.address).ok()?;
-            stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-            stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
+            self.answer(path).lines().next().filter(|l| l.starts_with("HTTP/1.1 ")).map(str::to_string)
+        }
+
+        /// The whole answer (head and body) to one GET on a new connection, as far as it came in 3 s.
+        fn answer(&self, path: &str) -> String {
             let mut answer = String::new();
-            let _ = stream.read_to_string(&mut answer);
-            answer.lines().next().filter(|l| l.starts_with("HTTP/1.1 ")).map(str::to_string)
+            let Ok(mut stream) = std::net::TcpStream::connect(self.address) else { return answer };
+            stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            if stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes()).is_ok() {
+                let _ = stream.read_to_string(&mut answer);
+            }
+            answer
         }
     }
 
@@ -289,6 +309,18 @@ mod tests {
 
     fn limits(header: Duration, connections: usize) -> Limits {
         Limits { header, pressed_header: Duration::from_millis(500), lifetime: Duration::from_secs(60), connections }
+    }
+
+    /// Issue 42: `/` is a page linking the three paths, not a bare 404; other paths stay 404.
+    #[test]
+    fn the_root_links_metrics_healthz_and_readyz() {
+        let server = Server::start(limits(Duration::from_secs(1), 8));
+        let page = server.answer("/");
+        assert!(page.starts_with("HTTP/1.1 200 OK") && page.contains("content-type: text/html"), "{page}");
+        for path in ["/metrics", "/healthz", "/readyz"] {
+            assert!(page.contains(&format!("<a href=\"{path}\">")), "{path}: {page}");
+        }
+        assert_eq!(server.get("/nope").as_deref(), Some("HTTP/1.1 404 Not Found"));
     }
 
     #[test]
