@@ -33,16 +33,16 @@ pub const MIN_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 pub const STALL_MARGIN: Duration = Duration::from_secs(5);
 
 /// The longest wait between two attempts: a control plane that is back is seen within it.
-const MAX_BACKOFF: Duration = Duration::from_secs(6);
+const MAX_BACKOFF: Duration = Duration::from_secs(4);
 
 /// The timeout the first watch after a failure asks for: its close, or the bookmark the API
 /// server sends shortly before it, proves the store current within seconds of a recovery.
-const RECOVERY_WATCH_TIMEOUT: Duration = Duration::from_secs(3);
+const RECOVERY_WATCH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A failure streak is forgotten only after this long without a failure (client-go: 2 minutes).
 const QUIET_RESET: Duration = Duration::from_secs(120);
 
-/// The nominal wait after the `step`-th failure of a streak: 1 s, doubling, at most 6 s.
+/// The nominal wait after the `step`-th failure of a streak: 1 s, doubling, at most 4 s.
 pub fn backoff(step: u32) -> Duration {
     Duration::from_secs(1u64 << step.saturating_sub(1).min(16)).min(MAX_BACKOFF)
 }
@@ -477,7 +477,7 @@ mod tests {
     #[test]
     fn backoff_doubles_to_a_bound_with_jitter_and_survives_successes_until_a_quiet_period() {
         let nominal: Vec<u64> = (1..=6).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(nominal, [1, 2, 4, 6, 6, 6]);
+        assert_eq!(nominal, [1, 2, 4, 4, 4, 4]);
         let start = Instant::now();
         let mut streak = Backoff::default();
         for expected in 1..=5u32 {

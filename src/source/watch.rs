@@ -354,7 +354,7 @@ impl Watch {
                     }
                 } else if !cluster_was_failing {
                     warn_line!(
-                        "warning: the watch of {} stalled or failed ({failure}); following the cluster again as soon as the API server answers (retrying every 1-6 s)",
+                        "warning: the watch of {} stalled or failed ({failure}); following the cluster again as soon as the API server answers (retrying every 1-4 s)",
                         health.resource
                     );
                 }

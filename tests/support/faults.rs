@@ -209,7 +209,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
         let faulted = *watches.fault.lock().unwrap();
         match faulted {
-            Some((faulted, watch_fault)) if resumed && faulted == resource => misbehave(stream.get_mut(), watch_fault).await,
+            Some((faulted, watch_fault)) if resumed && faulted == resource => misbehave(stream.get_mut(), watch_fault, &watches).await,
             _ => stream_through(stream.get_mut(), &client, &target, &watches).await,
         }
         return;
@@ -296,7 +296,7 @@ async fn stream_through(stream: &mut TcpStream, client: &kube::Client, target: &
 }
 
 /// A resumed watch answered by the proxy as `fault` says.
-async fn misbehave(stream: &mut TcpStream, fault: WatchFault) {
+async fn misbehave(stream: &mut TcpStream, fault: WatchFault, watches: &Watches) {
     if stream.write_all(&head(200)).await.is_err() {
         return;
     }
@@ -304,9 +304,18 @@ async fn misbehave(stream: &mut TcpStream, fault: WatchFault) {
         WatchFault::CutMidEvent => stream.write_all(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"na"#).await,
         WatchFault::Empty => Ok(()),
         WatchFault::Silent => {
-            // Until the plugin hangs up (a read of 0 bytes) or two minutes pass.
+            // Until the plugin hangs up (a read of 0 bytes), the fault is lifted (a server that
+            // behaves again ends what it held open) or two minutes pass.
             let mut buffer = [0u8; 64];
-            let _ = tokio::time::timeout(Duration::from_secs(120), stream.read(&mut buffer)).await;
+            let lifted = async {
+                while watches.fault.lock().unwrap().is_some() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(120), async {
+                tokio::select! { _ = stream.read(&mut buffer) => {}, _ = lifted => {} }
+            })
+            .await;
             Ok(())
         }
         WatchFault::Endless => endless(stream, b"{\"type\":\"ADDED\",\"object\":{\"padding\":\"", None).await,
