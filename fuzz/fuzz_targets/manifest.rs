@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let report = analyze(&snapshot);
     let names: Vec<String> = snapshot.pools.iter().map(|p| p.name.clone()).collect();
-    for style in [Style::plain(), Style { color: true, headers: false, width: Some(80) }] {
+    for style in [Style::plain(), Style { color: true, headers: false, width: Some(80), terminal: false }] {
         for format in FORMATS {
             for table in [Table::Pools, Table::Nodes, Table::Blocks] {
                 // Without thresholds, and with both (the breach column and its markers).
