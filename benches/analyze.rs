@@ -88,8 +88,8 @@ fn decoding(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function(BenchmarkId::new("realistic-json-dump", format!("{}-pods", scale.nodes * scale.pods_per_node)), |b| {
         b.iter(|| {
-            let files = ciliumpool::source::files::load(black_box(&paths)).expect("dump loads");
-            ciliumpool::source::files::snapshot_of(files)
+            let files = ciliumpool::files::read::load(black_box(&paths)).expect("dump loads");
+            ciliumpool::files::read::snapshot_of(files)
         })
     });
     group.finish();

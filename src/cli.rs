@@ -61,7 +61,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout, help_heading = CONNECTION)]
     pub request_timeout: Option<Duration>,
     /// The most bytes one API answer may have before it is refused (a page of 500 objects is a few MiB), e.g. 512Mi
-    #[arg(long, global = true, value_name = "SIZE", default_value = "128Mi", value_parser = parse_size, help_heading = CONNECTION)]
+    #[arg(long, global = true, value_name = "SIZE", default_value = "128Mi", value_parser = crate::bytes::parse, help_heading = CONNECTION)]
     pub max_response_size: u64,
     /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = CONNECTION)]
@@ -73,10 +73,10 @@ pub struct GlobalArgs {
     #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath, help_heading = INPUT_OUTPUT)]
     pub filename: Vec<String>,
     /// The most bytes one -f input (a file, stdin, an archive member) may hold, e.g. 4Gi; an archive may expand to 16 times this in all
-    #[arg(long, global = true, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size, help_heading = INPUT_OUTPUT)]
+    #[arg(long, global = true, value_name = "SIZE", default_value = "1Gi", value_parser = crate::bytes::parse, help_heading = INPUT_OUTPUT)]
     pub max_input_size: u64,
     /// The longest line a YAML -f input may have (the parser holds a line's value whole, three times over), e.g. 64Mi
-    #[arg(long, global = true, value_name = "SIZE", default_value = "16Mi", value_parser = parse_size, help_heading = INPUT_OUTPUT)]
+    #[arg(long, global = true, value_name = "SIZE", default_value = "16Mi", value_parser = crate::bytes::parse, help_heading = INPUT_OUTPUT)]
     pub max_line_size: u64,
     /// With -f: each input is one cluster of a fleet (usage, check, ip: docs/fleet.md)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
@@ -311,10 +311,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value = "200000")]
     pub max_watch_objects: usize,
     /// The most bytes one watch event may have; a larger one makes its resource stale until it is watched again, e.g. 32Mi
-    #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = crate::bytes::parse)]
     pub max_event_size: u64,
     /// Resident memory past which a growing watch store is let go (stale, relisted after a backoff) instead of the process being killed; about 3/4 of the pod's memory limit, e.g. 768Mi
-    #[arg(long, value_name = "SIZE", default_value = "384Mi", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "384Mi", value_parser = crate::bytes::parse)]
     pub memory_budget: u64,
 }
 
@@ -498,22 +498,6 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     match text.parse::<u64>() {
         Ok(seconds) => Ok(Duration::from_secs(seconds)),
         Err(_) => humantime::parse_duration(text).map_err(|e| format!("not a duration ({e}); use e.g. 30s, 1m or 0")),
-    }
-}
-
-/// `--max-input-size`, `--max-line-size`, `--max-response-size`: bytes, or a number with a Kubernetes binary suffix
-/// (`Ki`, `Mi`, `Gi`, `Ti`), at least 1 KiB.
-fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (number, shift) = [("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40)]
-        .into_iter()
-        .find_map(|(suffix, shift)| text.strip_suffix(suffix).map(|n| (n, shift)))
-        .unwrap_or((text, 0));
-    let bytes = number.parse::<u64>().ok().and_then(|n| n.checked_mul(1 << shift));
-    match bytes {
-        Some(bytes) if bytes >= 1 << 10 => Ok(bytes),
-        Some(_) => Err("smaller than 1Ki".to_string()),
-        None => Err("not a size; use bytes or Ki, Mi, Gi, Ti, e.g. 512Mi or 4Gi".to_string()),
     }
 }
 

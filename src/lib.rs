@@ -10,19 +10,24 @@
 /// files or cluster data, so it is escaped as one line (a newline in a name cannot forge a second
 /// message) and credentials are redacted.
 macro_rules! warn_line {
-    ($($arg:tt)*) => { $crate::source::stderr::line(&format!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::stderr::line(&format!($($arg)*)) };
 }
 
 pub mod allocator;
+pub mod bytes;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod error;
 pub mod escape;
+pub mod files;
 pub mod heap;
 pub mod interrupt;
 pub mod manifest;
 pub mod migrate;
 pub mod model;
 pub mod render;
+pub mod secrets;
 pub mod source;
+pub mod stderr;
 pub mod terminal;

@@ -18,7 +18,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Some((COMPLETE, args)) = matches.subcommand() {
         let words: Vec<String> = args.get_many::<String>("words").into_iter().flatten().cloned().collect();
-        std::process::exit(exit_code(runtime.block_on(commands::complete::run(&words))));
+        std::process::exit(exit_code(runtime.block_on(commands::completion::protocol::run(&words))));
     }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| command_line_error(e.format(&mut Cli::command())));
     let stdout = std::io::stdout().is_terminal();
@@ -44,7 +44,7 @@ fn command_line_error(error: clap::Error) -> ! {
     if matches!(error.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
         error.exit()
     }
-    ciliumpool::source::stderr::line(&ciliumpool::cli::one_line_error(&error.render().to_string()));
+    ciliumpool::stderr::line(&ciliumpool::cli::one_line_error(&error.render().to_string()));
     std::process::exit(2)
 }
 
@@ -55,7 +55,7 @@ fn exit_code(result: anyhow::Result<i32>) -> i32 {
         Err(error) if is_broken_pipe(&error) => 0,
         Err(error) => {
             // Error text quotes files and cluster data: one line, nothing reaches the terminal raw.
-            ciliumpool::source::stderr::line(&format!("error: {error:#}"));
+            ciliumpool::stderr::line(&format!("error: {error:#}"));
             ciliumpool::error::exit_code(&error)
         }
     }

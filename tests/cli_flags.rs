@@ -113,12 +113,12 @@ fn strip_ansi(text: &str) -> String {
 fn the_size_flags_default_to_the_documented_bounds() {
     use clap::Parser;
     let cli = ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "usage"]).unwrap();
-    assert_eq!(cli.global.max_input_size, ciliumpool::source::inputs::DEFAULT_MAX_INPUT_BYTES);
-    assert_eq!(cli.global.max_response_size, ciliumpool::source::limits::MAX_RESPONSE_BYTES);
+    assert_eq!(cli.global.max_input_size, ciliumpool::files::inputs::DEFAULT_MAX_INPUT_BYTES);
+    assert_eq!(cli.global.max_response_size, ciliumpool::cluster::limits::MAX_RESPONSE_BYTES);
     let serve = ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "serve"]).unwrap();
     let ciliumpool::cli::Command::Serve(serve) = serve.command else { panic!("serve") };
-    assert_eq!(serve.max_event_size, ciliumpool::source::limits::MAX_EVENT_BYTES);
-    assert_eq!(serve.max_watch_objects, ciliumpool::source::watch::MAX_WATCH_OBJECTS);
+    assert_eq!(serve.max_event_size, ciliumpool::cluster::limits::MAX_EVENT_BYTES);
+    assert_eq!(serve.max_watch_objects, ciliumpool::cluster::watch::MAX_WATCH_OBJECTS);
     let sized = |size: &str| {
         ciliumpool::cli::Cli::try_parse_from(["kubectl-ciliumpool", "usage", "--max-input-size", size]).map(|c| c.global.max_input_size)
     };

@@ -5,7 +5,7 @@
 
 mod support;
 
-use ciliumpool::source::limits::MAX_RESPONSE_BYTES;
+use ciliumpool::cluster::limits::MAX_RESPONSE_BYTES;
 use std::time::{Duration, Instant};
 use support::faults::{Fault, FaultProxy, PROXY_TOKEN};
 use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};

@@ -437,7 +437,7 @@ fn invalid_pool_is_blocked_named_and_left_alone() {
 /// #48411; docs/design/cilium.md#migration): a no-op merge patch of each object, which makes the
 /// apiserver re-encode it in the storage version. Returns the resourceVersion after the patch.
 fn operator_no_op_write(cluster: &TestCluster, name: &str) -> String {
-    let api = ciliumpool::source::client::pools_api(&cluster.client(), "v2");
+    let api = ciliumpool::cluster::client::pools_api(&cluster.client(), "v2");
     let written = cluster
         .block_on(api.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({}))))
         .unwrap_or_else(|e| panic!("no-op patch of {name}: {e}"));

@@ -3,7 +3,7 @@
 
 mod support;
 
-use ciliumpool::source::pools::{Replaced, RetryError, Target, replace_retrying};
+use ciliumpool::cluster::writes::{Replaced, RetryError, Target, replace_retrying};
 use serde_json::{Value, json};
 use std::time::Duration;
 use support::cli::{self, INVALID_RANGES, json_of, press};

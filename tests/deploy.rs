@@ -123,7 +123,7 @@ fn example_families() -> Vec<metrics::Family> {
     std::fs::write(dir.path().join("hostile.json"), hostile).unwrap();
     let example = support::repo_root().join("examples/snapshot").to_string_lossy().into_owned();
     let snapshot =
-        ciliumpool::source::from_files(&[example, dir.path().to_string_lossy().into_owned()], None, false, ciliumpool::source::Pools::Read)
+        ciliumpool::files::snapshot(&[example, dir.path().to_string_lossy().into_owned()], None, false, ciliumpool::files::Pools::Read)
             .unwrap();
     let report = ciliumpool::allocator::analyze(&snapshot);
     assert!(report.pools.iter().any(|p| p.name.contains('\n')), "the hostile pool is read");

@@ -216,7 +216,7 @@ fn usage_json() -> Value {
 
 fn report() -> ciliumpool::allocator::Report {
     let snapshot =
-        ciliumpool::source::from_files(&[snapshot_dir().display().to_string()], None, false, ciliumpool::source::Pools::Read).unwrap();
+        ciliumpool::files::snapshot(&[snapshot_dir().display().to_string()], None, false, ciliumpool::files::Pools::Read).unwrap();
     ciliumpool::allocator::analyze(&snapshot)
 }
 

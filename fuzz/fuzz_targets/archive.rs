@@ -5,9 +5,9 @@
 //! skipped is named after its archive.
 #![no_main]
 
-use ciliumpool::source::archive::{Kind, kind_of_head, read_from};
-use ciliumpool::source::files::snapshot_of;
-use ciliumpool::source::inputs::Inputs;
+use ciliumpool::files::archive::{Kind, kind_of_head, read_from};
+use ciliumpool::files::read::snapshot_of;
+use ciliumpool::files::inputs::Inputs;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

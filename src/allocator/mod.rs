@@ -3,11 +3,11 @@
 
 pub mod analyze;
 pub mod blocks;
-pub mod checks;
+pub mod check;
 pub mod count;
 pub mod fleet;
 pub mod interval;
-pub mod lookup;
+pub mod ip;
 pub mod modes;
 mod parallel;
 pub mod problem;

@@ -3,7 +3,7 @@
 //! cluster-pool podCIDRs, with the prerequisites of a migration to multi-pool.
 
 use super::blocks;
-use super::checks::Problems;
+use super::check::Problems;
 use super::count::Count;
 use super::interval::IntervalSet;
 use super::problem::{ProblemKind, Severity, node_object, pool_object};

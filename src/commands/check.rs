@@ -1,8 +1,9 @@
 //! `check`: the cluster-wide consistency report; exit 1 when it finds problems.
 
-use super::{Context, analyze, require_pools};
 use crate::allocator::Severity;
 use crate::cli::{CheckArgs, MinSeverity};
+use crate::commands::context::Context;
+use crate::commands::steps::{analyze, require_pools};
 use crate::render::check::Check;
 use anyhow::Result;
 

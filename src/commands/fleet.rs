@@ -2,56 +2,17 @@
 //! analysed as alone, the fleet checks between them, one view of all. A cluster that cannot be read
 //! does not hide the others; the run then ends with exit 3 after printing what was read.
 
-use super::{Context, input_of, warn_unread_of};
 use crate::allocator::fleet::{self, FleetProblem, Member};
-use crate::allocator::lookup::{IpAnswer, lookup};
+use crate::allocator::ip::{IpAnswer, lookup};
 use crate::allocator::{Report, Severity};
-use crate::cli::{Command, GlobalArgs, MinSeverity};
+use crate::cli::{Command, MinSeverity};
+use crate::commands::context::Context;
+use crate::commands::steps::warn_unread_of;
 use crate::error::{cluster, input};
 use crate::model::{Addr, Snapshot};
 use crate::render::fleet::{Cluster, Fleet as View};
-use crate::source::Input;
 use crate::source::fleet::{Fleet, Read};
 use anyhow::Result;
-
-/// The fleet the flags ask for, if any: `--fleet` with `-f`, several `--context`s, `--all-contexts`.
-pub fn of(global: &GlobalArgs) -> Option<Fleet> {
-    let options = || match input_of(global) {
-        Input::Cluster(options) => options,
-        Input::Files(_) => unreachable!("no -f when contexts are read"),
-    };
-    if global.fleet {
-        Some(Fleet::Files(global.filename.clone()))
-    } else if global.all_contexts {
-        Some(Fleet::AllContexts(options()))
-    } else if global.context.len() > 1 {
-        Some(Fleet::Contexts(options(), global.context.clone()))
-    } else {
-        None
-    }
-}
-
-/// Refuses fleet flags where they mean nothing (exit 2, before anything is read).
-pub fn check_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
-    let offline = !global.filename.is_empty();
-    let live_fleet = global.all_contexts || global.context.len() > 1;
-    if global.fleet && !offline {
-        return Err(input("--fleet reads one cluster per -f input; for live clusters use --context A,B or --all-contexts"));
-    }
-    if live_fleet && offline {
-        return Err(input("--context A,B and --all-contexts read live clusters; they cannot be combined with -f (use -f A -f B --fleet)"));
-    }
-    let fleet = global.fleet || live_fleet;
-    match command {
-        Command::Usage(args) if fleet && args.watch => Err(input("--watch follows one cluster; drop --watch to read a fleet")),
-        Command::Usage(args) if fleet && args.map => Err(input("--map draws one pool of one cluster; drop --fleet or name one cluster")),
-        Command::Usage(_) | Command::Check(_) | Command::Ip(_) => Ok(()),
-        // `serve` follows live clusters only (it refuses -f, so --fleet, on its own).
-        Command::Serve(_) => Ok(()),
-        _ if fleet => Err(input("a fleet (--fleet, several --context, --all-contexts) is read by usage, check, ip and serve only")),
-        _ => Ok(()),
-    }
-}
 
 /// One cluster read and analysed, or why it could not be read.
 struct Analysed {
@@ -75,7 +36,7 @@ pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i3
     // Contexts of one API server were read once, as the first (source::fleet::plan).
     for read in analysed.iter().filter(|a| !a.aliases.is_empty()) {
         let names: Vec<&str> = std::iter::once(read.name.as_str()).chain(read.aliases.iter().map(String::as_str)).collect();
-        let server = crate::source::secrets::safe_url(read.server.as_deref().unwrap_or_default());
+        let server = crate::secrets::safe_url(read.server.as_deref().unwrap_or_default());
         problems.push(fleet::same_cluster(&server, &names));
     }
     fleet::sort(&mut problems);

@@ -1,8 +1,9 @@
 //! `inspect`: one pool in depth; all pools when no pool is named and nobody is at a terminal.
 
-use super::{Context, analyze, require_pools};
 use crate::allocator::Report;
 use crate::cli::InspectArgs;
+use crate::commands::context::Context;
+use crate::commands::steps::{analyze, require_pools};
 use crate::render::inspect::Inspect;
 use crate::terminal::Prompter;
 use anyhow::Result;
@@ -38,7 +39,7 @@ pub async fn run(args: InspectArgs, ctx: &Context) -> Result<i32> {
         Some(name) => vec![name],
         None if ctx.interactive && !snapshot.pools.is_empty() => match pick_pool(&report, &crate::terminal::Dialoguer)? {
             Some(name) => vec![name],
-            None => return super::cancelled(),
+            None => return crate::commands::steps::cancelled(),
         },
         None => snapshot.pools.iter().map(|p| p.name.clone()).collect(),
     };

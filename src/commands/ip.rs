@@ -1,8 +1,9 @@
 //! `ip ADDR...`: where each address stands (calicoctl's `ipam show --ip`, for Cilium).
 
-use super::{Context, analyze};
-use crate::allocator::lookup::{IpAnswer, lookup};
+use crate::allocator::ip::{IpAnswer, lookup};
 use crate::cli::IpArgs;
+use crate::commands::context::Context;
+use crate::commands::steps::analyze;
 use crate::error::input;
 use crate::model::{Addr, Prefix};
 use crate::render::ip::Ip;

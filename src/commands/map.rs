@@ -1,8 +1,9 @@
 //! `usage POOL --map`: one pool's address space as a map of its blocks (render/map.rs). A flag of
 //! `usage`, not a command: it is another view of the same figures, as `-o wide` is (docs/usage.md).
 
-use super::{Context, analyze, emit, require_pools};
 use crate::cli::UsageArgs;
+use crate::commands::context::{Context, emit};
+use crate::commands::steps::{analyze, require_pools};
 use crate::error::input;
 use crate::render::map::{MapOptions, draw};
 use anyhow::Result;

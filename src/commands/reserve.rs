@@ -5,19 +5,21 @@
 //! edited and printed, or rewritten with `--in-place`. Either way the preview comes from
 //! analysing the snapshot before and after the edit.
 
-use super::{Context, emit, require_pools};
 use crate::allocator::Report;
 use crate::allocator::reserve::{self, Change, Prepared};
 use crate::cli::{DryRun, ReserveArgs};
+use crate::cluster::read::Cluster;
+use crate::cluster::writes::{self, Replaced, Wording};
+use crate::commands::context::{Context, emit};
+use crate::commands::steps::require_pools;
 use crate::error::{self, input};
+use crate::files::{self, atomic};
 use crate::manifest;
 use crate::model::{CrdInfo, Dialect, Pool, Snapshot, pool};
 use crate::render::reserve::{self as view, Outcome};
 use crate::render::{self, Format};
-use crate::source::cluster::Cluster;
-use crate::source::pools::{self, Replaced, Wording};
-use crate::source::stderr;
-use crate::source::{self, Input, atomic, files};
+use crate::source::Input;
+use crate::stderr;
 use crate::terminal::{Dialoguer, Prompter};
 use anyhow::Result;
 use serde_json::Value;
@@ -47,9 +49,9 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     }
     let (snapshot, cluster) = match &ctx.input {
         Input::Files(paths) => {
-            files::refuse_archives(paths)?;
+            files::read::refuse_archives(paths)?;
             // The plan edits the pool object: every field of it is kept.
-            (source::from_files(paths, ctx.namespace.as_deref(), ctx.verbose, source::Pools::Whole)?, None)
+            (files::snapshot(paths, ctx.namespace.as_deref(), ctx.verbose, files::Pools::Whole)?, None)
         }
         Input::Cluster(options) => {
             let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
@@ -59,7 +61,7 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     };
     // What files cannot show (no CiliumNodes: allocated blocks unknown), once, before the plan.
     if cluster.is_none() {
-        super::warn_unread(&snapshot);
+        crate::commands::steps::warn_unread(&snapshot);
     }
     let request = match from_args {
         Some(request) => request,
@@ -70,7 +72,7 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
             }
             match guided(&Dialoguer, &snapshot, &args, cluster.is_none())? {
                 Some(request) => request,
-                None => return super::declined(),
+                None => return crate::commands::steps::declined(),
             }
         }
     };
@@ -97,7 +99,7 @@ fn request_from_args(args: &ReserveArgs) -> Result<Option<Request>> {
 }
 
 async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
-    let (snapshot, report) = super::analyze(ctx).await?;
+    let (snapshot, report) = crate::commands::steps::analyze(ctx).await?;
     let names: Vec<String> = args.pool.iter().cloned().collect();
     require_pools(&snapshot, &names)?;
     let pools: Vec<_> = report.pools.iter().filter(|p| names.is_empty() || names.contains(&p.name)).collect();
@@ -171,7 +173,7 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
     if ask {
         stderr::block(&view::preview(&prepared.impact, &ctx.style), ctx.style.color);
         if !Dialoguer.confirm(&format!("Rewrite {path} with this change to ciliumpodippool {}?", request.pool))? {
-            return super::declined();
+            return crate::commands::steps::declined();
         }
     }
     let mut file = path.clone();
@@ -188,8 +190,8 @@ fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: S
 /// The text of `path` to edit, read once more, now remembering what was read (`fingerprint`).
 /// Its pool document must still be the one analysed (`raw`, read with the snapshot, maybe a
 /// guided flow ago): else the edit would write back the pool as it was then.
-fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::TextFile> {
-    let file = files::read(&[path.to_string()])?.remove(0);
+fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::read::TextFile> {
+    let file = files::read::read(&[path.to_string()])?.remove(0);
     let documents = manifest::parse(&file.text, path)?;
     let now = documents.iter().flat_map(pool::pool_objects).find(|v| is_pool(v));
     if now != Some(raw) {
@@ -201,8 +203,8 @@ fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> 
 /// The file (not stdin) holding the pool document.
 fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
     let holds = |v: &Value| pool::pool_objects(v).into_iter().any(is_pool);
-    let loaded = files::load(paths)?;
-    files::refuse_duplicates(&loaded)?;
+    let loaded = files::read::load(paths)?;
+    files::read::refuse_duplicates(&loaded)?;
     let file = loaded.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
     match file {
         Some(name) if name == "-" => Err(input("--in-place cannot rewrite standard input; pass the manifest's path with -f")),
@@ -254,7 +256,7 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
     }
     let v2_shape = snapshot.crd.as_ref().and_then(|c| c.v2_dialect);
     let object_name = format!("ciliumpodippools.cilium.io/{}", request.pool);
-    let target = pools::Target::pools(&connection.client, args.dry_run == DryRun::Server);
+    let target = writes::Target::pools(&connection.client, args.dry_run == DryRun::Server);
     let current = target.read(&request.pool).await.map_err(|e| connection.request_failed(e, "get", &object_name))?;
     let planned = plan_live(&mut snapshot, &current, v2_shape, request, args.force)?;
     let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
@@ -266,10 +268,10 @@ async fn live_edit(args: &ReserveArgs, ctx: &Context, cluster: &Cluster, mut sna
         return Ok(0);
     }
     if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
-        return super::declined();
+        return crate::commands::steps::declined();
     }
     let mut write = ConfirmedWrite { snapshot: &mut snapshot, v2_shape, request, force: args.force, confirmed: planned, conflicts: 0 };
-    let written = pools::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| write.edit(&current)).await;
+    let written = writes::replace_retrying(&target, &request.pool, MAX_CONFLICTS as usize + 1, |current| write.edit(&current)).await;
     let (prepared, conflicts) = (&write.confirmed.prepared, write.conflicts);
     match written {
         Ok(Replaced::Unchanged) => Ok(0),
@@ -340,12 +342,12 @@ impl ConfirmedWrite<'_> {
     }
 }
 
-/// Asks before writing (see [`super::confirm`]).
+/// Asks before writing (see [`crate::commands::steps::confirm`]).
 fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
     let refusal = format!(
         "refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written"
     );
-    super::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
+    crate::commands::steps::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
 }
 
 /// The API server returns what it stored: if the change is not in it (pruned by a schema

@@ -1,15 +1,16 @@
 //! `usage`: figures per pool, node or block, with thresholds for scripts.
 
-use super::{Context, analyze, emit, require_pools, warn_unread};
 use crate::allocator::{PoolReport, Report};
 use crate::cli::{ByKind, UsageArgs};
+use crate::cluster::read::Cluster;
+use crate::cluster::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
+use crate::commands::context::{Context, emit};
+use crate::commands::steps::{analyze, require_pools, warn_unread};
 use crate::escape::block;
 use crate::model::Snapshot;
 use crate::render::usage::{Table, Thresholds, Usage, selected};
 use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
-use crate::source::cluster::Cluster;
-use crate::source::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -82,9 +83,9 @@ async fn follow(
     ctx: &Context,
     screen: &mut Screen,
     watch: &mut Watch,
-    layout: &crate::source::cluster::Layout,
+    layout: &crate::cluster::read::Layout,
 ) -> Result<i32> {
-    let interrupted = super::interrupted();
+    let interrupted = crate::commands::steps::interrupted();
     tokio::pin!(interrupted);
     loop {
         tokio::select! {
@@ -162,7 +163,7 @@ impl Screen {
             if self.yaml && self.shown.is_some() { format!("---\n{safe}") } else { safe.into_owned() }
         } else {
             if self.records {
-                crate::source::stderr::line(&status);
+                crate::stderr::line(&status);
             }
             render::watch::block(&status, &safe, self.shown.is_none(), self.records)
         };

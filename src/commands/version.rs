@@ -3,11 +3,12 @@
 //! CRD's versions and dialect, and the Cilium version. Whatever cannot be read becomes a note, not
 //! an error: the plugin's own version is always an answer.
 
-use super::Context;
 use crate::cli::VersionArgs;
+use crate::cluster::cilium;
+use crate::cluster::read::Cluster;
+use crate::commands::context::Context;
 use crate::render::version::{Build, PoolCrd, Server, VersionDocument};
-use crate::source::cluster::Cluster;
-use crate::source::{ConnectOptions, Input, cilium};
+use crate::source::{ConnectOptions, Input};
 use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
 
@@ -31,7 +32,7 @@ pub async fn run(args: VersionArgs, ctx: &Context) -> anyhow::Result<i32> {
         Input::Cluster(options) => {
             ask_cluster(options, &mut doc).await;
             // Notes quote client errors, which can quote kubeconfig credentials.
-            doc.notes = doc.notes.iter().map(|note| crate::source::secrets::redact(note).into_owned()).collect();
+            doc.notes = doc.notes.iter().map(|note| crate::secrets::redact(note).into_owned()).collect();
         }
         Input::Files(_) => doc.notes.push("server: not contacted (-f)".to_string()),
     }

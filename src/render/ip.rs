@@ -1,7 +1,7 @@
 //! `ip` output: one row per address, and the JSON/YAML document (docs/ip.md).
 
 use super::{Grid, Render, Sourced, Style, Tone};
-use crate::allocator::lookup::{BlockState, Holder, IpAnswer};
+use crate::allocator::ip::{BlockState, Holder, IpAnswer};
 use crate::model::Origin;
 use crate::model::pool::ReservedRange;
 use serde::Serialize;

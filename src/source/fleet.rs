@@ -47,12 +47,12 @@ pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Resu
     if let Fleet::Files(paths) = fleet {
         return from_files(paths, namespace, verbose);
     }
-    // Each read runs under its own request deadlines (source/limits.rs): a cluster that does not
+    // Each read runs under its own request deadlines (cluster/limits.rs): a cluster that does not
     // answer ends its own read, not the others'. At most CLUSTERS_AT_ONCE are read together, in
     // the order of the contexts.
     let reads = plan(fleet)?.into_iter().map(|planned| async move {
         let snapshot = super::snapshot(&Input::Cluster(planned.options), namespace, verbose).await;
-        let snapshot = snapshot.map_err(|e| super::secrets::redact(&format!("{e:#}")).into_owned());
+        let snapshot = snapshot.map_err(|e| crate::secrets::redact(&format!("{e:#}")).into_owned());
         Read { name: planned.name, snapshot, aliases: planned.aliases, server: planned.server }
     });
     Ok(futures::stream::iter(reads).buffered(CLUSTERS_AT_ONCE).collect().await)
@@ -71,10 +71,14 @@ pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
     let (options, contexts) = match fleet {
         Fleet::Files(_) => return Ok(Vec::new()),
         Fleet::Contexts(options, contexts) => (options, contexts.clone()),
-        Fleet::AllContexts(options) => (options, super::client::context_names(options.kubeconfig.as_deref())?),
+        Fleet::AllContexts(options) => (options, crate::cluster::client::context_names(options.kubeconfig.as_deref())?),
     };
-    let servers =
-        super::client::context_servers(options.kubeconfig.as_deref(), &contexts, options.cluster.as_deref(), options.user.as_deref())?;
+    let servers = crate::cluster::client::context_servers(
+        options.kubeconfig.as_deref(),
+        &contexts,
+        options.cluster.as_deref(),
+        options.user.as_deref(),
+    )?;
     let mut planned: Vec<Planned> = Vec::new();
     for (context, server) in contexts.into_iter().zip(servers) {
         match planned.iter_mut().find(|p| server.is_some() && p.server == server) {
@@ -88,7 +92,7 @@ pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
         }
     }
     for p in planned.iter().filter(|p| !p.aliases.is_empty()) {
-        let server = super::secrets::safe_url(p.server.as_deref().unwrap_or_default());
+        let server = crate::secrets::safe_url(p.server.as_deref().unwrap_or_default());
         warn_line!(
             "warning: contexts {}, {} reach the same API server {server}: one cluster, read once as {}",
             p.name,
@@ -104,7 +108,7 @@ pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
 fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
     let snapshots = paths
         .iter()
-        .map(|path| super::from_files(std::slice::from_ref(path), namespace, verbose, super::Pools::Read))
+        .map(|path| crate::files::snapshot(std::slice::from_ref(path), namespace, verbose, super::Pools::Read))
         .collect::<Result<Vec<_>>>()?;
     let declared = |s: &Snapshot| s.ipam.as_ref().and_then(|c| c.cluster_name.clone());
     let names: Vec<Option<String>> = snapshots.iter().map(declared).collect();

@@ -1,7 +1,7 @@
 //! Which CIDRs of a pool family the figures can use, and whether the operator accepts the pool
 //! at all (operator/pkg/ipam/allocator/multipool/pool_allocator.go `UpsertPool`).
 
-use crate::allocator::checks::{self, Problems};
+use crate::allocator::check::{self, Problems};
 use crate::model::pool::{PoolFamily, ReservedRange};
 use crate::model::{Family, Pool, Prefix};
 
@@ -34,12 +34,12 @@ pub(super) fn usable_cidrs<'a>(
             continue;
         }
         if mask < prefix.len {
-            checks::cidr_smaller_than_block(problems, &pool.name, fam, &c.original, mask);
+            check::cidr_smaller_than_block(problems, &pool.name, fam, &c.original, mask);
             owners.push((prefix, None));
             continue;
         }
         if fam.family == Family::Ipv6 && mask - prefix.len > IPV6_MAX_BLOCK_BITS {
-            checks::ipv6_too_many_blocks(problems, &pool.name, &c.original, mask, mask - prefix.len);
+            check::ipv6_too_many_blocks(problems, &pool.name, &c.original, mask, mask - prefix.len);
         }
         owners.push((prefix, accepted.then_some(usable.len())));
         if accepted {

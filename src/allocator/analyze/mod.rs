@@ -14,7 +14,7 @@ mod pools;
 pub use cidrs::IPV6_MAX_BLOCK_BITS;
 
 use super::blocks::ListedBlocks;
-use super::checks::{self, Problems};
+use super::check::{self, Problems};
 use super::parallel::side_by_side;
 use super::report::*;
 use crate::model::{Family, Pool, Snapshot};
@@ -63,7 +63,7 @@ impl<'s> Analysis<'s> {
             let (in_use, listed) = self.counted();
             let unmanaged_ips: usize = Family::ALL.iter().map(|&f| in_use.family(f).count_outside(&listed.covered(f))).sum();
             let mut problems = Problems::default();
-            checks::listings(self.snapshot, listed, &mut problems);
+            check::listings(self.snapshot, listed, &mut problems);
             (unmanaged_ips, problems)
         });
     }
@@ -86,7 +86,7 @@ impl<'s> Analysis<'s> {
             },
             || {
                 let mut found = Problems::default();
-                let pod_ips = checks::pod_ips(snapshot, self.listed(), &mut found);
+                let pod_ips = check::pod_ips(snapshot, self.listed(), &mut found);
                 let (in_use, listed) = self.counted();
                 let nodes = nodes::node_reports(snapshot, in_use, listed);
                 self.last_steps();
@@ -100,7 +100,7 @@ impl<'s> Analysis<'s> {
         // By name, as the API server lists them: files in another order must not reorder the report.
         pools.sort_by(|a, b| a.name.cmp(&b.name));
         pod_ips.unallocated(&pools, &mut problems);
-        checks::cluster(snapshot, &pools, &nodes, &mut problems);
+        check::cluster(snapshot, &pools, &nodes, &mut problems);
         super::modes::migration_problems(snapshot, &pools, &mut problems);
         let ipam = super::modes::ipam_report(snapshot, &|family, ranges| in_use.count_in(family, ranges));
         Report { pools, nodes, problems: problems.finish(), ipam, used_sources: UsedSources { unmanaged_ips, ..in_use.sources } }

@@ -5,7 +5,7 @@
 use super::cidrs::{UsableCidr, operator_rejection, usable_cidrs};
 use super::in_use::{InUse, used_in};
 use crate::allocator::blocks::{self, ListedBlocks};
-use crate::allocator::checks::{self, Problems};
+use crate::allocator::check::{self, Problems};
 use crate::allocator::count::Count;
 use crate::allocator::interval::IntervalSet;
 use crate::allocator::report::*;
@@ -21,10 +21,10 @@ pub(super) fn pool_report(
     listed: &ListedBlocks,
     problems: &mut Problems,
 ) -> PoolReport {
-    checks::pool_issues(problems, &pool.name, &pool.issues);
+    check::pool_issues(problems, &pool.name, &pool.issues);
     let rejection = operator_rejection(pool);
     if let Some(why) = &rejection {
-        checks::pool_rejected(problems, &pool.name, why);
+        check::pool_rejected(problems, &pool.name, why);
     }
     PoolReport {
         name: pool.name.clone(),
@@ -51,7 +51,7 @@ fn family_report(
     listed: &ListedBlocks,
     problems: &mut Problems,
 ) -> FamilyReport {
-    checks::unmatched_pool_entries(problems, &pool.name, fam);
+    check::unmatched_pool_entries(problems, &pool.name, fam);
     let (usable, owners) = usable_cidrs(pool, fam, accepted, problems);
     let mask = fam.mask_size.unwrap_or(fam.family.bits());
     let block_use = BlockUse { family: fam.family, allow_first_ip: pool.allow_first_ip, allow_last_ip: pool.allow_last_ip, in_use };
@@ -162,7 +162,7 @@ type HeldPair<'a> = (Prefix, &'a Arc<str>, bool);
 /// it: sorted by block, then node, without repeats.
 /// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
-/// every entry's blocks, then releases all but the last entry's (checks::split_pool_entries).
+/// every entry's blocks, then releases all but the last entry's (check::split_pool_entries).
 fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<HeldPair<'a>> {
     let last_entries = || by_node(entries).filter_map(|node_entries| Some((node_entries.last()?, node_entries.len() == 1)));
     let mut held: Vec<HeldPair> = Vec::with_capacity(last_entries().map(|((_, alloc), _)| alloc.blocks.len()).sum());
@@ -225,7 +225,7 @@ fn cidr_report(
                     allocated_overlapping,
                 });
             }
-            Err(why) => checks::invalid_reserved_range(problems, pool, r, c.original, &why),
+            Err(why) => check::invalid_reserved_range(problems, pool, r, c.original, &why),
         }
     }
     let reserved_idx = IntervalSet::from_ranges(reservations.iter().map(|r| (r.blocks.first_index, r.blocks.last_index)));

@@ -2,16 +2,16 @@
 //! cluster. Shows only what changes — the changed documents, or a unified diff per file — or
 //! rewrites the files (`--in-place`); `--check` and `--dry-run` write nothing.
 
-use super::super::{Context, emit};
 use crate::cli::{DryRun, MigrateArgs, Schema};
+use crate::commands::context::{Context, emit};
 use crate::error::input;
 use crate::escape::{Field, field};
+use crate::files::fingerprint::Fingerprint;
+use crate::files::inputs::LoadedFile;
+use crate::files::{atomic, read as files};
 use crate::migrate::manifests::{self, changed_documents, unified_diff};
 use crate::model::Dialect;
 use crate::model::pool::pool_objects;
-use crate::source::fingerprint::Fingerprint;
-use crate::source::inputs::LoadedFile;
-use crate::source::{atomic, files};
 use anyhow::{Context as _, Result};
 
 /// One input file and its conversion.

@@ -7,11 +7,11 @@
 //! re-reads and asks the caller's edit again — kube does not retry 409s itself.
 
 use super::client::{Connection, pools_api, pools_resource};
-use super::cluster::{crd_resource, list_pages};
-use super::secrets;
+use super::read::{crd_resource, list_pages};
 use crate::error::{cluster, input};
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;
+use crate::secrets;
 use anyhow::Result;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use kube::api::{Api, DynamicObject, PostParams};

@@ -171,7 +171,7 @@ fn read_member(reader: impl Read, declared: u64, shown: String, budget: &mut u64
         if limit < max_input_bytes() {
             format!(
                 "{shown}: the archive expands to more than {} (16 × --max-input-size); extract the files you need and pass them with -f",
-                inputs::size(max_archive_bytes())
+                crate::bytes::show(max_archive_bytes())
             )
         } else {
             inputs::too_large(&shown)
@@ -200,7 +200,7 @@ impl<R: Read> Read for Bounded<R> {
         if n as u64 > self.left {
             return Err(std::io::Error::other(format!(
                 "expands to more than {} (16 × --max-input-size)",
-                inputs::size(max_archive_bytes())
+                crate::bytes::show(max_archive_bytes())
             )));
         }
         self.left -= n as u64;

@@ -7,13 +7,13 @@
 
 mod http;
 
-use super::Context;
 use crate::allocator::fleet::Member;
 use crate::cli::ServeArgs;
+use crate::cluster::read::{Cluster, Layout};
+use crate::cluster::reflector::backoff;
+use crate::cluster::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions};
+use crate::commands::context::Context;
 use crate::render::metrics::{self, Encoding, Family, Options, Sample, Type};
-use crate::source::cluster::{Cluster, Layout};
-use crate::source::reflector::backoff;
-use crate::source::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions};
 use crate::source::{ConnectOptions, Input};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
@@ -247,9 +247,9 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after, names)));
     let (shutdown, _) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone(), http::Limits::new()));
-    let budget = tokio::spawn(crate::source::memory::watch_budget(args.memory_budget));
+    let budget = tokio::spawn(crate::cluster::memory::watch_budget(args.memory_budget));
     warn_line!("serving /metrics, /healthz and /readyz on http://{}", args.listen);
-    let interrupted = super::interrupted();
+    let interrupted = crate::commands::steps::interrupted();
     tokio::pin!(interrupted);
     // Each cluster is followed on its own: one that cannot be read makes only its series stale.
     let follows = clusters.iter().enumerate().map(|(i, (_, options))| follow(&args, options, ctx.namespace.as_deref(), &state, i));
@@ -311,7 +311,7 @@ async fn first_read(cluster: &Cluster, state: &Shared, index: usize) -> Layout {
     loop {
         match cluster.read().await {
             Ok((snapshot, layout)) => {
-                super::warn_unread(&snapshot);
+                crate::commands::steps::warn_unread(&snapshot);
                 return layout;
             }
             Err(error) => {

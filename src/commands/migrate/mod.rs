@@ -4,17 +4,18 @@
 
 mod offline;
 
-use super::Context;
 use crate::cli::{DryRun, MigrateArgs};
+use crate::cluster::client;
+use crate::cluster::writes::{self, Permission, PoolViews, Replaced, RetryError, Target, Wording};
+use crate::commands::context::Context;
 use crate::error::{cluster, condition, input};
+use crate::files::atomic;
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
 use crate::migrate::{self as core, Change, Plan, State, backup};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
 use crate::source::Input;
-use crate::source::pools::{self, Permission, PoolViews, Replaced, RetryError, Target, Wording};
-use crate::source::{atomic, client};
 use crate::terminal::Dialoguer;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -66,14 +67,14 @@ fn asks_or_writes(args: &MigrateArgs, ctx: &Context) -> bool {
     args.yes || ctx.interactive
 }
 
-/// Asks before writing (see [`super::confirm`]); off a terminal, refuses with what would be
+/// Asks before writing (see [`crate::commands::steps::confirm`]); off a terminal, refuses with what would be
 /// written (`action`, no question: a script's log reads as a refusal, not as a prompt).
 fn confirm(args: &MigrateArgs, ctx: &Context, question: &str, action: &str) -> Result<bool> {
     // --finalize has no dry run (its plan is `--status`).
     let preview = if args.finalize { "--status" } else { "--dry-run=server" };
     let refusal =
         format!("refusing to {action} without confirmation: not on a terminal; pass --yes (or {preview} to preview); nothing was written");
-    super::confirm(ctx, args.yes, &Dialoguer, question, &refusal)
+    crate::commands::steps::confirm(ctx, args.yes, &Dialoguer, question, &refusal)
 }
 
 // --- plan and apply -------------------------------------------------------------------------
@@ -88,7 +89,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if writes > 0 {
         needed.push(Permission::pools("update"));
     }
-    if let Err(missing) = pools::require(conn, &needed).await {
+    if let Err(missing) = writes::require(conn, &needed).await {
         if args.dry_run != DryRun::None {
             live.plan.block_writes(&missing.to_string());
             print_plan(&live.plan, &BTreeMap::new(), ctx)?;
@@ -112,7 +113,7 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     let question =
         format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
     if !confirm(args, ctx, &question, &format!("migrate {writes} CiliumPodIPPool(s) to cilium.io/v2"))? {
-        return super::declined();
+        return crate::commands::steps::declined();
     }
     write_backup(&backup_path, conn, &live)?;
     warn_line!("backup written to {} (mode 0600)", backup_path.display());
@@ -255,7 +256,7 @@ impl WriteOutcome {
 /// conflict). One replace per object, so an interruption never leaves an object half-migrated.
 async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry_run: bool) -> WriteOutcome {
     let mut change = Change::None;
-    let written = pools::replace_retrying(&Target::pools(&conn.client, dry_run), name, MAX_ATTEMPTS, |current| {
+    let written = writes::replace_retrying(&Target::pools(&conn.client, dry_run), name, MAX_ATTEMPTS, |current| {
         let converted = core::to_v2(&current, dialect).map_err(anyhow::Error::msg)?;
         change = converted.change;
         Ok((converted.change != Change::None).then_some(converted.object))
@@ -317,15 +318,15 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
             "{unmigrated} pool(s) are not migrated yet; run `kubectl ciliumpool migrate` first (see `--status`); nothing was written"
         )));
     }
-    pools::require(conn, &[Permission::crd_status_update()]).await?;
+    writes::require(conn, &[Permission::crd_status_update()]).await?;
     if asks_or_writes(args, ctx) {
         warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     }
     let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", "));
     if !confirm(args, ctx, &question, &format!("set status.storedVersions of {POOL_CRD_NAME} to [v2]"))? {
-        return super::declined();
+        return crate::commands::steps::declined();
     }
-    let written = pools::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
+    let written = writes::replace_retrying(&Target::crd_status(&conn.client), POOL_CRD_NAME, MAX_ATTEMPTS, |mut crd| {
         if CrdInfo::decode(&crd).versions.iter().any(|v| v.storage && v.name != "v2") {
             return Err(cluster("the CRD's storage version changed away from v2 meanwhile; nothing was written"));
         }

@@ -3,7 +3,7 @@
 //! snapshot from memory instead of re-listing a large cluster every second. Pods and CiliumEndpoints
 //! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
-use super::cluster::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
+use super::read::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
 use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, backoff};
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};

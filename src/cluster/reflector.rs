@@ -13,7 +13,7 @@
 //!   closing a watch at its timeout) is reported, so staleness counts from the last one.
 
 use super::limits::{PAGE_SIZE, Pagination, Refused};
-use super::secrets;
+use crate::secrets;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::api::{Api, ListParams, WatchParams};

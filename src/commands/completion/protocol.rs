@@ -4,11 +4,12 @@
 //! so they cannot drift from the real flags; pool names are read best-effort with a short deadline.
 //! Completion never fails: whatever goes wrong, the answer is just fewer candidates.
 
-use super::emit;
 use crate::cli::{Cli, GlobalArgs};
+use crate::cluster::read::Cluster;
+use crate::commands::context::emit;
 use crate::model::Pool;
 use crate::model::pool::ReservedRange;
-use crate::source::{Input, cluster::Cluster, from_files};
+use crate::source::Input;
 use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, ValueHint};
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ fn candidates_for(typed: &str, values: Vec<String>) -> Vec<(String, String)> {
 /// The context names of the kubeconfig the completed words point at; none on any failure.
 fn context_names(completed: &[String]) -> Vec<String> {
     let kubeconfig = global_args(completed).and_then(|global| global.kubeconfig);
-    crate::source::client::context_names(kubeconfig.as_deref()).unwrap_or_default()
+    crate::cluster::client::context_names(kubeconfig.as_deref()).unwrap_or_default()
 }
 
 /// Prints the candidates for `words` (the last one is being completed).
@@ -244,12 +245,12 @@ async fn read_pools(completed: &[String]) -> Vec<Pool> {
     if global.filename.iter().any(|name| name == "-") {
         return Vec::new();
     }
-    match super::input_of(&global) {
+    match crate::commands::context::input_of(&global) {
         Input::Cluster(options) => match Cluster::connect(&options, global.namespace.as_deref()).await {
             Ok(cluster) => cluster.pools().await.unwrap_or_default(),
             Err(_) => Vec::new(),
         },
-        Input::Files(paths) => from_files(&paths, global.namespace.as_deref(), false, crate::source::Pools::Read)
+        Input::Files(paths) => crate::files::snapshot(&paths, global.namespace.as_deref(), false, crate::files::Pools::Read)
             .map(|snapshot| snapshot.pools)
             .unwrap_or_default(),
     }

@@ -9,8 +9,8 @@
 //! the work because nobody reads about it could cut a write between two pools. A closed stdout
 //! ends the command (exit 0, `main`). docs/design/exit-codes.md.
 
-use super::secrets;
 use crate::escape;
+use crate::secrets;
 use std::io::Write;
 
 /// One line: every unsafe character visible, newlines included, so it stays one line.

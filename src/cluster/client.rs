@@ -5,9 +5,9 @@
 use super::limits::{BoundLayer, Refused};
 #[cfg(doc)]
 use super::limits::{MAX_EVENT_BYTES, MAX_RESPONSE_BYTES};
-use super::secrets;
 use super::trace::TraceLayer;
 use crate::error::{cluster, input};
+use crate::secrets;
 use anyhow::Result;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use std::time::Duration;
@@ -245,7 +245,7 @@ impl Connection {
             }
             Refused::TooLarge(bound) => format!(
                 "{verb} {what} on {server}: an answer was larger than {} (--max-response-size; a page of {} objects is a few MiB) and was not read further; {bad_server}, or raise --max-response-size",
-                super::inputs::size(*bound),
+                crate::bytes::show(*bound),
                 super::limits::PAGE_SIZE
             ),
             Refused::RepeatedToken { page } => format!(
@@ -264,10 +264,10 @@ impl Connection {
         while let Some(source) = innermost.source() {
             innermost = source;
         }
-        if let Some(auth) = super::secrets::auth_failure(error, self.exec_command.as_deref()) {
+        if let Some(auth) = crate::secrets::auth_failure(error, self.exec_command.as_deref()) {
             return auth;
         }
-        let cause = super::secrets::redact(&innermost.to_string()).into_owned();
+        let cause = crate::secrets::redact(&innermost.to_string()).into_owned();
         // hyper-timeout reports a timeout as "deadline has elapsed", tower's as "request timed out".
         if !(cause.contains("deadline has elapsed") || cause.contains("timed out")) {
             return cause;

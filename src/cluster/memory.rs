@@ -32,7 +32,7 @@ mod tests {
     #[test]
     fn the_resident_memory_is_read_on_linux() {
         if cfg!(target_os = "linux") {
-            let resident = super::resident().expect("VmRSS");
+            let resident = crate::cluster::memory::resident().expect("VmRSS");
             assert!(resident > 1 << 20 && resident < 64 << 30, "{resident} bytes");
         }
     }

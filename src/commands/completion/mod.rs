@@ -4,6 +4,8 @@
 //! a pool's ranges and CIDRs, never a stale list. Other shells get clap's static script
 //! (commands, flags and enum values).
 
+pub mod protocol;
+
 use crate::cli::Cli;
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -11,9 +13,9 @@ use clap_complete::Shell;
 /// The script for `shell`.
 pub fn script(shell: Shell) -> String {
     match shell {
-        Shell::Bash => include_str!("completion/kubectl-ciliumpool.bash").to_string(),
-        Shell::Zsh => include_str!("completion/kubectl-ciliumpool.zsh").to_string(),
-        Shell::Fish => include_str!("completion/kubectl-ciliumpool.fish").to_string(),
+        Shell::Bash => include_str!("kubectl-ciliumpool.bash").to_string(),
+        Shell::Zsh => include_str!("kubectl-ciliumpool.zsh").to_string(),
+        Shell::Fish => include_str!("kubectl-ciliumpool.fish").to_string(),
         _ => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "kubectl-ciliumpool", &mut buf);

@@ -1,4 +1,4 @@
-//! What `-f` reads, below the file walker ([`super::files`]) and the archive reader
+//! What `-f` reads, below the file walker ([`super::read`]) and the archive reader
 //! ([`super::archive`]), which both use it: one input streamed within its limits and decoded on the
 //! way ([`stream_input`], [`parse_stream`]), and each input found while walking kept (it holds
 //! Kubernetes objects) or skipped with the reason ([`Inputs`]).
@@ -272,19 +272,8 @@ impl<R: Read> Read for Guarded<R> {
 pub fn too_large(name: &str) -> String {
     format!(
         "{name}: more than {} (--max-input-size); split the input (e.g. one file per resource kind) or raise --max-input-size",
-        size(max_input_bytes())
+        crate::bytes::show(max_input_bytes())
     )
-}
-
-/// A byte count as `--max-input-size` takes it (`1Gi`, `512Mi`, or bytes).
-pub fn size(bytes: u64) -> String {
-    match [(40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")]
-        .into_iter()
-        .find(|(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift))
-    {
-        Some((shift, suffix)) => format!("{}{suffix}", bytes >> shift),
-        None => format!("{bytes} bytes"),
-    }
 }
 
 /// Text of at most [`max_input_bytes`], refused at the first NUL byte (no manifest holds one:
@@ -472,7 +461,7 @@ fn slim_yaml<const READ_POOLS: bool>(mut reader: impl Read, kept: &mut Kept) -> 
 fn long_line(line: u64) -> String {
     format!(
         "line {line} is longer than {} (--max-line-size); no Kubernetes object has such a line: pass `kubectl get -o yaml` or JSON output, or raise --max-line-size",
-        size(MAX_LINE_BYTES.load(Ordering::Relaxed))
+        crate::bytes::show(MAX_LINE_BYTES.load(Ordering::Relaxed))
     )
 }
 

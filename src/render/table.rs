@@ -1,0 +1,472 @@
+//! The kubectl-style table every command prints, laid out to the terminal's width, and prose
+//! fitted to it. Cells hold data as it is; escaping and colour are the renderers' (`Style`).
+
+use super::Style;
+use crate::escape;
+use comfy_table::{Table, presets::NOTHING};
+
+/// Headers of columns that hold counts or percentages: right-aligned in every table, so that
+/// digits line up (the same vocabulary is used by every command's tables).
+const NUMERIC_COLUMNS: &[&str] = &[
+    "ADDRESSES",
+    "AFTER",
+    "ALLOCATED",
+    "BEFORE",
+    "BLOCKS",
+    "CAPACITY",
+    "FREE",
+    "FREE-BLOCKS",
+    "IDLE",
+    "NEEDED",
+    "NODES",
+    "ORPHANS",
+    "RESERVED",
+    "RUNWAY",
+    "TOTAL",
+    "USABLE",
+    "USED",
+    "UTIL",
+    "WITHHELD",
+    "WITHHELD-BLOCKS",
+];
+
+/// Headers of columns that hold addresses, CIDRs, ranges and stable identifiers (a problem's
+/// KIND, a family): never cut on a narrow terminal, as counts are not, because a cut address or
+/// kind is another value or none (scripts and people match on them whole).
+const IDENTIFIER_COLUMNS: &[&str] =
+    &["ADDRESS", "BLOCK", "CIDR", "CIDRS", "FAMILY", "IPAM-MODE", "KIND", "MASK", "PODCIDRS", "RANGE", "SEVERITY", "WITHHOLDS"];
+
+/// What stands for the columns a narrow terminal left out: the last cell of every line.
+const LEFT_OUT: &str = "…";
+
+/// A table before it is laid out: its header and its rows of cells (data as it is, colours painted
+/// by the renderer). A fleet view puts the rows of every cluster's grid into one, behind a CLUSTER
+/// column, so that one table is laid out with the rules of every table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Columns a narrow terminal leaves out first, in this order, before any trailing one
+    /// ([`table_shedding`]): those the row's other figures imply or `-o wide` repeats.
+    pub shed_first: Vec<String>,
+}
+
+impl Grid {
+    pub fn new(header: &[&str], rows: Vec<Vec<String>>) -> Grid {
+        Grid { header: header.iter().map(|h| h.to_string()).collect(), rows, shed_first: Vec::new() }
+    }
+
+    /// The grid whose `columns` a narrow terminal leaves out first, in this order.
+    pub fn shedding_first(mut self, columns: &[&str]) -> Grid {
+        self.shed_first = columns.iter().map(|c| c.to_string()).collect();
+        self
+    }
+
+    /// The grid with a first column `name` holding `value` on every row (`kubectl get -A` puts
+    /// NAMESPACE first the same way).
+    pub fn with_first_column(mut self, name: &str, value: &str) -> Grid {
+        self.header.insert(0, name.to_string());
+        self.rows.iter_mut().for_each(|row| row.insert(0, value.to_string()));
+        self
+    }
+
+    /// Laid out by [`table`].
+    pub fn render(self, style: &Style) -> String {
+        let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
+        table_shedding(&self.header.iter().map(String::as_str).collect::<Vec<_>>(), self.rows, style, &shed)
+    }
+}
+
+/// Spaces between two columns; [`TIGHT_GAP`] on a terminal the table would not fit otherwise.
+const GAP: usize = 3;
+const TIGHT_GAP: usize = 2;
+/// The narrowest a column is cut to: a name or a message still says what it is.
+const MIN_CUT_WIDTH: usize = 12;
+
+/// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
+/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
+/// be wider first loses its decoration column (empty header: the usage bar), then a space
+/// between columns, then its free-text columns and then its name columns are cut with `…`
+/// ([`column_caps`]); counts, addresses and identifiers ([`IDENTIFIER_COLUMNS`]) never are. If
+/// that is not enough, whole columns are left out from the right and every line ends in a `…`
+/// column instead ([`LEFT_OUT`]): one line per row, no cell cut that must stay whole.
+pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
+    table_shedding(header, rows, style, &[])
+}
+
+/// [`table`], whose columns named in `shed_first` are left out first, in that order, when the
+/// table does not fit otherwise (the `…` column then says columns are left out, wherever they were).
+pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, shed_first: &[&str]) -> String {
+    // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
+    // one word each under --no-headers into a pipe, so that `awk` splits the columns — but the
+    // last column (prose: `awk` can take `$N` to the end, `grep` must match its words) and a
+    // terminal keep their spaces. An empty cell is `-`, so that every row has a field per column.
+    let last = header.len().saturating_sub(1);
+    let words = |i: usize| !style.headers && !style.terminal && i != last;
+    let cell = |(i, c): (usize, &String)| {
+        if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, words(i)).into_owned() }
+    };
+    // A header may name data too (the reserve-range preview's `POOL <name>`).
+    let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
+    let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect();
+    let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
+    let (gap, numeric) = match style.width {
+        Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
+        None => (GAP, numeric),
+    };
+
+    let mut t = Table::new();
+    t.load_style(NOTHING);
+    if style.headers {
+        t.set_header(header);
+    }
+    for row in rows {
+        t.add_row(row);
+    }
+    let columns = t.column_count();
+    for (i, col) in t.column_iter_mut().enumerate() {
+        col.set_padding((0, if i + 1 == columns { 0 } else { gap as u16 }));
+        if numeric.get(i).copied().unwrap_or(false) {
+            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    // Only a first column wider than the terminal itself is left to lose its end: a row never wraps.
+    let fit = |line: String| match style.width {
+        Some(width) => console::truncate_str(line.trim_end(), width, "…").into_owned(),
+        None => line.trim_end().to_string(),
+    };
+    let mut out: String = t.lines().map(|l| fit(l) + "\n").collect();
+    if t.row_count() == 0 && !style.headers {
+        out.clear();
+    }
+    out
+}
+
+/// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
+/// cuts the columns [`column_caps`] names, and leaves out columns behind [`LEFT_OUT`] when
+/// cutting is not enough (first those of `shed_first`, then trailing ones). Returns the gap and
+/// which columns (still) hold counts.
+fn fit_columns(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    mut numeric: Vec<bool>,
+    width: usize,
+    headers: bool,
+    shed_first: &[&str],
+) -> (usize, Vec<bool>) {
+    let mut widths = column_widths(headers.then_some(&header[..]), rows);
+    if line_width(&widths, GAP) > width
+        && let Some(decoration) = header.iter().position(String::is_empty)
+    {
+        header.remove(decoration);
+        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
+        widths.remove(decoration);
+        numeric.remove(decoration);
+    }
+    let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
+    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
+    let mut shed = false;
+    for name in shed_first {
+        if caps_beside_marker(&widths, &give, shed, width, gap).1 {
+            break;
+        }
+        let Some(i) = header.iter().position(|h| h == name) else { continue };
+        header.remove(i);
+        rows.iter_mut().filter(|row| row.len() > i).for_each(|row| _ = row.remove(i));
+        widths.remove(i);
+        give.remove(i);
+        numeric.remove(i);
+        shed = true;
+    }
+    let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
+    if kept < widths.len() || shed {
+        numeric.truncate(kept);
+        numeric.push(false);
+        for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
+            row.truncate(kept);
+            row.push(LEFT_OUT.to_string());
+        }
+    }
+    for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
+        for (cell, cap) in row.iter_mut().zip(&caps) {
+            if let Some(cap) = *cap {
+                *cell = console::truncate_str(cell, cap, "…").into_owned();
+            }
+        }
+    }
+    (gap, numeric)
+}
+
+/// How column `i` of a table with this header name may give way ([`Give`]): by what it holds.
+fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
+    if NUMERIC_COLUMNS.contains(&name) || IDENTIFIER_COLUMNS.contains(&name) {
+        Give::Never
+    } else if rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))) {
+        Give::Prose
+    } else {
+        Give::Names
+    }
+}
+
+/// How many leading columns a line of `width` keeps (all, or as many as fit beside the
+/// [`LEFT_OUT`] column, at least one) and the cut of each ([`column_caps`]). `marked`: the
+/// marker follows anyway (columns were shed), so all columns fit only beside it.
+fn kept_columns(widths: &[usize], give: &[Give], width: usize, gap: usize, marked: bool) -> (usize, Vec<Option<usize>>) {
+    let (caps, fits) = caps_beside_marker(widths, give, marked, width, gap);
+    if fits {
+        return (widths.len(), caps);
+    }
+    for kept in (1..widths.len()).rev() {
+        let (caps, fits) = caps_beside_marker(&widths[..kept], &give[..kept], true, width, gap);
+        if fits || kept == 1 {
+            return (kept, caps);
+        }
+    }
+    (widths.len(), caps)
+}
+
+/// [`column_caps`] of these columns followed, when `marker`, by the [`LEFT_OUT`] column (one
+/// wide, never cut): the caps of the columns themselves, and whether the line fits.
+fn caps_beside_marker(widths: &[usize], give: &[Give], marker: bool, width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
+    let all: Vec<usize> = widths.iter().copied().chain(marker.then_some(1)).collect();
+    let all_give: Vec<Give> = give.iter().copied().chain(marker.then_some(Give::Never)).collect();
+    let (mut caps, fits) = column_caps(&all, &all_give, width, gap);
+    caps.truncate(widths.len());
+    (caps, fits)
+}
+
+/// Prose on a terminal of `width` columns (tables already fit, so this touches only prose:
+/// inspect's fields and notes, version, migrate's lines). A wider line wraps at spaces (a word
+/// wider than the line is broken), its continuation lines indented under the value of a
+/// `Label:   value` field or four spaces deeper than the line itself.
+pub fn fit_prose(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n"));
+        if textwrap::core::display_width(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = " ".repeat(continuation_indent(body).min(width / 2));
+        let options =
+            textwrap::Options::new(width).subsequent_indent(&indent).break_words(true).word_splitter(textwrap::WordSplitter::NoHyphenation);
+        out.push_str(&textwrap::fill(body, options));
+        out.push_str(end);
+    }
+    out
+}
+
+/// Where the continuation of a long line starts: under the text after a label padded with two
+/// spaces or more (`Annotations:   a=b`, a legend's `USED       distinct IPs …`), else four
+/// columns deeper than the line.
+fn continuation_indent(line: &str) -> usize {
+    let leading = line.len() - line.trim_start().len();
+    let body = &line[leading..];
+    let label_end = body.find("  ").filter(|&end| end <= 20 && !body[..end].contains(' '));
+    match label_end {
+        Some(end) => leading + end + (body[end..].len() - body[end..].trim_start().len()),
+        None => leading + 4,
+    }
+}
+
+/// The display width of each column (colour codes do not count).
+fn column_widths(header: Option<&[String]>, rows: &[Vec<String>]) -> Vec<usize> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in header.into_iter().chain(rows.iter().map(Vec::as_slice)) {
+        widths.resize(widths.len().max(row.len()), 0);
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(console::measure_text_width(cell));
+        }
+    }
+    widths
+}
+
+/// The width of a line of columns this wide, `gap` spaces apart.
+fn line_width(widths: &[usize], gap: usize) -> usize {
+    widths.iter().sum::<usize>() + gap * widths.len().saturating_sub(1)
+}
+
+/// How a column may give way on a narrow terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Give {
+    /// Counts, addresses, CIDRs, ranges, kinds: never cut (a cut number or address would be
+    /// another one); the column is left out whole when the line cannot hold it.
+    Never,
+    /// Free text (a cell holds a space: messages, states, holders, notes): cut first.
+    Prose,
+    /// Names (pools, nodes, objects): cut only when the prose alone cannot make the table fit.
+    Names,
+}
+
+/// The width each column is cut to so that the line fits `width`: prose first, then names
+/// too, each time one common cap for the widest (narrower ones keep their width), never below
+/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. Also whether the line then fits (if not,
+/// the caps cut prose and names as far as they may be cut, and [`kept_columns`] leaves columns out).
+fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
+    if line_width(widths, gap) <= width {
+        return (vec![None; widths.len()], true);
+    }
+    let caps_with = |cut: &dyn Fn(Give) -> bool| -> (Vec<Option<usize>>, bool) {
+        let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| !cut(g)).map(|(w, _)| w).sum();
+        let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
+        let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| cut(g)).map(|(&w, _)| w).collect();
+        open.sort_unstable();
+        // Water-fill from the narrowest: a column narrower than an even share keeps its width.
+        let mut cap = None;
+        for (taken, &w) in open.iter().enumerate() {
+            let share = budget / (open.len() - taken);
+            if w > share {
+                cap = Some(share);
+                break;
+            }
+            budget -= w;
+        }
+        let cap = cap.unwrap_or(MIN_CUT_WIDTH).max(MIN_CUT_WIDTH);
+        let caps: Vec<Option<usize>> = widths.iter().zip(give).map(|(&w, &g)| (cut(g) && w > cap).then_some(cap)).collect();
+        let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
+        let fits = line_width(&cut_widths, gap) <= width;
+        (caps, fits)
+    };
+    match caps_with(&|g| g == Give::Prose) {
+        (caps, true) => (caps, true),
+        _ => caps_with(&|g| g != Give::Never),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_gives_way_first_then_names_and_counts_never() {
+        use Give::*;
+        // The message alone absorbs the excess: the names keep their width.
+        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3).0, [None, None, Some(54)]);
+        // It cannot (12 columns left at most): the widest names and the message share one cap.
+        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2).0, [None, None, Some(29), Some(29)]);
+        assert!(line_width(&[8, 27, 29, 29], 2) <= 100);
+        // Counts are never cut, a table that fits is left alone, and no cut goes below the minimum.
+        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), (vec![None, None], true));
+        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), (vec![Some(MIN_CUT_WIDTH); 3], false));
+    }
+
+    #[test]
+    fn a_table_fits_its_width_and_keeps_one_line_per_row() {
+        let style = Style { color: false, headers: true, width: Some(40), terminal: false };
+        let rows = vec![vec!["node-with-a-long-name-in-a-zone".into(), "12".into(), "the block is listed twice on this node".into()]];
+        let text = table(&["NODE", "USED", "MESSAGE"], rows, &style);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 40), "{text}");
+        assert!(text.contains("  12  ") && text.contains('…'), "counts stay whole, text is cut: {text}");
+    }
+
+    /// The cells of `text`'s lines, split at runs of two spaces or more (the narrow gap).
+    fn cells(text: &str) -> Vec<Vec<String>> {
+        text.lines().map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()).collect()
+    }
+
+    #[test]
+    fn a_table_too_wide_for_its_cuts_leaves_out_whole_columns_behind_a_marker() {
+        // `usage` on examples/snapshot at 60 columns: its counts and header alone need 79.
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", ""];
+        let row = |cells: [&str; 11]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        let rows = vec![
+            row(["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%", "#########."]),
+            row(["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%", ".........."]),
+        ];
+        for width in [40, 60] {
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
+            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
+            let shown = cells(&text);
+            // Every line ends in the marker, a cell of its own, and has as many cells as the header.
+            assert!(shown.iter().all(|l| l.last().map(String::as_str) == Some(LEFT_OUT) && l.len() == shown[0].len()), "{width}:\n{text}");
+            // What is shown is shown whole: the header's names, the counts, the families.
+            let kept = shown[0].len() - 1;
+            assert_eq!(shown[0][..kept], header[..kept], "{width}:\n{text}");
+            for (line, full) in shown[1..].iter().zip(&rows) {
+                assert_eq!(line[..kept], full[..kept], "{width}:\n{text}");
+            }
+        }
+        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60), terminal: false });
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "…"], "{at_60}");
+        // Under --no-headers too (no header to fit: all but UTIL, 41 + 1 columns and 9 gaps of 2):
+        // every row the same number of fields.
+        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60), terminal: false });
+        assert!(bare.lines().all(|l| l.split_whitespace().count() == 10 && l.ends_with(" …")), "{bare}");
+        // A table that fits keeps every column and no marker.
+        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
+        assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
+    }
+
+    #[test]
+    fn the_columns_a_table_names_go_first_then_trailing_ones() {
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let rows = vec![["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"].map(String::from).to_vec()];
+        let style = |width| Style { color: false, headers: true, width: Some(width), terminal: false };
+        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
+        // At 60 columns TOTAL, MASK and RESERVED go, in that order, and UTIL stays; the marker says columns are left out.
+        let at_60 = table_shedding(&header, rows.clone(), &style(60), &shed);
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
+        assert_eq!(cells(&at_60)[1], ["default", "ipv6", "36/65536", "9144", "346", "16.6M", "<1%", "…"], "{at_60}");
+        // At 70 RESERVED fits again.
+        let at_70 = table_shedding(&header, rows.clone(), &style(70), &shed);
+        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
+        // Narrower than the shed columns can help: trailing columns go too, behind one marker.
+        let at_30 = table_shedding(&header, rows.clone(), &style(30), &shed);
+        assert!(at_30.lines().all(|l| console::measure_text_width(l) <= 30 && l.matches('…').count() == 1), "{at_30}");
+        assert_eq!(cells(&at_30)[0][..2], ["POOL", "FAMILY"], "{at_30}");
+        // A table that fits sheds nothing.
+        let at_100 = table_shedding(&header, rows, &style(100), &shed);
+        assert_eq!(cells(&at_100)[0], header, "{at_100}");
+    }
+
+    #[test]
+    fn addresses_ranges_and_kinds_are_never_cut_and_free_text_gives_way_first() {
+        // `reserve-range --list` at 100 columns: NOTE (free text) is left out, RANGE and WITHHOLDS stay whole.
+        let header = ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "NOTE"];
+        let note = "draining; still allocated: 10.41.3.0/24 on ip-10-0-10-228.eu-west-1.compute.internal";
+        let full = ["blue", "10.41.0.0/16", "10.41.0.0-10.41.255.255", "65536", "256", "10.41.0.0/24..10.41.255.0/24", note];
+        let rows = vec![full.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
+        for width in [60, 80, 100] {
+            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
+            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
+            let shown = cells(&text);
+            let kept = shown[1].len() - 1;
+            assert_eq!(shown[1][..kept], full[..kept], "{width}: every shown cell whole:\n{text}");
+        }
+        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
+        assert_eq!(cells(&at_100)[0], ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "…"], "{at_100}");
+
+        // `check` at 80 columns: KIND whole, OBJECT and MESSAGE share what is left.
+        let header = ["SEVERITY", "KIND", "OBJECT", "MESSAGE"];
+        let problem = [
+            "warning",
+            "reservation-over-allocated",
+            "CiliumNode/ip-10-0-1-206.eu-west-1.compute.internal",
+            "reserved range 10.41.0.0-10.41.255.255 covers allocated blocks",
+        ];
+        let rows = vec![problem.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
+        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80), terminal: false });
+        let shown = cells(&text);
+        assert_eq!(shown[1][..2], problem[..2], "{text}");
+        assert!(shown[1][3].starts_with("reserved range") && shown[1][3].ends_with('…'), "{text}");
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 80), "{text}");
+        assert_eq!(give_of("KIND", &[vec!["a b".into()]], 0), Give::Never, "a listed column is never cut, whatever it holds");
+    }
+
+    #[test]
+    fn prose_wraps_under_its_field_value() {
+        let text = "Annotations:   alpha=1, beta=2, gamma=3\nshort\n";
+        assert_eq!(fit_prose(text, 31), "Annotations:   alpha=1, beta=2,\n               gamma=3\nshort\n");
+        // Anything else continues four columns in; a word wider than the line is broken.
+        assert_eq!(fit_prose("  Reserved a-b: c d\n", 15), "  Reserved a-b:\n      c d\n");
+        assert!(fit_prose(&"x".repeat(50), 20).lines().all(|l| l.chars().count() <= 20));
+    }
+
+    #[test]
+    fn kubectl_tables() {
+        let out = table(&["A", "BB", "USED"], vec![vec!["xxxx".into(), "y".into(), "7".into()]], &Style::plain());
+        assert_eq!(out, "A      BB   USED\nxxxx   y       7\n");
+    }
+}
