@@ -1,7 +1,7 @@
 //! kubectl-ciliumpool: pool usage, consistency checks, reserved ranges and migration for
 //! Cilium multi-pool IPAM.
 //!
-//! Layers, bottom up (docs/architecture.md; `tests/architecture.rs` checks the import rule):
+//! Layers, bottom up (docs/architecture.md; `tests/integration/architecture.rs` checks the import rule):
 //! `escape` (the one escape policy), `error` and `manifest` (text), `model`, `allocator`, `migrate` and `render` are pure;
 //! `interrupt` ends the process on a signal; `source` reads files and the cluster and makes every
 //! cluster write; `terminal` asks the user; `cli` defines the flags; `commands` orchestrates.

@@ -5,10 +5,10 @@ A console example is a `$ kubectl ciliumpool ...` line inside a fenced block (an
 followed by its output up to the next `$ ` line or the fence. Commands reading files (-f) are
 re-run with the debug binary (build it first: `cargo build`) through `sh -c`, each block in its
 own scratch directory holding a copy of examples/ and a `gitops/` copy of the example's pools
-(the same rules as tests/docs_output.rs); others (live-cluster examples) are left as they are.
+(the same rules as tests/integration/docs_output.rs); others (live-cluster examples) are left as they are.
 A documented `[exit N]` last line is kept and set to the real exit code. Output written with
 `...` lines (elisions) is kept when the real output still matches it, else replaced whole.
-tests/docs_output.rs fails when an example is stale, so run this after changing output and
+tests/integration/docs_output.rs fails when an example is stale, so run this after changing output and
 review the diff.
 """
 import pathlib

@@ -524,7 +524,7 @@ fn unprintable_names(snapshot: &Snapshot, problems: &mut Problems) {
 
 #[cfg(test)]
 mod tests {
-    //! What the integration tests (tests/oracle.rs and tests/problem_kinds.rs compare kind, object
+    //! What the integration tests (tests/integration/oracle.rs and tests/integration/problem_kinds.rs compare kind, object
     //! and severity) do not pin down: the stale-operator-error rule, the blocks a message names,
     //! the decoder's own issues.
     use super::*;

@@ -2,7 +2,7 @@
 // multipool, over cidralloc and pkg/ipam/cidrset) through seeded scenarios, writes the resulting
 // CiliumPodIPPools and CiliumNodes as YAML, restores a fresh allocator from those files exactly as
 // the operator does after a restart, and probes it until it refuses. The figures it prints are
-// the judge of kubectl-ciliumpool's allocator (tests/cilium_oracle.rs).
+// the judge of kubectl-ciliumpool's allocator (tests/integration/cilium_oracle.rs).
 //
 //	cilium-oracle version
 //	cilium-oracle batch --kind plain|emulated --first N --count K --out DIR   (DIR/<kind>-<seed>/)

@@ -1,0 +1,396 @@
+//! A misbehaving API server (issue 28, "every request ends"): a fault-injecting proxy
+//! (`support::faults`) in front of the real kube-apiserver repeats `continue` tokens, trickles
+//! answers and inflates lists. Each ends with one error line and exit 3; none hangs. The child is
+//! killed after [`HANG_GUARD`], which counts as a failure: a hang check, not a speed target.
+
+use crate::support;
+
+use ciliumpool::cluster::limits::MAX_RESPONSE_BYTES;
+use std::time::{Duration, Instant};
+use support::faults::{Fault, FaultProxy, PROXY_TOKEN};
+use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
+
+/// Far beyond every deadline these tests run under (5 s, the default 30 s).
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// A cluster with one pool, one node holding a block of it and one pod.
+fn seeded_cluster() -> TestCluster {
+    let cluster = TestCluster::start(Dialect::UpstreamV2);
+    cluster.apply_yaml(BLUE_POOL);
+    cluster.create_objects(vec![cilium_node("n1", &[("blue", &["10.40.0.0/24"])], 16), pod("default", "p", "n1", &["10.40.0.9"])]);
+    cluster
+}
+
+/// Runs the plugin against the proxy: exit code, stdout, stderr, wall time. Panics on a hang.
+fn run(proxy: &FaultProxy, args: &[&str]) -> (i32, String, String, Duration) {
+    let started = Instant::now();
+    let output = support::cli::plugin()
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&proxy.kubeconfig)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?} did not end within {HANG_GUARD:?} (killed): {e}"));
+    let elapsed = started.elapsed();
+    // assert_cmd kills the child at the guard: no exit code then.
+    assert!(
+        output.status.code().is_some(),
+        "{args:?} did not end within {HANG_GUARD:?} (killed): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned());
+    assert!(!stdout.contains(PROXY_TOKEN) && !stderr.contains(PROXY_TOKEN), "the token leaked: {stdout}{stderr}");
+    eprintln!("{args:?}: exit {:?} after {:.1} s", output.status.code(), elapsed.as_secs_f64());
+    (output.status.code().expect("checked above"), stdout, stderr, elapsed)
+}
+
+/// Exit 3 with exactly one line on stderr, the `error:` line; returns it.
+fn one_error_line(code: i32, stdout: &str, stderr: &str) -> String {
+    assert_eq!(code, 3, "stderr: {stderr}");
+    assert!(stdout.is_empty(), "nothing on stdout: {stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    lines[0].to_string()
+}
+
+#[test]
+fn a_repeated_continue_token_ends_the_list_with_one_line() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::RepeatContinue { resources: &["ciliumnodes"] }, dir.path());
+    let (code, stdout, stderr, _) = run(&proxy, &["usage"]);
+    let line = one_error_line(code, &stdout, &stderr);
+    for expected in ["list ciliumnodes.cilium.io", &proxy.url, "page 2 of the list repeated an earlier continue token"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+}
+
+#[test]
+fn a_trickling_answer_ends_at_the_request_timeout() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::Trickle { resources: &["ciliumnodes"], every: Duration::from_secs(2) }, dir.path());
+    let (code, stdout, stderr, _) = run(&proxy, &["usage", "--request-timeout", "5s"]);
+    let line = one_error_line(code, &stdout, &stderr);
+    for expected in ["list ciliumnodes.cilium.io", &proxy.url, "the answer did not end within --request-timeout 5s", "bytes arrived"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    assert!(proxy.sent() > 0, "the answer had begun: the deadline covers the body, not only the headers");
+}
+
+#[test]
+fn a_trickling_answer_ends_at_the_default_deadline() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::Trickle { resources: &["pods"], every: Duration::from_secs(2) }, dir.path());
+    let (code, stdout, stderr, _) = run(&proxy, &["usage"]);
+    let line = one_error_line(code, &stdout, &stderr);
+    for expected in ["list pods", "the answer did not end within 30s, the default deadline"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+}
+
+#[test]
+fn inflated_lists_are_refused_while_they_stream_in() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    const LISTS: &[&str] = &["ciliumpodippools", "ciliumnodes", "pods", "ciliumendpoints"];
+    let bytes = 300 << 20;
+    let proxy = FaultProxy::start(&cluster, Fault::Inflate { resources: LISTS, bytes }, dir.path());
+    let (code, stdout, stderr, _) = run(&proxy, &["usage"]);
+    let line = one_error_line(code, &stdout, &stderr);
+    // The first list refused ends the read (the others are dropped): any of the four.
+    assert!(LISTS.iter().any(|list| line.contains(&format!("list {list}"))), "names the list: {line}");
+    for expected in ["larger than 128Mi (--max-response-size", "was not read further"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    // Each answer was cut at the bound: beyond it, only what the sockets' buffers took was sent.
+    let slack = 32 << 20;
+    let sent = proxy.sent();
+    eprintln!("the proxy sent {} MiB of {} MiB", sent >> 20, (LISTS.len() as u64 * bytes) >> 20);
+    assert!(sent <= LISTS.len() as u64 * (MAX_RESPONSE_BYTES + slack), "sent {sent} bytes");
+}
+
+/// Issue 40: one page under the response bound can hold millions of objects (40 MiB of `{}`
+/// items: 14 million). The object cap counts the items while the page is parsed, so the page is
+/// refused after the first million instead of after all of them were built (past 1 GiB before).
+#[test]
+fn a_page_of_millions_of_items_is_refused_while_it_is_parsed() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::EmptyItems { resources: &["ciliumnodes"], bytes: 40 << 20 }, dir.path());
+    let kubeconfig = proxy.kubeconfig.to_str().expect("a UTF-8 path");
+    let started = Instant::now();
+    let (code, stderr, rss) = support::cli::measured(&["usage", "--kubeconfig", kubeconfig]);
+    let elapsed = started.elapsed();
+    eprintln!("a 40 MiB page of {{}} items: exit {code}, peak RSS {} MiB, {:.1} s", rss >> 10, elapsed.as_secs_f64());
+    let line = one_error_line(code, "", &stderr);
+    for expected in ["list ciliumnodes.cilium.io", "the list held more than 1000000 objects"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    assert!(rss < 256 << 10, "peak RSS {} MiB", rss >> 10);
+    assert!(elapsed < Duration::from_secs(10), "{:.1} s", elapsed.as_secs_f64());
+}
+
+#[test]
+fn unusable_list_items_are_counted_in_a_warning() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::JunkItems { resources: &["ciliumnodes"] }, dir.path());
+    let (code, stdout, stderr, _) = run(&proxy, &["usage", "-o", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc = support::cli::json_of(&stdout);
+    assert_eq!(doc["pools"][0]["name"], "blue", "the usable objects are read: {stdout}");
+    let warning = "warning: the list of ciliumnodes.cilium.io held 2 item(s) that are not objects with a metadata.name; they are left out of the figures";
+    assert!(stderr.lines().any(|l| l == warning), "{stderr}");
+}
+
+#[test]
+fn verbose_shows_each_request_and_says_when_it_waits() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let delay = Duration::from_secs(3);
+    let proxy = FaultProxy::start(&cluster, Fault::Delay { resources: &["pods"], by: delay }, dir.path());
+    let (code, _, stderr, _) = run(&proxy, &["usage", "-v"]);
+    assert_eq!(code, 0, "{stderr}");
+    // `GET URL STATUS in N ms`, as kubectl -v=6 prints a request.
+    let answered = |resource: &str| -> Vec<u128> {
+        let prefix = format!("GET {}/", proxy.url);
+        stderr
+            .lines()
+            .filter(|l| l.starts_with(&prefix) && l.split('?').next().is_some_and(|path| path.ends_with(&format!("/{resource}"))))
+            .map(|l| {
+                let (_, after) = l.rsplit_once(" 200 OK in ").unwrap_or_else(|| panic!("status and time: {l}"));
+                after.strip_suffix(" ms").and_then(|ms| ms.parse().ok()).unwrap_or_else(|| panic!("milliseconds: {l}"))
+            })
+            .collect()
+    };
+    for resource in ["ciliumnodes", "ciliumendpoints"] {
+        assert_eq!(answered(resource).len(), 1, "one list request of {resource}: {stderr}");
+    }
+    let pods = answered("pods");
+    assert_eq!(pods.len(), 1, "{stderr}");
+    assert!(pods[0] >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");
+    let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
+    assert_eq!(waiting.len(), 1, "one waiting line, for the slow list only: {stderr}");
+    assert!(waiting[0].starts_with(&format!("waiting for {}: GET {}/api/v1/pods?", proxy.url, proxy.url)), "{stderr}");
+
+    let (code, _, quiet, _) = run(&proxy, &["usage"]);
+    assert_eq!(code, 0, "{quiet}");
+    assert!(!quiet.contains("GET ") && !quiet.contains("waiting for"), "requests only under -v: {quiet}");
+}
+
+#[test]
+fn max_response_size_bounds_each_answer_and_names_itself() {
+    let cluster = seeded_cluster();
+    let refused = cluster.plugin().args(["usage", "--max-response-size", "1Ki"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
+    let line = one_error_line(refused.status.code().unwrap(), &stdout, &stderr);
+    for expected in ["larger than 1Ki (--max-response-size", "raise --max-response-size"] {
+        assert!(line.contains(expected), "names {expected:?}: {line}");
+    }
+    let read = cluster.plugin().args(["usage", "-o", "json", "--max-response-size", "64Ki"]).output().unwrap();
+    assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stderr));
+    assert_eq!(support::cli::json_of(&String::from_utf8_lossy(&read.stdout))["pools"][0]["name"], "blue");
+}
+
+// --- watches: serve outlives whatever its API server does (issue 40) ---------------------------------
+
+/// How long each watch fault lasts.
+const FAULT: Duration = Duration::from_secs(15);
+
+/// How long the watch-fault test waits for `faulty` to be fresh again after a fault is lifted.
+const RECOVERY_GUARD: Duration = Duration::from_secs(30);
+
+/// `serve --stale-after` in the watch-fault test.
+const STALE_AFTER: Duration = Duration::from_secs(5);
+
+/// The most memory `serve` may reach in the watch-fault test: half the Deployment's limit.
+const SERVE_MEMORY: u64 = 256 << 20;
+
+/// `serve` across two contexts of one control plane: `healthy` straight to the API server,
+/// `faulty` through the proxy. Killed when dropped.
+struct Served {
+    address: String,
+    process: support::KillOnDrop,
+}
+
+impl Served {
+    fn start(kubeconfig: &std::path::Path) -> Served {
+        let address = format!("127.0.0.1:{}", support::prometheus::free_port());
+        let mut command = support::cli::plugin_process();
+        command
+            .args(["serve", "--context", "healthy,faulty", "--listen", &address, "--request-timeout", "5s"])
+            .args(["--stale-after", &format!("{}s", STALE_AFTER.as_secs()), "--max-watch-objects", "20000", "--kubeconfig"])
+            .arg(kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit());
+        Served { address, process: support::KillOnDrop(command.spawn().expect("start serve")) }
+    }
+
+    /// `metric{cluster="...",...}` of the exposition, when there.
+    fn sample(&mut self, metric: &str, cluster: &str, more: &str) -> Option<f64> {
+        assert!(self.process.0.try_wait().unwrap().is_none(), "serve exited (killed by its memory, or failed)");
+        let (_, text) = support::prometheus::get(&self.address, "/metrics", None).ok()?;
+        let prefix = format!("{metric}{{cluster=\"{cluster}\"{more}}} ");
+        text.lines().find_map(|line| line.strip_prefix(&prefix)?.parse().ok())
+    }
+
+    fn ready(&mut self, cluster: &str) -> bool {
+        self.sample("ciliumpool_exporter_ready", cluster, "") == Some(1.0)
+    }
+
+    /// Ready, and every watch proved current (staleness 0).
+    fn fresh(&mut self, cluster: &str) -> bool {
+        self.ready(cluster) && self.sample("ciliumpool_exporter_staleness_seconds", cluster, "") == Some(0.0)
+    }
+
+    /// Waits until `cluster` is fresh; the time it took. Panics past `within`.
+    fn wait_fresh(&mut self, cluster: &str, within: Duration, what: &str) -> Duration {
+        let start = Instant::now();
+        while !self.fresh(cluster) {
+            assert!(start.elapsed() < within, "{what}: {cluster} not fresh within {within:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        start.elapsed()
+    }
+
+    /// Waits until `cluster` is ready (`true`) or not; the time it took. Panics past `within`.
+    fn wait_ready(&mut self, cluster: &str, ready: bool, within: Duration, what: &str) -> Duration {
+        let start = Instant::now();
+        while self.ready(cluster) != ready {
+            assert!(start.elapsed() < within, "{what}: {cluster} not ready={ready} within {within:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        start.elapsed()
+    }
+
+    /// The highest resident memory the process has had (Linux's VmHWM).
+    fn peak_memory(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.0.id())).expect("/proc status");
+        let kib: u64 =
+            status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).expect("VmHWM");
+        kib << 10
+    }
+}
+
+/// A kubeconfig with context `healthy` (the test cluster's own) and `faulty` (the proxy).
+fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Path) {
+    let own: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&cluster.kubeconfig).unwrap()).expect("kubeconfig");
+    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "current-context": "healthy",
+        "clusters": [{"name": "healthy", "cluster": own["clusters"][0]["cluster"]}, {"name": "faulty", "cluster": {"server": proxy.url}}],
+        "users": [{"name": "healthy", "user": own["users"][0]["user"]}, {"name": "faulty", "user": {"token": PROXY_TOKEN}}],
+        "contexts": [{"name": "healthy", "context": {"cluster": "healthy", "user": "healthy"}},
+                     {"name": "faulty", "context": {"cluster": "faulty", "user": "faulty"}}]});
+    std::fs::write(path, config.to_string()).unwrap();
+}
+
+#[test]
+fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
+    let restarts =
+        |serve: &mut Served| serve.sample("ciliumpool_exporter_watch_restarts_total", "faulty", ",resource=\"pods\"").unwrap_or(0.0);
+    // Silent and frozen servers must be found stale; the others fail loudly and are stale anyway.
+    let faults = [
+        (Some(WatchFault::CutMidEvent), false),
+        (Some(WatchFault::Empty), false),
+        (Some(WatchFault::Silent), true),
+        (Some(WatchFault::Endless), false),
+        (Some(WatchFault::Huge(200 << 20)), false),
+        (Some(WatchFault::Flood), false),
+        (Some(WatchFault::Gone), false),
+        (Some(WatchFault::Garbage), false),
+        (None, true), // the proxy frozen, as a SIGSTOPped API server
+    ];
+    for (fault, must_go_stale) in faults {
+        let what = fault.map_or("frozen".to_string(), |f| format!("{f:?}"));
+        let (restarts_before, requests_before) = (restarts(&mut serve), proxy.requests("pods"));
+        match fault {
+            Some(fault) => proxy.set_watch_fault(Some(("pods", fault))),
+            None => proxy.freeze(true),
+        }
+        let start = Instant::now();
+        let mut went_stale = None;
+        while start.elapsed() < FAULT || (must_go_stale && went_stale.is_none()) {
+            assert!(serve.ready("healthy"), "{what}: the healthy cluster stays served throughout");
+            if went_stale.is_none() && !serve.ready("faulty") {
+                went_stale = Some(start.elapsed());
+            }
+            assert!(start.elapsed() < STALE_AFTER + Duration::from_secs(40), "{what}: not found stale within --stale-after + 40 s");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let lasted = start.elapsed();
+        let requests_after = proxy.requests("pods");
+        let requests = (requests_after.0 - requests_before.0) + (requests_after.1 - requests_before.1);
+        proxy.set_watch_fault(None);
+        proxy.freeze(false);
+        // The target is 10 s (at most 4 s of backoff, then a 2 s watch whose close proves it);
+        // the bound is a hang guard for a loaded 2-core CI machine, the measured time is printed.
+        let recovered = serve.wait_fresh("faulty", RECOVERY_GUARD, &format!("{what}: fresh again after the recovery"));
+        let restarted = restarts(&mut serve) - restarts_before;
+        eprintln!(
+            "{what}: {requests} pods requests in {lasted:.1?}, {restarted} restarts, stale after {went_stale:?}, fresh {recovered:.1?} after recovery"
+        );
+        assert!(
+            requests as f64 <= lasted.as_secs_f64(),
+            "{what}: {requests} watch and list requests of pods in {lasted:?}: more than one a second"
+        );
+        assert!(restarted >= 1.0, "{what}: the restarts are counted");
+    }
+    let peak = serve.peak_memory();
+    eprintln!("serve's peak resident memory: {} MiB", peak >> 20);
+    assert!(peak <= SERVE_MEMORY, "serve reached {} MiB", peak >> 20);
+}
+
+#[test]
+fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let address = format!("127.0.0.1:{}", support::prometheus::free_port());
+    let mut command = support::cli::plugin_process();
+    // No object cap to speak of: only the budget stands between the flood and the process's end.
+    command
+        .args(["serve", "--listen", &address, "--request-timeout", "5s", "--max-watch-objects", "100000000", "--memory-budget", "96Mi"])
+        .arg("--kubeconfig")
+        .arg(&proxy.kubeconfig)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("start serve");
+    let stderr = support::LineReader::new(child.stderr.take().unwrap());
+    let mut serve = Served { address, process: support::KillOnDrop(child) };
+    let ready = |serve: &mut Served| {
+        let (_, text) = support::prometheus::get(&serve.address, "/metrics", None).unwrap_or_default();
+        text.lines().any(|l| l == "ciliumpool_exporter_ready 1")
+    };
+    let start = Instant::now();
+    while !ready(&mut serve) {
+        assert!(start.elapsed() < Duration::from_secs(90), "first sync");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    proxy.set_watch_fault(Some(("pods", WatchFault::Flood)));
+    stderr.read_until(Duration::from_secs(60), "the budget's warning", |line| line.contains("over its memory budget (--memory-budget)"));
+    std::thread::sleep(FAULT);
+    assert!(serve.process.0.try_wait().unwrap().is_none(), "serve is alive");
+    proxy.set_watch_fault(None);
+    let start = Instant::now();
+    while !ready(&mut serve) {
+        assert!(start.elapsed() < Duration::from_secs(30), "ready again after the flood");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let peak = serve.peak_memory();
+    eprintln!("serve's peak resident memory under a 96 MiB budget: {} MiB", peak >> 20);
+    assert!(peak <= 160 << 20, "serve reached {} MiB", peak >> 20);
+}
