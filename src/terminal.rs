@@ -27,8 +27,18 @@ pub trait Prompter {
 /// and CIDRs from the data: each is escaped as one line (`escape::field`).
 pub struct Dialoguer;
 
-/// Pickers with more items than this filter as the user types.
-const FILTER_FROM: usize = 9;
+/// Lines a picker leaves to its prompt and the shell's last line.
+const PICKER_MARGIN: usize = 3;
+
+/// A picker's prompt: what to pick, and how, at every size alike (typing filters, Esc cancels);
+/// when the list is taller than the terminal, how many items there are and that it scrolls.
+fn picker_prompt(prompt: &str, items: usize, visible: usize) -> String {
+    if items > visible {
+        format!("{prompt} ({visible} of {items} shown, arrows scroll; type to filter, Esc cancels)")
+    } else {
+        format!("{prompt} (type to filter, Esc cancels)")
+    }
+}
 
 fn safe(text: &str) -> String {
     crate::escape::field(text).into_owned()
@@ -110,12 +120,16 @@ impl Prompter for Dialoguer {
         crate::interrupt::install();
         let _shown = CursorShown;
         let items: Vec<String> = items.iter().map(|i| safe(i)).collect();
-        let picked = if items.len() > FILTER_FROM {
-            // Dozens of pools: typing filters the list (arrows still move, Esc still cancels).
-            dialoguer::FuzzySelect::new().with_prompt(format!("{} (type to filter)", safe(prompt))).items(&items).default(0).interact_opt()
-        } else {
-            dialoguer::Select::new().with_prompt(safe(prompt)).items(&items).default(0).interact_opt()
-        };
+        // One picker at every size: a key is always typed into the filter (a `q` does not cancel
+        // a short list and filter a long one), and Esc always cancels.
+        let rows = usize::from(Term::stderr().size().0);
+        let visible = rows.saturating_sub(PICKER_MARGIN).max(1);
+        let picked = dialoguer::FuzzySelect::new()
+            .with_prompt(picker_prompt(&safe(prompt), items.len(), visible))
+            .items(&items)
+            .default(0)
+            .max_length(visible)
+            .interact_opt();
         picked.map_err(|dialoguer::Error::IO(e)| failed(e))
     }
 
@@ -183,6 +197,12 @@ impl Prompter for Scripted {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_picker_taller_than_the_terminal_says_so() {
+        assert_eq!(picker_prompt("Pool", 5, 20), "Pool (type to filter, Esc cancels)");
+        assert_eq!(picker_prompt("Pool", 40, 21), "Pool (21 of 40 shown, arrows scroll; type to filter, Esc cancels)");
+    }
+
     #[test]
     fn yes_or_no_answers() {
         for (answer, meaning) in [

@@ -161,6 +161,18 @@ fn a_picker_of_many_pools_filters_as_the_user_types() {
 }
 
 #[test]
+fn a_short_picker_filters_as_a_long_one_does() {
+    // A handful of pools: typing filters here too (a `q` or a name is never taken as a command).
+    let mut screen = inspect_picker();
+    assert!(screen.shown.contains("(type to filter, Esc cancels)"), "{:?}", screen.shown);
+    screen.press("gree");
+    screen.press("\r");
+    screen.expect("Pool:          green");
+    let (code, shown) = screen.finish();
+    assert_eq!(code, 0, "{shown:?}");
+}
+
+#[test]
 fn ctrl_c_in_a_picker_exits_130_with_the_cursor_shown() {
     let mut screen = inspect_picker();
     screen.press("\x03");
