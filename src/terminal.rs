@@ -199,8 +199,8 @@ impl Prompter for Scripted {
 mod tests {
     #[test]
     fn a_picker_taller_than_the_terminal_says_so() {
-        assert_eq!(picker_prompt("Pool", 5, 20), "Pool (type to filter, Esc cancels)");
-        assert_eq!(picker_prompt("Pool", 40, 21), "Pool (21 of 40 shown, arrows scroll; type to filter, Esc cancels)");
+        assert_eq!(super::picker_prompt("Pool", 5, 20), "Pool (type to filter, Esc cancels)");
+        assert_eq!(super::picker_prompt("Pool", 40, 21), "Pool (21 of 40 shown, arrows scroll; type to filter, Esc cancels)");
     }
 
     #[test]

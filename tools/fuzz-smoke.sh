@@ -37,6 +37,8 @@ export PATH="$TOOLS/bin:$PATH"
 # dependencies: cold, the build takes many minutes on 2 cores; warm, it rebuilds the plugin only.
 export CARGO_TARGET_DIR="${CILIUMPOOL_FUZZ_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ciliumpool-fuzz-target}"
 cargo +nightly fuzz build -s none >&2
+# tools/test.sh builds beside the tests (FUZZ_BUILD_ONLY=1), then runs the smoke.
+[[ -z ${FUZZ_BUILD_ONLY:-} ]] || exit 0
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || mapfile -t targets < <(cargo +nightly fuzz list)
 for target in "${targets[@]}"; do

@@ -6,8 +6,8 @@
 #![no_main]
 
 use ciliumpool::files::archive::{Kind, kind_of_head, read_from};
-use ciliumpool::files::read::snapshot_of;
 use ciliumpool::files::inputs::Inputs;
+use ciliumpool::files::read::snapshot_of;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

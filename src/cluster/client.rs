@@ -85,7 +85,7 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     let options = KubeConfigOptions { context: flags.context.clone(), cluster: flags.cluster.clone(), user: flags.user.clone() };
     let (mut config, context, kube_user, exec_command) = match load_kubeconfig(flags.kubeconfig.as_deref())? {
         Some(file) => {
-            secrets::remember(&file);
+            super::credentials::remember(&file);
             check_names(&file, &options)?;
             let (context, user) = kubeconfig_names(&file, &options);
             let exec_command = user.as_ref().and_then(|u| file.auth_infos.iter().find(|a| &a.name == u)).and_then(|a| a.auth_info.as_ref()?.exec.as_ref()?.command.clone());
@@ -117,7 +117,8 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     config.write_timeout = deadlines.read;
     let server = secrets::safe_url(&config.cluster_url.to_string());
     let failed = |e: kube::Error| {
-        let cause = secrets::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
+        let cause =
+            super::credentials::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
         cluster(format!("cannot build a client for {server}: {cause}"))
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
@@ -264,7 +265,7 @@ impl Connection {
         while let Some(source) = innermost.source() {
             innermost = source;
         }
-        if let Some(auth) = crate::secrets::auth_failure(error, self.exec_command.as_deref()) {
+        if let Some(auth) = super::credentials::auth_failure(error, self.exec_command.as_deref()) {
             return auth;
         }
         let cause = crate::secrets::redact(&innermost.to_string()).into_owned();

@@ -4,6 +4,7 @@
 
 pub mod cilium;
 pub mod client;
+pub mod credentials;
 pub mod limits;
 pub mod memory;
 pub mod read;

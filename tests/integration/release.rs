@@ -18,7 +18,9 @@ const WORKFLOWS: [&str; 2] = [".github/workflows/ci.yml", ".github/workflows/rel
 fn actionlint() -> PathBuf {
     match std::env::var_os("ACTIONLINT") {
         Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => panic!("ACTIONLINT is not set: run `ACTIONLINT=$(tools/actionlint/build.sh) cargo test --test integration release::`, or tools/test.sh"),
+        _ => panic!(
+            "ACTIONLINT is not set: run `ACTIONLINT=$(tools/actionlint/build.sh) cargo test --test integration release::`, or tools/test.sh"
+        ),
     }
 }
 

@@ -71,7 +71,9 @@ fn views(subcommand: &str, names: &Names) -> Vec<Vec<String>> {
         // Live only (refused with -f); its exposition is the same encoder as `usage -o
         // openmetrics`, run here, and tests/integration/deploy.rs puts a hostile pool name through it.
         "serve" => Vec::new(),
-        other => panic!("the output matrix has no case for the command `{other}`: add its offline views to tests/integration/support/hostile.rs"),
+        other => {
+            panic!("the output matrix has no case for the command `{other}`: add its offline views to tests/integration/support/hostile.rs")
+        }
     }
 }
 
