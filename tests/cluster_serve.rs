@@ -525,4 +525,3 @@ impl Expressions {
         assert!(dead.is_empty(), "expressions that never returned a series:\n{}", dead.join("\n"));
     }
 }
-

@@ -17,7 +17,8 @@
 #
 # Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --fleet-wan | --serve] [--nodes N] [--pods-per-node N]
 #        [--runs N] [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
-#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N]
+#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N] [--no-build]
+#        [--wan-clusters N] [--wan-rtt-ms N] [--wan-rate-mb N]
 # --bombs: only the hostile inputs of issues 28 and 40 (tools/bombs.py writes them into a temporary
 # directory, about 2.5 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
 # --serve: instead of the offline and `usage` timings, measure `serve` against the loaded cluster
@@ -30,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0 FLEET=0
-SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25 FLEET_WAN=0 WAN_CLUSTERS=10 WAN_RTT=50 WAN_RATE=20
+SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25 NO_BUILD=0 FLEET_WAN=0 WAN_CLUSTERS=10 WAN_RTT=50 WAN_RATE=20
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -48,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --sync-nodes) SYNC_NODES=$2; shift 2 ;;
     --sync-pods-per-node) SYNC_PODS=$2; shift 2 ;;
     --fleet-wan) FLEET_WAN=1; shift ;;
+    --no-build) NO_BUILD=1; shift ;;
     --wan-clusters) WAN_CLUSTERS=$2; shift 2 ;;
     --wan-rtt-ms) WAN_RTT=$2; shift 2 ;;
     --wan-rate-mb) WAN_RATE=$2; shift 2 ;;
@@ -67,8 +69,8 @@ if [[ ! -x $HYPERFINE ]]; then
   cargo install --quiet --locked hyperfine@1.20.0 --root "$TOOLS" >&2
 fi
 
-log "release build"
-cargo build --quiet --release --locked --bin kubectl-ciliumpool --example gen_scale --example wan_proxy >&2
+[[ $NO_BUILD == 1 ]] || log "release build"
+[[ $NO_BUILD == 1 ]] || cargo build --quiet --release --locked --bin kubectl-ciliumpool --example gen_scale --example wan_proxy >&2
 BIN="$PWD/target/release/kubectl-ciliumpool"
 GEN="$PWD/target/release/examples/gen_scale"
 

@@ -100,16 +100,14 @@ pub fn same_cluster(server: &str, names: &[&str]) -> FleetProblem {
 /// `cluster-name` (`identity`): one cluster, shown once as the first.
 pub fn same_cluster_identity(identity: (&str, &str), names: &[&str]) -> FleetProblem {
     let (id, name) = identity;
-    let message = format!(
+    let mut same = same_cluster(name, names);
+    same.problem.message = format!(
         "contexts {} reach clusters with the same cluster-id {id} and cluster-name {name} (another URL of one API server): one cluster, read and compared with the others once (as {})",
         names.join(", "),
         names[0]
     );
-    let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig); if these are two clusters, give each its own cluster-id and cluster-name";
-    let (severity, kind, object, action) =
-        (Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{name}"), action.to_string());
-    let clusters = names.iter().map(|n| n.to_string()).collect();
-    FleetProblem { clusters, problem: Problem { severity, kind, object, message, action, pool: None } }
+    same.problem.action.push_str("; if these are two clusters, give each its own cluster-id and cluster-name");
+    same
 }
 
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {
