@@ -6,13 +6,19 @@
 #   --fleet instead: three control planes of --live-nodes nodes each read together
 #   (`usage --context a,b,c -o json`) vs each alone (the target: at most 1.3 × the slowest alone),
 #   with the CPU the client and the three control planes spent on one fleet read.
+#   --fleet-wan instead: one control plane of --live-nodes nodes behind --wan-clusters (default 10)
+#   WAN-shaped proxies (examples/wan_proxy.rs: --wan-rtt-ms, default 50 ms round trip, and
+#   --wan-rate-mb, default 20 MB/s each way, per proxy), each its own server URL, so the plugin reads
+#   each proxy as its own remote cluster: 3 and 10 clusters together vs each alone (targets 1.3 ×
+#   and 1.5 × the slowest alone), with the client's CPU (user + system) and the server's.
 # Prints a Markdown report on stdout; progress on stderr. Needs: cargo, jq, GNU time (/usr/bin/time),
 # and for the live part the test control plane (tools/testenv). hyperfine is installed from crates.io
 # 1.20.0 (the newest that builds with Rust 1.95) into the tools cache on first use.
 #
-# Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --serve] [--nodes N] [--pods-per-node N]
+# Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --fleet-wan | --serve] [--nodes N] [--pods-per-node N]
 #        [--runs N] [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
-#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N]
+#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N] [--no-build]
+#        [--wan-clusters N] [--wan-rtt-ms N] [--wan-rate-mb N]
 # --bombs: only the hostile inputs of issues 28 and 40 (tools/bombs.py writes them into a temporary
 # directory, about 2.5 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
 # --serve: instead of the offline and `usage` timings, measure `serve` against the loaded cluster
@@ -25,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0 FLEET=0
-SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25
+SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25 NO_BUILD=0 FLEET_WAN=0 WAN_CLUSTERS=10 WAN_RTT=50 WAN_RATE=20
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -42,7 +48,12 @@ while [[ $# -gt 0 ]]; do
     --churn-minutes) CHURN_MINUTES=$2; shift 2 ;;
     --sync-nodes) SYNC_NODES=$2; shift 2 ;;
     --sync-pods-per-node) SYNC_PODS=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --fleet-wan) FLEET_WAN=1; shift ;;
+    --no-build) NO_BUILD=1; shift ;;
+    --wan-clusters) WAN_CLUSTERS=$2; shift 2 ;;
+    --wan-rtt-ms) WAN_RTT=$2; shift 2 ;;
+    --wan-rate-mb) WAN_RATE=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,8 +69,8 @@ if [[ ! -x $HYPERFINE ]]; then
   cargo install --quiet --locked hyperfine@1.20.0 --root "$TOOLS" >&2
 fi
 
-log "release build"
-cargo build --quiet --release --locked --bin kubectl-ciliumpool --example gen_scale >&2
+[[ $NO_BUILD == 1 ]] || log "release build"
+[[ $NO_BUILD == 1 ]] || cargo build --quiet --release --locked --bin kubectl-ciliumpool --example gen_scale --example wan_proxy >&2
 BIN="$PWD/target/release/kubectl-ciliumpool"
 GEN="$PWD/target/release/examples/gen_scale"
 
@@ -187,6 +198,12 @@ if [[ $BOMBS == 1 ]]; then
 fi
 if [[ $FLEET == 1 ]]; then
   fleet
+  exit 0
+fi
+if [[ $FLEET_WAN == 1 ]]; then
+  # shellcheck source=tools/bench-fleet-wan.sh
+  source tools/bench-fleet-wan.sh
+  fleet_wan
   exit 0
 fi
 

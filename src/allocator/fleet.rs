@@ -96,6 +96,20 @@ pub fn same_cluster(server: &str, names: &[&str]) -> FleetProblem {
     FleetProblem { clusters, problem: Problem { severity, kind, object, message, action, pool: None } }
 }
 
+/// The warning that contexts `names` reach servers whose `cilium-config` has one `cluster-id` and
+/// `cluster-name` (`identity`): one cluster, shown once as the first.
+pub fn same_cluster_identity(identity: (&str, &str), names: &[&str]) -> FleetProblem {
+    let (id, name) = identity;
+    let mut same = same_cluster(name, names);
+    same.problem.message = format!(
+        "contexts {} reach clusters with the same cluster-id {id} and cluster-name {name} (another URL of one API server): one cluster, read and compared with the others once (as {})",
+        names.join(", "),
+        names[0]
+    );
+    same.problem.action.push_str("; if these are two clusters, give each its own cluster-id and cluster-name");
+    same
+}
+
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {
     let (message, action) = text;
     out.push(FleetProblem { clusters, problem: Problem { severity, kind, object, message, action: action.to_string(), pool: None } });

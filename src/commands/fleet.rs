@@ -20,6 +20,8 @@ struct Analysed {
     /// The other contexts of the same API server, not read again.
     aliases: Vec<String>,
     server: Option<String>,
+    /// The other contexts with this cluster's cluster-id and cluster-name, shown once as this one.
+    twins: Vec<String>,
     result: Result<(Snapshot, Report), String>,
 }
 
@@ -38,6 +40,12 @@ pub async fn run(command: Command, clusters: &Fleet, ctx: &Context) -> Result<i3
         let names: Vec<&str> = std::iter::once(read.name.as_str()).chain(read.aliases.iter().map(String::as_str)).collect();
         let server = crate::secrets::safe_url(read.server.as_deref().unwrap_or_default());
         problems.push(fleet::same_cluster(&server, &names));
+    }
+    for read in analysed.iter().filter(|a| !a.twins.is_empty()) {
+        let names: Vec<&str> = std::iter::once(read.name.as_str()).chain(read.twins.iter().map(String::as_str)).collect();
+        let config = read.result.as_ref().ok().and_then(|(s, _)| s.ipam.as_ref());
+        let id = config.and_then(|c| Some((c.cluster_id.as_deref()?, c.cluster_name.as_deref()?)));
+        problems.push(fleet::same_cluster_identity(id.unwrap_or_default(), &names));
     }
     fleet::sort(&mut problems);
     let code = match command {
@@ -65,7 +73,7 @@ fn analyse(read: Read) -> Analysed {
         let report = crate::allocator::analyze(&snapshot);
         (snapshot, report)
     });
-    Analysed { name: read.name, aliases: read.aliases, server: read.server, result }
+    Analysed { name: read.name, aliases: read.aliases, server: read.server, twins: read.twins, result }
 }
 
 /// Each cluster's result built by `view`, in a fleet view.

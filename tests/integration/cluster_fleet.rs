@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::prometheus::{free_port, get};
+use support::prometheus::{Prometheus, free_port, get, promql_of, substitute};
 use support::{Dialect, KillOnDrop, TestCluster, cilium_node, pod};
 
 fn config(name: &str, id: u32) -> Value {
@@ -153,6 +153,7 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
         assert!(metrics.contains(&format!("ciliumpool_exporter_ready{{cluster=\"{context}\"}} 1")), "{metrics}");
     }
     assert_eq!(fleet_problem_series(&metrics), counted, "serve counts the problems between clusters\n{metrics}");
+    fleet_expressions_return_series(&serve.address);
 
     // gamma stops answering: it is reported, alpha and beta still print, exit 3.
     clusters[2].signal_apiserver("STOP");
@@ -186,6 +187,31 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
         for line in secret.lines().filter(|l| l.contains("data:")) {
             let value = line.split_once(':').unwrap().1.trim();
             assert!(!stderr.contains(value) && !stopped.to_string().contains(value), "a credential in the output");
+        }
+    }
+}
+
+/// The PromQL of deploy/ about the problems between clusters (the dashboard's fleet panel, the
+/// rules' fleet alert), which one cluster's serve cannot feed (tests/cluster_serve.rs evaluates
+/// the others): each returns series in a real Prometheus scraping `serve` of this fleet.
+fn fleet_expressions_return_series(serve: &str) {
+    let deploy = support::repo_root().join("deploy");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(deploy.join("grafana/ciliumpool-dashboard.json")).unwrap()).unwrap();
+    let mut found = Vec::new();
+    promql_of(&dashboard, &mut found);
+    let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(deploy.join("prometheus/rules.yml")).unwrap()).unwrap();
+    let exprs = rules["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap());
+    found.extend(exprs.filter_map(|r| r["expr"].as_str()).map(str::to_string));
+    found.retain(|expr| expr.contains("ciliumpool_fleet_"));
+    assert!(found.len() >= 2, "the fleet panel and the fleet alert: {found:?}");
+    let rules = deploy.join("prometheus/rules.yml");
+    let prometheus = Prometheus::start(serve, &[&rules]);
+    for expr in found.iter().map(|e| substitute(e)) {
+        let deadline = Instant::now() + BOUND;
+        while prometheus.query(&expr).is_empty() {
+            assert!(Instant::now() < deadline, "{expr}: no series within {BOUND:?}\n{}", prometheus.log());
+            std::thread::sleep(Duration::from_millis(500));
         }
     }
 }
@@ -332,4 +358,103 @@ fn two_contexts_of_one_control_plane_print_once_and_a_typo_asks_nothing() {
     assert!(out.stdout.is_empty());
     assert!(stderr.contains("--context \"nope\": the kubeconfig has no such context; its contexts: c1, viewer"), "{stderr}");
     assert!(!stderr.contains("GET "), "no request before the contexts are checked: {stderr}");
+}
+
+/// `cilium-config` of a multi-pool cluster in native routing over `native`, BPF masquerading on.
+fn routed_config(name: &str, id: u32, native: &str) -> Value {
+    let mut config = config(name, id);
+    let data = config["data"].as_object_mut().unwrap();
+    for (key, value) in [
+        ("routing-mode", "native"),
+        ("ipv4-native-routing-cidr", native),
+        ("enable-bpf-masquerade", "true"),
+        ("enable-ipv4-masquerade", "true"),
+    ] {
+        data.insert(key.into(), json!(value));
+    }
+    config
+}
+
+/// (kind, object, clusters) of the routing problems of a fleet `check -o json`: each cluster's
+/// own (clusters: its name) and those between clusters.
+fn routing_problems(doc: &Value) -> Vec<(String, String, String)> {
+    let routing = |p: &&Value| p["kind"].as_str().is_some_and(|k| k.contains("routing") || k.contains("unrouted"));
+    let mut out = Vec::new();
+    for cluster in doc["clusters"].as_array().unwrap_or_else(|| panic!("{doc}")) {
+        for p in cluster["problems"].as_array().unwrap().iter().filter(routing) {
+            out.push((p["kind"].as_str().unwrap().into(), p["object"].as_str().unwrap().into(), json!([cluster["cluster"]]).to_string()));
+        }
+    }
+    for p in doc["fleetProblems"].as_array().unwrap().iter().filter(routing) {
+        out.push((p["kind"].as_str().unwrap().into(), p["object"].as_str().unwrap().into(), p["clusters"].to_string()));
+    }
+    out
+}
+
+/// Issue 43 §5 and §1 on two live clusters. east routes 10.60.0.0/16 natively and masquerades the
+/// rest, its pool `edge` (10.99.0.0/24) lies outside: `pool-outside-native-routing-cidr`; west
+/// routes 10.80.0.0/16, so each cluster's pools lie outside the other's native-routing CIDR:
+/// `fleet-unrouted-pool-cidr` both ways. With 10.0.0.0/8 as both native-routing CIDRs (the
+/// ConfigMaps updated live) neither kind is found. Then a third context reaches east by another
+/// URL (`localhost` for `127.0.0.1`): its servers differ, but its cilium-config has east's
+/// cluster-id and cluster-name, so it is one cluster, shown once as the first context.
+#[test]
+fn routing_checks_on_live_clusters_and_one_cluster_by_id_and_name() {
+    let specs = [("east", 1, "10.60.0.0/16", "10.60.0.0/17"), ("west", 2, "10.80.0.0/16", "10.80.0.0/17")];
+    let clusters: Vec<TestCluster> = specs
+        .iter()
+        .map(|(name, id, native, cidr)| {
+            let cluster = TestCluster::start(Dialect::UpstreamV2);
+            let mut objects = vec![routed_config(name, *id, native), pool("default", cidr)];
+            if *name == "east" {
+                objects.push(pool("edge", "10.99.0.0/24"));
+            }
+            cluster.create_objects(objects);
+            cluster
+        })
+        .collect();
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("kubeconfig");
+    kubeconfig(&clusters, &config);
+
+    let (code, doc, stderr) = plugin(&config, &["check", "-o", "json", "--context", "c1,c2"]);
+    assert_eq!(code, 1, "{stderr}");
+    let mut found = routing_problems(&doc);
+    found.sort();
+    let expected = [
+        ("fleet-unrouted-pool-cidr", "CiliumPodIPPool/default", json!(["c1", "c2"])),
+        ("fleet-unrouted-pool-cidr", "CiliumPodIPPool/default", json!(["c2", "c1"])),
+        ("fleet-unrouted-pool-cidr", "CiliumPodIPPool/edge", json!(["c1", "c2"])),
+        ("pool-outside-native-routing-cidr", "CiliumPodIPPool/edge", json!(["c1"])),
+    ];
+    let expected: Vec<(String, String, String)> = expected.into_iter().map(|(k, o, c)| (k.into(), o.into(), c.to_string())).collect();
+    assert_eq!(found, expected, "{doc}");
+
+    for (cluster, (name, id, ..)) in clusters.iter().zip(specs) {
+        cluster.apply_yaml(&routed_config(name, id, "10.0.0.0/8").to_string());
+    }
+    let (code, doc, stderr) = plugin(&config, &["check", "-o", "json", "--context", "c1,c2"]);
+    assert_eq!(routing_problems(&doc), [], "{doc}");
+    assert_eq!(code, 0, "{stderr}");
+
+    // A third context: east by name instead of address.
+    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    for list in ["clusters", "users", "contexts"] {
+        let mut third = merged[list][0].clone();
+        third["name"] = json!("c3");
+        merged[list].as_array_mut().unwrap().push(third);
+    }
+    merged["contexts"][2]["context"] = json!({"cluster": "c3", "user": "c3"});
+    let server = merged["clusters"][0]["cluster"]["server"].as_str().unwrap().replace("127.0.0.1", "localhost");
+    merged["clusters"][2]["cluster"]["server"] = json!(server);
+    std::fs::write(&config, merged.to_string()).unwrap();
+    for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"]] {
+        let (code, doc, stderr) = plugin(&config, &[args, &["--context", "c1,c2,c3"]].concat());
+        assert_eq!(code, i32::from(args[0] == "check"), "{args:?}: {stderr}");
+        let names: Vec<&str> = doc["clusters"].as_array().unwrap().iter().map(|c| c["cluster"].as_str().unwrap()).collect();
+        assert_eq!(names, ["c1", "c2"], "{args:?}: c3 is c1, shown once");
+        let same = ("warning".to_string(), "fleet-same-cluster".to_string(), json!(["c1", "c3"]));
+        assert_eq!(kinds(&doc), [same], "{args:?}: no overlap, no duplicate name or id between c1 and c3");
+        assert!(stderr.contains("warning: contexts c1, c3 reach clusters with the same cluster-id 1 and cluster-name east"), "{stderr}");
+    }
 }

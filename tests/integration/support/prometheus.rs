@@ -3,7 +3,7 @@
 //! its HTTP API; and the plain HTTP GET the tests use for it and for `serve`'s endpoints.
 
 use super::KillOnDrop;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -109,4 +109,35 @@ impl Prometheus {
 /// The value of one sample of a query result, as Prometheus holds it.
 pub fn sample_value(sample: &Value) -> f64 {
     sample["value"][1].as_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no value in {sample}"))
+}
+
+/// The PromQL of a Grafana dashboard: each `expr` of a panel target, and each query variable's
+/// `label_values(SELECTOR, LABEL)` as its selector.
+pub fn promql_of(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(expr)) = map.get("expr") {
+                found.push(expr.clone());
+            }
+            if map.get("type") == Some(&json!("query"))
+                && let Some(Value::String(query)) = map.get("query")
+            {
+                let inner = query.strip_prefix("label_values(").and_then(|q| q.strip_suffix(')')).and_then(|q| q.rsplit_once(','));
+                found.push(inner.map_or(query.as_str(), |(selector, _)| selector).to_string());
+            }
+            map.values().for_each(|v| promql_of(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| promql_of(v, found)),
+        _ => {}
+    }
+}
+
+/// Grafana's template variables as "any value" (`$cluster` and `$pool` are used with `=~`; one
+/// cluster's series have no `cluster` label, which `.*` matches) and its interval.
+pub fn substitute(expr: &str) -> String {
+    ["${cluster}", "$cluster", "${pool}", "$pool"]
+        .iter()
+        .fold(expr.to_string(), |e, var| e.replace(var, ".*"))
+        .replace("$__rate_interval", "1m")
+        .replace("$__interval", "1m")
 }
