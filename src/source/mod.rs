@@ -15,6 +15,7 @@ pub mod memory;
 pub mod pools;
 pub mod reflector;
 pub mod secrets;
+pub mod slim_store;
 pub mod stderr;
 pub mod sysdump;
 pub mod trace;
