@@ -201,7 +201,7 @@ pub trait Sink<K>: Send + 'static {
     /// Applies one event, as kube's reflector writer does (`Init` … `InitDone` swaps a listing in).
     fn apply(&mut self, event: Event<K>);
     /// The objects the store holds.
-    fn len(&self) -> usize;
+    fn objects(&self) -> usize;
 }
 
 impl<K> Sink<K> for Writer<K>
@@ -213,7 +213,7 @@ where
         self.apply_watcher_event(&event);
     }
 
-    fn len(&self) -> usize {
+    fn objects(&self) -> usize {
         self.as_reader().len()
     }
 }
@@ -445,12 +445,12 @@ where
                 let watching = |open| Phase::Watching { open, version: version.clone(), proof: now, seen: seen + 1 };
                 match event {
                     WatchEvent::Added(object) | WatchEvent::Modified(object) => {
-                        let before = self.sink.len();
+                        let before = self.sink.objects();
                         self.sink.apply(Event::Apply(object));
-                        if self.sink.len() > self.rules.max_objects {
+                        if self.sink.objects() > self.rules.max_objects {
                             return Step::Fail(Failure::TooManyObjects(self.rules.max_objects));
                         }
-                        if self.sink.len() > before && over_budget() {
+                        if self.sink.objects() > before && over_budget() {
                             return Step::Fail(Failure::OverBudget);
                         }
                         Step::Report(changed(self.source), watching(open))

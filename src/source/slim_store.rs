@@ -93,7 +93,7 @@ impl<K: Slim> Sink<K> for SlimStore<K> {
         }
     }
 
-    fn len(&self) -> usize {
+    fn objects(&self) -> usize {
         self.state().objects.len()
     }
 }
@@ -135,11 +135,11 @@ mod tests {
         assert_eq!(sorted(&store), [4]);
         store.apply(Event::Delete(Named("c", "db", 0)));
         store.apply(Event::Delete(Named("c", "missing", 0)));
-        assert_eq!(store.len(), 0);
+        assert_eq!(store.objects(), 0);
         store.apply(Event::Apply(Named("x", "y", 5)));
         store.apply(Event::Init);
         store.apply(Event::InitDone);
-        assert_eq!(store.len(), 0, "an empty listing empties the store (a store let go at its bound)");
+        assert_eq!(store.objects(), 0, "an empty listing empties the store (a store let go at its bound)");
         assert_ne!(key("ab", "c"), key("a", "bc"));
     }
 }
