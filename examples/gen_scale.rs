@@ -15,8 +15,7 @@ mod scale;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use futures::StreamExt;
 use scale::{Kind, Scale};
 use serde_json::{Value, json};
 use std::io::{BufWriter, Write};
@@ -49,7 +48,7 @@ struct Args {
     #[arg(long, conflicts_with = "out")]
     load: bool,
     /// Concurrent requests while loading.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 64)]
     concurrency: usize,
 }
 
@@ -197,69 +196,127 @@ fn write_sysdump_extras(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    ApiResource { group: group.into(), version: version.into(), api_version, kind: kind.into(), plural: plural.into() }
+/// One request of the load: a create, and for a pod the status a kubelet would write.
+struct Create {
+    kind: Kind,
+    /// The collection to POST to.
+    path: String,
+    body: Vec<u8>,
+    /// A pod's `{"status": ...}` merge patch and its path.
+    status: Option<(String, Vec<u8>)>,
+    /// Everything before it is created first, and it before anything after it (a namespace).
+    barrier: bool,
 }
 
+fn collection(kind: Kind, object: &Value) -> String {
+    let version = object["apiVersion"].as_str().unwrap_or("v1");
+    let root = if version.contains('/') { format!("/apis/{version}") } else { format!("/api/{version}") };
+    let plural = match kind {
+        Kind::Pool => "ciliumpodippools",
+        Kind::Node => "ciliumnodes",
+        Kind::Pod => "pods",
+        Kind::Endpoint => "ciliumendpoints",
+    };
+    match object["metadata"]["namespace"].as_str() {
+        Some(namespace) => format!("{root}/namespaces/{namespace}/{plural}"),
+        None => format!("{root}/{plural}"),
+    }
+}
+
+/// The request bodies of one object, serialized on the generator's thread.
+fn prepare(kind: Kind, mut object: Value) -> Result<Create> {
+    let path = collection(kind, &object);
+    let status = if kind == Kind::Pod {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        Some((format!("{path}/{name}/status"), serde_json::to_vec(&json!({"status": object["status"]}))?))
+    } else {
+        None
+    };
+    if kind == Kind::Pod && object["spec"]["containers"].is_null() {
+        // A compact pod has only what the plugin reads; the API server wants a container.
+        object["spec"]["containers"] = json!([{"name": "app", "image": "registry.k8s.io/pause:3.10"}]);
+    }
+    let metadata = object["metadata"].as_object_mut().expect("metadata");
+    for field in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "ownerReferences", "generation"] {
+        metadata.remove(field);
+    }
+    Ok(Create { kind, path, body: serde_json::to_vec(&object)?, status, barrier: false })
+}
+
+/// Loads the generated cluster into the cluster of $KUBECONFIG: the objects are generated and
+/// serialized on a thread of their own and sent as they come, `concurrency` requests in flight,
+/// so memory holds a channel's worth of objects whatever the size. Pools and nodes are all
+/// created before the first pod, so a reader never sees pods in blocks that do not exist yet.
 async fn load(scale: &Scale, concurrency: usize) -> Result<()> {
     let client = kube::Client::try_default().await.context("connecting to the cluster of $KUBECONFIG")?;
-    let mut objects = Vec::new();
-    scale::generate(scale, &mut |kind, object| objects.push((kind, object)));
-    let namespaces: std::collections::BTreeSet<String> =
-        objects.iter().filter_map(|(_, o)| o["metadata"]["namespace"].as_str().map(str::to_string)).collect();
-    let namespace_api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("", "v1", "Namespace", "namespaces"));
-    for namespace in &namespaces {
-        let object: DynamicObject =
-            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))?;
-        match namespace_api.create(&PostParams::default(), &object).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(error) => return Err(error).context(format!("creating namespace {namespace}")),
+    let started = std::time::Instant::now();
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Result<Create>>(4 * concurrency);
+    let generator = {
+        let scale = scale.clone();
+        std::thread::spawn(move || {
+            let mut namespaces = std::collections::BTreeSet::new();
+            scale::generate(&scale, &mut |kind, object| {
+                if let Some(namespace) = object["metadata"]["namespace"].as_str()
+                    && namespaces.insert(namespace.to_string())
+                {
+                    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+                    let path = "/api/v1/namespaces".into();
+                    let namespace = Create { kind, path, body: body.to_string().into_bytes(), status: None, barrier: true };
+                    let _ = sender.blocking_send(Ok(namespace));
+                }
+                let _ = sender.blocking_send(prepare(kind, object));
+            });
+        })
+    };
+    let mut in_flight = futures::stream::FuturesUnordered::new();
+    let (mut sent, mut pods_started) = (0usize, false);
+    while let Some(create) = receiver.recv().await {
+        let create = create?;
+        let first_pod = matches!(create.kind, Kind::Pod | Kind::Endpoint) && !pods_started;
+        if first_pod || create.barrier {
+            while let Some(result) = in_flight.next().await {
+                result?;
+            }
+        }
+        if first_pod {
+            pods_started = true;
+            eprintln!("pools and nodes created in {:.1} s", started.elapsed().as_secs_f64());
+        }
+        if create.barrier {
+            send(&client, create).await?;
+            continue;
+        }
+        if in_flight.len() >= concurrency
+            && let Some(result) = in_flight.next().await
+        {
+            result?;
+        }
+        in_flight.push(send(&client, create));
+        sent += 1;
+        if sent % 20_000 == 0 {
+            eprintln!("{sent} objects sent in {:.1} s", started.elapsed().as_secs_f64());
         }
     }
-    // Pools and nodes first, so that a reader never sees pods in blocks that do not exist yet.
-    for phase in [vec![Kind::Pool], vec![Kind::Node], vec![Kind::Pod, Kind::Endpoint]] {
-        let batch: Vec<&(Kind, Value)> = objects.iter().filter(|(kind, _)| phase.contains(kind)).collect();
-        futures::stream::iter(batch.into_iter().map(|(kind, object)| create(&client, *kind, object)))
-            .buffer_unordered(concurrency)
-            .try_collect::<Vec<()>>()
-            .await?;
+    while let Some(result) = in_flight.next().await {
+        result?;
     }
-    eprintln!("loaded {} objects", objects.len());
+    generator.join().map_err(|_| anyhow::anyhow!("the generator panicked"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("loaded {sent} objects in {seconds:.1} s ({:.0} objects/s)", sent as f64 / seconds);
     Ok(())
 }
 
-async fn create(client: &kube::Client, kind: Kind, object: &Value) -> Result<()> {
-    let version = object["apiVersion"].as_str().unwrap_or("v1");
-    let (group, version) = version.split_once('/').unwrap_or(("", version));
-    let resource = match kind {
-        Kind::Pool => resource(group, version, "CiliumPodIPPool", "ciliumpodippools"),
-        Kind::Node => resource(group, version, "CiliumNode", "ciliumnodes"),
-        Kind::Pod => resource(group, version, "Pod", "pods"),
-        Kind::Endpoint => resource(group, version, "CiliumEndpoint", "ciliumendpoints"),
-    };
-    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    let mut body = object.clone();
-    let map = body["metadata"].as_object_mut().expect("metadata");
-    for field in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "ownerReferences", "generation"] {
-        map.remove(field);
-    }
-    let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let typed: DynamicObject = serde_json::from_value(body)?;
-    match api.create(&PostParams::default(), &typed).await {
+/// POSTs one object (an existing one is left as it is) and, for a pod, patches its status.
+async fn send(client: &kube::Client, create: Create) -> Result<()> {
+    let request = http::Request::post(&create.path).header("Content-Type", "application/json").body(create.body)?;
+    match client.request_text(request).await {
         Ok(_) => {}
         Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => return Err(error).context(format!("creating {} {name}", resource.kind)),
+        Err(error) => return Err(error).context(format!("creating in {}", create.path)),
     }
-    if kind == Kind::Pod {
-        let status = json!({"status": object["status"]});
-        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .with_context(|| format!("writing the status of pod {name}"))?;
+    if let Some((path, patch)) = create.status {
+        let request = http::Request::patch(&path).header("Content-Type", "application/merge-patch+json").body(patch)?;
+        client.request_text(request).await.with_context(|| format!("patching {path}"))?;
     }
     Ok(())
 }

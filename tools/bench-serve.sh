@@ -215,13 +215,14 @@ stop_serve
 
 (( SYNC_NODES > 0 )) || exit 0
 if (( SYNC_NODES != LIVE_NODES || SYNC_PODS != LIVE_PODS )); then
+  [[ -z $REUSE ]] || die "--testenv: give --sync-nodes and --sync-pods-per-node the loaded size (or --sync-nodes 0)"
   log "a fresh control plane for the initial sync at $SYNC_NODES nodes × $SYNC_PODS pods"
   tools/testenv/down.sh >&2
   eval "$(tools/testenv/up.sh)"
   kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f "$CILIUM_CRDS/ciliumnodes.yaml" \
     -f "$CILIUM_CRDS/ciliumendpoints.yaml" >&2
   kubectl wait --for=condition=Established crd --all --timeout=60s >&2
-  "$GEN" --nodes "$SYNC_NODES" --pods-per-node "$SYNC_PODS" --load
+  "$GEN" --nodes "$SYNC_NODES" --pods-per-node "$SYNC_PODS" "${LIVE_COMPACT[@]}" --load
 fi
 sync_bytes=0
 for path in /apis/cilium.io/v2/ciliumpodippools /apis/cilium.io/v2/ciliumnodes /api/v1/pods /apis/cilium.io/v2/ciliumendpoints; do

@@ -17,8 +17,13 @@
 #
 # Usage: tools/bench.sh [--offline-only | --live-only | --bombs | --fleet | --fleet-wan | --serve] [--nodes N] [--pods-per-node N]
 #        [--runs N] [--live-nodes N] [--live-pods-per-node N] [--watch-minutes N]
-#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N] [--no-build]
+#        [--churn-minutes N] [--sync-nodes N] [--sync-pods-per-node N] [--no-build] [--live-compact] [--testenv DIR]
 #        [--wan-clusters N] [--wan-rtt-ms N] [--wan-rate-mb N]
+# --live-compact: load compact objects (only the fields the plugin reads) instead of realistic ones: at
+# 5,000 nodes / 150,000 pods realistic pods would need about 12 GB of kube-apiserver memory.
+# --testenv DIR: use the running test control plane of DIR (tools/testenv/up.sh's TESTENV_DIR),
+# already loaded by `gen_scale --load` with --live-nodes × --live-pods-per-node; it is not stopped.
+# The live timings alternate `usage -o json` and the raw GETs --runs times (pairs under the same load).
 # --bombs: only the hostile inputs of issues 28 and 40 (tools/bombs.py writes them into a temporary
 # directory, about 2.5 GB): wall time, peak RSS and outcome of `usage -f BOMB` for each.
 # --serve: instead of the offline and `usage` timings, measure `serve` against the loaded cluster
@@ -32,6 +37,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 NODES=3000 PODS=30 RUNS=3 LIVE_NODES=1000 LIVE_PODS=10 OFFLINE_ONLY=0 LIVE_ONLY=0 BOMBS=0 WATCH_MINUTES=0 FLEET=0
 SERVE=0 CHURN_MINUTES=5 SYNC_NODES=2000 SYNC_PODS=25 NO_BUILD=0 FLEET_WAN=0 WAN_CLUSTERS=10 WAN_RTT=50 WAN_RATE=20
+LIVE_COMPACT=() REUSE=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -53,7 +59,9 @@ while [[ $# -gt 0 ]]; do
     --wan-clusters) WAN_CLUSTERS=$2; shift 2 ;;
     --wan-rtt-ms) WAN_RTT=$2; shift 2 ;;
     --wan-rate-mb) WAN_RATE=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --live-compact) LIVE_COMPACT=(--compact); shift ;;
+    --testenv) REUSE=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,7 +85,7 @@ GEN="$PWD/target/release/examples/gen_scale"
 WORK="$(mktemp -d)"
 FLEET_DIRS=()
 cleanup() {
-  [[ -n ${TESTENV_DIR:-} ]] && tools/testenv/down.sh >&2 || true
+  [[ -n ${TESTENV_DIR:-} && -z $REUSE ]] && tools/testenv/down.sh >&2 || true
   for dir in "${FLEET_DIRS[@]}"; do tools/testenv/down.sh "$dir" >&2 || true; done
   rm -rf "$WORK"
 }
@@ -219,15 +227,24 @@ fi
 
 [[ $OFFLINE_ONLY == 1 ]] && exit 0
 
-log "starting the test control plane"
-tools/testenv/build.sh >/dev/null
-eval "$(tools/testenv/up.sh)"
 CILIUM_CRDS="$(tools/cilium-oracle/build.sh --crds)"   # Cilium's own CiliumNode/CiliumEndpoint CRDs
-kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f "$CILIUM_CRDS/ciliumnodes.yaml" \
-  -f "$CILIUM_CRDS/ciliumendpoints.yaml" >&2
-kubectl wait --for=condition=Established crd --all --timeout=60s >&2
-log "loading $LIVE_NODES nodes with $LIVE_PODS pods each"
-"$GEN" --nodes "$LIVE_NODES" --pods-per-node "$LIVE_PODS" --load
+if [[ -n $REUSE ]]; then
+  # shellcheck source=/dev/null
+  source "$REUSE/env"
+  log "using the loaded control plane of $TESTENV_DIR (not stopped at the end)"
+else
+  log "starting the test control plane"
+  tools/testenv/build.sh >/dev/null
+  eval "$(tools/testenv/up.sh)"
+  kubectl apply -f tests/fixtures/crds/ciliumpodippools-upstream.yaml -f "$CILIUM_CRDS/ciliumnodes.yaml" \
+    -f "$CILIUM_CRDS/ciliumendpoints.yaml" >&2
+  kubectl wait --for=condition=Established crd --all --timeout=60s >&2
+  log "loading $LIVE_NODES nodes with $LIVE_PODS pods each"
+  load_start=$SECONDS
+  "$GEN" --nodes "$LIVE_NODES" --pods-per-node "$LIVE_PODS" "${LIVE_COMPACT[@]}" --load
+  echo "Loaded $LIVE_NODES nodes × $LIVE_PODS pods (${LIVE_COMPACT[*]:-realistic}) with \`gen_scale --load\` in $((SECONDS - load_start)) s."
+  echo
+fi
 
 cat >"$WORK/raw.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -248,16 +265,23 @@ received=0
 for path in /apis/cilium.io/v2/ciliumpodippools /apis/cilium.io/v2/ciliumnodes /api/v1/pods /apis/cilium.io/v2/ciliumendpoints; do
   received=$((received + $(kubectl get --raw "$path" | wc -c)))
 done
-log "timing live reads"
-"$HYPERFINE" --style none --warmup 1 --runs "$RUNS" --export-json "$WORK/live.json" \
-  -n "usage -o json" "$BIN usage -o json" -n "raw GETs" "$WORK/raw.sh" >&2
-ours=$(median "$WORK/live.json" 0); raw=$(median "$WORK/live.json" 1)
+log "timing live reads: $RUNS alternating pairs after a warm-up of each"
+seconds_of() { local start=$EPOCHREALTIME; "$@" >/dev/null || die "failed: $*"; awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
+seconds_of "$BIN" usage -o json >/dev/null; seconds_of "$WORK/raw.sh" >/dev/null
+: >"$WORK/pairs.txt"
+for _ in $(seq "$RUNS"); do
+  ours=$(seconds_of "$BIN" usage -o json); raw=$(seconds_of "$WORK/raw.sh")
+  echo "$ours $raw $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$WORK/pairs.txt" >&2
+done
+med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ours=$(cut -d' ' -f1 "$WORK/pairs.txt" | med); raw=$(cut -d' ' -f2 "$WORK/pairs.txt" | med)
+ratios=$(awk '{ printf "%.2f\n", $1 / $2 }' "$WORK/pairs.txt")
 rss=$(peak_rss "$BIN" usage -o json)
-echo "## Live: \`usage -o json\` vs the raw GETs of the same lists (medians of $RUNS runs)"
+echo "## Live: \`usage -o json\` vs the raw GETs of the same lists ($RUNS alternating pairs, medians)"
 echo
-echo "| cluster | bytes of the lists | usage | raw GETs | usage / raw | usage peak RSS | RSS / bytes |"
-echo "|---|---|---|---|---|---|---|"
-echo "| $LIVE_NODES nodes, $((LIVE_NODES * LIVE_PODS)) pods | $(mb "$received") | ${ours}s | ${raw}s | $(ratio "$ours" "$raw") | $(mb "$rss") | $(ratio "$rss" "$received") |"
+echo "| cluster | bytes of the lists | usage | raw GETs | usage / raw | ratio of each pair | load average | usage peak RSS | RSS / bytes |"
+echo "|---|---|---|---|---|---|---|---|---|"
+echo "| $LIVE_NODES nodes, $((LIVE_NODES * LIVE_PODS)) pods | $(mb "$received") | ${ours}s | ${raw}s | $(ratio "$ours" "$raw") | $(echo $ratios | tr ' ' ',') | $(cut -d' ' -f3 "$WORK/pairs.txt" | sort -g | sed -n '1p;$p' | paste -sd-) | $(mb "$rss") | $(ratio "$rss" "$received") |"
 
 [[ $WATCH_MINUTES == 0 ]] && exit 0
 

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod memory;
 pub mod read;
 pub mod reflector;
+pub mod slim_store;
 pub mod trace;
 pub mod watch;
 pub mod writes;

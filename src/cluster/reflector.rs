@@ -18,7 +18,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::api::{Api, ListParams, WatchParams};
 use kube::core::{Resource, WatchEvent};
-use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
@@ -195,15 +195,37 @@ pub struct Rules {
     pub max_objects: usize,
 }
 
+/// Where a follow puts what it lists and watches: kube's reflector store, or a store of its own
+/// that keeps less per object (`source::slim_store`).
+pub trait Sink<K>: Send + 'static {
+    /// Applies one event, as kube's reflector writer does (`Init` … `InitDone` swaps a listing in).
+    fn apply(&mut self, event: Event<K>);
+    /// The objects the store holds.
+    fn objects(&self) -> usize;
+}
+
+impl<K> Sink<K> for Writer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+{
+    fn apply(&mut self, event: Event<K>) {
+        self.apply_watcher_event(&event);
+    }
+
+    fn objects(&self) -> usize {
+        self.as_reader().len()
+    }
+}
+
 /// One resource followed into a store.
-pub struct Follow<K: Resource + Clone + 'static>
+pub struct Follow<K: Resource + Clone + 'static, S = Writer<K>>
 where
     K::DynamicType: Clone + Eq + Hash,
 {
     api: Api<K>,
     rules: Rules,
-    writer: Writer<K>,
-    store: Store<K>,
+    sink: S,
     source: usize,
     phase: Phase<K>,
     backoff: Backoff,
@@ -220,18 +242,17 @@ enum Step<K> {
     Fail(Failure),
 }
 
-impl<K> Follow<K>
+impl<K, S> Follow<K, S>
 where
     K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash,
+    S: Sink<K>,
 {
-    pub fn new(api: Api<K>, rules: Rules, writer: Writer<K>, source: usize) -> Follow<K> {
-        let store = writer.as_reader();
+    pub fn new(api: Api<K>, rules: Rules, sink: S, source: usize) -> Follow<K, S> {
         Follow {
             api,
             rules,
-            writer,
-            store,
+            sink,
             source,
             phase: Phase::List,
             backoff: Backoff::default(),
@@ -272,8 +293,8 @@ where
         let (step, wait) = self.backoff.failed(Instant::now());
         if matches!(failure, Failure::TooManyObjects(_) | Failure::OverBudget) {
             // What made it too large is let go now, not when a listing next succeeds.
-            self.writer.apply_watcher_event(&Event::Init);
-            self.writer.apply_watcher_event(&Event::InitDone);
+            self.sink.apply(Event::Init);
+            self.sink.apply(Event::InitDone);
         }
         let refused_streaming = self.rules.streaming && refuses_streaming(&failure);
         self.rules.streaming &= !refused_streaming;
@@ -292,7 +313,7 @@ where
         let mut params = ListParams::default().limit(PAGE_SIZE);
         let mut pages = Pagination::default();
         let mut count = 0;
-        self.writer.apply_watcher_event(&Event::Init);
+        self.sink.apply(Event::Init);
         loop {
             let page = match self.api.list(&params).await {
                 Ok(page) => page,
@@ -306,12 +327,12 @@ where
                 return self.abandon(Failure::OverBudget);
             }
             for item in page.items {
-                self.writer.apply_watcher_event(&Event::InitApply(item));
+                self.sink.apply(Event::InitApply(item));
             }
             match pages.next(0, page.metadata.continue_.as_deref()) {
                 Ok(Some(token)) => params = params.continue_token(token),
                 Ok(None) => {
-                    self.writer.apply_watcher_event(&Event::InitDone);
+                    self.sink.apply(Event::InitDone);
                     let version = page.metadata.resource_version.unwrap_or_default();
                     return Step::Report(Signal::Changed { source: self.source, listed: true }, Phase::Watch(version));
                 }
@@ -322,7 +343,7 @@ where
 
     /// A listing given up: what it had gathered is let go at once.
     fn abandon(&mut self, failure: Failure) -> Step<K> {
-        self.writer.apply_watcher_event(&Event::Init);
+        self.sink.apply(Event::Init);
         Step::Fail(failure)
     }
 
@@ -356,7 +377,7 @@ where
         let open = Open { events, opened: now, asked };
         match version {
             None => {
-                self.writer.apply_watcher_event(&Event::Init);
+                self.sink.apply(Event::Init);
                 Step::Next(Phase::Initial { open, count: 0 })
             }
             Some(version) => Step::Next(Phase::Watching { open, version, proof: now, seen: 0 }),
@@ -380,12 +401,12 @@ where
                 if over_budget() {
                     return self.abandon(Failure::OverBudget);
                 }
-                self.writer.apply_watcher_event(&Event::InitApply(object));
+                self.sink.apply(Event::InitApply(object));
                 Step::Next(Phase::Initial { open, count: count + 1 })
             }
             WatchEvent::Deleted(_) => Step::Next(Phase::Initial { open, count }),
             WatchEvent::Bookmark(mark) if mark.metadata.annotations.contains_key("k8s.io/initial-events-end") => {
-                self.writer.apply_watcher_event(&Event::InitDone);
+                self.sink.apply(Event::InitDone);
                 let now = Instant::now();
                 let phase = Phase::Watching { open, version: mark.metadata.resource_version, proof: now, seen: 1 };
                 Step::Report(Signal::Changed { source: self.source, listed: true }, phase)
@@ -424,18 +445,18 @@ where
                 let watching = |open| Phase::Watching { open, version: version.clone(), proof: now, seen: seen + 1 };
                 match event {
                     WatchEvent::Added(object) | WatchEvent::Modified(object) => {
-                        let before = self.store.len();
-                        self.writer.apply_watcher_event(&Event::Apply(object));
-                        if self.store.len() > self.rules.max_objects {
+                        let before = self.sink.objects();
+                        self.sink.apply(Event::Apply(object));
+                        if self.sink.objects() > self.rules.max_objects {
                             return Step::Fail(Failure::TooManyObjects(self.rules.max_objects));
                         }
-                        if self.store.len() > before && over_budget() {
+                        if self.sink.objects() > before && over_budget() {
                             return Step::Fail(Failure::OverBudget);
                         }
                         Step::Report(changed(self.source), watching(open))
                     }
                     WatchEvent::Deleted(object) => {
-                        self.writer.apply_watcher_event(&Event::Delete(object));
+                        self.sink.apply(Event::Delete(object));
                         Step::Report(changed(self.source), watching(open))
                     }
                     WatchEvent::Bookmark(_) => Step::Report(Signal::Proof { source: self.source }, watching(open)),

@@ -4,7 +4,8 @@
 //! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
 use super::read::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
-use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, backoff};
+use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, Sink, backoff};
+use super::slim_store::{Slim, SlimStore};
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::StreamExt;
@@ -132,10 +133,15 @@ impl Watched<DynamicObject> {
     }
 }
 
-impl<T: Workload> Watched<Decoded<T>> {
-    /// The decoded objects of the store.
-    fn items(&self) -> Vec<T> {
-        self.store.state().iter().map(|object| object.item.clone()).collect()
+impl<T: Workload> Slim for Decoded<T> {
+    type Item = T;
+
+    fn names(&self) -> (&str, &str) {
+        (self.metadata.namespace.as_deref().unwrap_or_default(), self.metadata.name.as_deref().unwrap_or_default())
+    }
+
+    fn into_item(self) -> T {
+        self.item
     }
 }
 
@@ -227,28 +233,47 @@ impl SourceHealth {
 pub struct Watch {
     pools: Watched<DynamicObject>,
     nodes: Watched<DynamicObject>,
-    pods: Option<Watched<Decoded<Pod>>>,
-    endpoints: Option<Watched<Decoded<Endpoint>>>,
+    pods: Option<SlimStore<Decoded<Pod>>>,
+    endpoints: Option<SlimStore<Decoded<Endpoint>>>,
     signals: SelectAll<BoxStream<'static, Signal>>,
     /// Per source, in signal index order.
     health: Vec<SourceHealth>,
     log_every_step: bool,
 }
 
-/// Starts one watch; its events become signals for the source with the next index.
-fn start<K>(
-    cluster: &Cluster,
-    resource: K::DynamicType,
-    rules: Rules,
-    signals: &mut SelectAll<BoxStream<'static, Signal>>,
-    health: &mut Vec<SourceHealth>,
-) -> Watched<K>
+/// Starts one watch into kube's reflector store.
+fn start<K>(cluster: &Cluster, resource: K::DynamicType, rules: Rules, signals: &mut Signals, health: &mut Vec<SourceHealth>) -> Watched<K>
 where
     K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
 {
     let writer = Writer::new(resource.clone());
     let store = writer.as_reader();
+    follow(cluster, resource.clone(), rules, writer, signals, health);
+    Watched { resource, store }
+}
+
+/// Starts one watch of pods or endpoints into a [`SlimStore`].
+fn start_slim<T: Workload>(
+    cluster: &Cluster,
+    rules: Rules,
+    signals: &mut Signals,
+    health: &mut Vec<SourceHealth>,
+) -> SlimStore<Decoded<T>> {
+    let store = SlimStore::default();
+    follow::<Decoded<T>, _>(cluster, (), rules, store.clone(), signals, health);
+    store
+}
+
+type Signals = SelectAll<BoxStream<'static, Signal>>;
+
+/// Follows one resource into `sink`; its events become signals for the source with the next index.
+fn follow<K, S>(cluster: &Cluster, resource: K::DynamicType, rules: Rules, sink: S, signals: &mut Signals, health: &mut Vec<SourceHealth>)
+where
+    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+    S: Sink<K>,
+{
     let source = signals.len();
     let name = K::plural(&resource);
     let group = K::group(&resource);
@@ -263,9 +288,8 @@ where
         restarts: 0,
         streaming: rules.streaming,
     });
-    let follow = Follow::new(cluster.api::<K>(&resource), rules, writer, source);
+    let follow = Follow::new(cluster.api::<K>(&resource), rules, sink, source);
     signals.push(futures::stream::unfold(follow, Follow::next).boxed());
-    Watched { resource, store }
 }
 
 impl Watch {
@@ -282,8 +306,8 @@ impl Watch {
         };
         let pools = start(cluster, layout.pools.clone(), rules, &mut signals, &mut health);
         let nodes = start(cluster, layout.nodes.clone(), rules, &mut signals, &mut health);
-        let pods = layout.readable_pods().map(|_| start(cluster, (), rules, &mut signals, &mut health));
-        let endpoints = layout.readable_endpoints().map(|_| start(cluster, (), rules, &mut signals, &mut health));
+        let pods = layout.readable_pods().map(|_| start_slim::<Pod>(cluster, rules, &mut signals, &mut health));
+        let endpoints = layout.readable_endpoints().map(|_| start_slim::<Endpoint>(cluster, rules, &mut signals, &mut health));
         Watch { pools, nodes, pods, endpoints, signals, health, log_every_step: options.log_every_step }
     }
 

@@ -118,7 +118,7 @@ attempt_start() { # 0 = ready, 1 = fatal failure, 2 = port race (retry)
     --listen-client-urls="http://127.0.0.1:$EP" --advertise-client-urls="http://127.0.0.1:$EP" \
     --listen-peer-urls="http://127.0.0.1:$PP" --initial-advertise-peer-urls="http://127.0.0.1:$PP" \
     --initial-cluster="testenv=http://127.0.0.1:$PP" \
-    --unsafe-no-fsync --log-level=warn \
+    --unsafe-no-fsync --log-level=warn --quota-backend-bytes=8589934592 \
     </dev/null >"$D/etcd.log" 2>&1 3>&- &
   echo $! >"$D/etcd.pid"
 
