@@ -70,6 +70,13 @@ impl Grid {
         self
     }
 
+    /// One field a line ([`fields`]), each cell escaped as [`table`] escapes it.
+    pub fn render_fields(self, style: &Style) -> String {
+        let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, false).into_owned() };
+        let header: Vec<String> = self.header.iter().map(cell).collect();
+        fields(&header, &self.rows.iter().map(|row| row.iter().map(cell).collect()).collect::<Vec<_>>())
+    }
+
     /// Laid out by [`table`].
     pub fn render(self, style: &Style) -> String {
         let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
@@ -82,6 +89,10 @@ const GAP: usize = 3;
 const TIGHT_GAP: usize = 2;
 /// The narrowest a column is cut to: a name or a message still says what it is.
 const MIN_CUT_WIDTH: usize = 12;
+/// A last column of prose wraps under itself to this width before anything else gives way
+/// ([`fit_columns`]), and to [`WRAP_FLOOR`] at the narrowest: nothing of it is cut.
+const WRAP_COMFORT: usize = 40;
+const WRAP_FLOOR: usize = 20;
 
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
 /// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
@@ -110,11 +121,14 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
     let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect();
     let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
-    let (gap, numeric) = match style.width {
+    let whole = (header.clone(), rows.clone());
+    let Fit { gap, numeric, notes, vertical } = match style.width {
         Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
-        None => (GAP, numeric),
+        None => Fit { gap: GAP, numeric, notes: Vec::new(), vertical: false },
     };
-
+    if vertical {
+        return fields(&whole.0, &whole.1);
+    }
     let mut t = Table::new();
     t.load_style(NOTHING);
     if style.headers {
@@ -139,13 +153,20 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     if t.row_count() == 0 && !style.headers {
         out.clear();
     }
+    for note in notes {
+        out.push_str(&fit(style.paint(&note, super::Tone::Dim)));
+        out.push('\n');
+    }
     out
 }
 
-/// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
-/// cuts the columns [`column_caps`] names, and leaves out columns behind [`LEFT_OUT`] when
-/// cutting is not enough (first those of `shed_first`, then trailing ones). Returns the gap and
-/// which columns (still) hold counts.
+/// Makes the cells fit `width` as [`table`] says, giving way in this order: the decoration
+/// column (its colour passed to the column before it: UTIL), columns whose every cell is `-`, a
+/// space between columns, the columns `shed_first` names, a prefix every cell of a name column
+/// shares (`CiliumNode/`), a DNS suffix the names share (both said once, in the returned notes),
+/// and only then prose, cut no shorter than keeps its different values apart; trailing columns
+/// are left out behind [`LEFT_OUT`] last. Returns the gap, which columns (still) hold counts, and
+/// the notes that say what was left out of the cells.
 fn fit_columns(
     header: &mut Vec<String>,
     rows: &mut [Vec<String>],
@@ -153,32 +174,69 @@ fn fit_columns(
     width: usize,
     headers: bool,
     shed_first: &[&str],
-) -> (usize, Vec<bool>) {
-    let mut widths = column_widths(headers.then_some(&header[..]), rows);
-    if line_width(&widths, GAP) > width
+) -> Fit {
+    // A last column of prose wraps under itself (headers on) before anything else gives way.
+    let wraps = |header: &[String], rows: &[Vec<String>]| {
+        headers && header.len() > 1 && matches!(give_of(&header[header.len() - 1], rows, header.len() - 1), Give::Prose(_))
+    };
+    let too_wide = |header: &[String], rows: &[Vec<String>], gap: usize, marked: bool| {
+        let mut widths = column_widths(headers.then_some(header), rows);
+        if wraps(header, rows) {
+            let last = widths.len() - 1;
+            widths[last] = widths[last].min(WRAP_COMFORT);
+        }
+        line_width(&widths, gap) + if marked { gap + 1 } else { 0 } > width
+    };
+    if too_wide(header, rows, GAP, false)
         && let Some(decoration) = header.iter().position(String::is_empty)
     {
-        header.remove(decoration);
-        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
-        widths.remove(decoration);
-        numeric.remove(decoration);
+        carry_colour(rows, decoration);
+        remove_column(header, rows, &mut numeric, decoration);
     }
-    let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
-    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
-    let mut shed = false;
+    if too_wide(header, rows, GAP, false) && !rows.is_empty() {
+        for i in (0..header.len()).rev() {
+            if rows.iter().all(|row| row.get(i).is_none_or(|c| c == "-")) {
+                remove_column(header, rows, &mut numeric, i);
+            }
+        }
+    }
+    let gap = if too_wide(header, rows, GAP, false) { TIGHT_GAP } else { GAP };
+    let mut stash = Vec::new();
     for name in shed_first {
-        if caps_beside_marker(&widths, &give, shed, width, gap).1 {
+        if !too_wide(header, rows, gap, !stash.is_empty()) {
             break;
         }
         let Some(i) = header.iter().position(|h| h == name) else { continue };
-        header.remove(i);
-        rows.iter_mut().filter(|row| row.len() > i).for_each(|row| _ = row.remove(i));
-        widths.remove(i);
-        give.remove(i);
-        numeric.remove(i);
-        shed = true;
+        stash.push(remove_column(header, rows, &mut numeric, i));
+    }
+    let mut notes = Vec::new();
+    if too_wide(header, rows, gap, !stash.is_empty()) {
+        notes.extend(strip_prefixes(header, rows));
+    }
+    if too_wide(header, rows, gap, !stash.is_empty()) {
+        notes.extend(strip_dns_suffix(header, rows));
+    }
+    // What the strips made room for comes back, the column left out last first.
+    while let Some(column) = stash.pop() {
+        let at = column.at;
+        restore_column(header, rows, &mut numeric, column);
+        if too_wide(header, rows, gap, !stash.is_empty()) {
+            stash.push(remove_column(header, rows, &mut numeric, at));
+            break;
+        }
+    }
+    let shed = !stash.is_empty();
+    let widths = column_widths(headers.then_some(&header[..]), rows);
+    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
+    let wrap = wraps(header, rows).then(|| widths.len() - 1);
+    if let Some(last) = wrap {
+        give[last] = Give::Prose(WRAP_FLOOR);
     }
     let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
+    if kept < widths.len() && headers {
+        // Columns the view did not name would be left out: one field a line instead (below).
+        return Fit { gap, numeric, notes: Vec::new(), vertical: true };
+    }
     if kept < widths.len() || shed {
         numeric.truncate(kept);
         numeric.push(false);
@@ -188,13 +246,167 @@ fn fit_columns(
         }
     }
     for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
-        for (cell, cap) in row.iter_mut().zip(&caps) {
-            if let Some(cap) = *cap {
-                *cell = console::truncate_str(cell, cap, "…").into_owned();
+        for (i, (cell, cap)) in row.iter_mut().zip(&caps).enumerate() {
+            match *cap {
+                Some(cap) if wrap == Some(i) => *cell = textwrap::fill(cell, wrapped(cap)),
+                Some(cap) => *cell = console::truncate_str(cell, cap, "…").into_owned(),
+                None => {}
             }
         }
     }
-    (gap, numeric)
+    Fit { gap, numeric, notes, vertical: false }
+}
+
+/// How [`fit_columns`] laid a table out.
+struct Fit {
+    gap: usize,
+    /// Which columns (still) hold counts.
+    numeric: Vec<bool>,
+    /// What was left out of the cells, one line each, printed under the table.
+    notes: Vec<String>,
+    /// The table does not fit without leaving out columns its view did not name: [`fields`] instead.
+    vertical: bool,
+}
+
+/// A column left out, to come back at `at` when there is room.
+struct Column {
+    at: usize,
+    header: String,
+    cells: Vec<Option<String>>,
+    numeric: bool,
+}
+
+/// Lines of `width` broken at spaces only (a word wider than the line is broken).
+fn wrapped(width: usize) -> textwrap::Options<'static> {
+    textwrap::Options::new(width).break_words(true).word_splitter(textwrap::WordSplitter::NoHyphenation)
+}
+
+/// Leaves column `i` out of the table.
+fn remove_column(header: &mut Vec<String>, rows: &mut [Vec<String>], numeric: &mut Vec<bool>, i: usize) -> Column {
+    let cells = rows.iter_mut().map(|row| (row.len() > i).then(|| row.remove(i))).collect();
+    Column { at: i, header: header.remove(i), cells, numeric: numeric.remove(i) }
+}
+
+/// Puts a column [`remove_column`] left out back.
+fn restore_column(header: &mut Vec<String>, rows: &mut [Vec<String>], numeric: &mut Vec<bool>, column: Column) {
+    header.insert(column.at, column.header);
+    numeric.insert(column.at, column.numeric);
+    for (row, cell) in rows.iter_mut().zip(column.cells) {
+        if let Some(cell) = cell {
+            row.insert(column.at, cell);
+        }
+    }
+}
+
+/// A table one field a line, as `kubectl describe` prints an object: `HEADER:  value`, the values
+/// aligned, a blank line between rows; nothing cut (a terminal wraps long values under their
+/// value, `fit_prose`). The decoration column (empty header: the usage bar) is left out.
+pub fn fields(header: &[String], rows: &[Vec<String>]) -> String {
+    let label = header.iter().map(|h| console::measure_text_width(h)).max().unwrap_or(0) + 3;
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        for (name, cell) in header.iter().zip(row).filter(|(name, _)| !name.is_empty()) {
+            out.push_str(&format!("{:<label$}{cell}\n", format!("{name}:")));
+        }
+    }
+    out
+}
+
+/// The colour of each row's decoration cell (the usage bar's: green, yellow, red by how full),
+/// given to the cell before it (UTIL), so that a table without its bar still shows how full.
+fn carry_colour(rows: &mut [Vec<String>], decoration: usize) {
+    for row in rows.iter_mut().filter(|row| decoration > 0 && row.len() > decoration) {
+        let Some(sgr) = row[decoration].strip_prefix("\x1b[").and_then(|rest| rest.split_once('m')).map(|(sgr, _)| sgr.to_string())
+        else {
+            continue;
+        };
+        let before = &mut row[decoration - 1];
+        if !before.contains('\x1b') && before != "-" {
+            *before = format!("\x1b[{sgr}m{before}\x1b[0m");
+        }
+    }
+}
+
+/// Strips from each name column (no space in a cell, not counts nor identifiers) the prefix
+/// ending in `/` that every cell holds (`CiliumNode/` when every object is a node): one note
+/// per column stripped.
+fn strip_prefixes(header: &[String], rows: &mut [Vec<String>]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (i, name) in header.iter().enumerate() {
+        if give_of(name, rows, i) != Give::Names {
+            continue;
+        }
+        let cells: Vec<&String> = rows.iter().filter_map(|row| row.get(i)).filter(|c| *c != "-").collect();
+        let Some(first) = cells.first() else { continue };
+        let Some(end) = first.find('/').filter(|&end| end > 0 && first[..end].chars().all(|c| c.is_ascii_alphanumeric())) else {
+            continue;
+        };
+        let prefix = first[..=end].to_string();
+        if cells.iter().all(|c| c.starts_with(&prefix) && c.len() > prefix.len()) {
+            for cell in rows.iter_mut().filter_map(|row| row.get_mut(i)).filter(|c| *c != "-") {
+                *cell = cell[prefix.len()..].to_string();
+            }
+            notes.push(format!("{LEFT_OUT} {prefix} left out of every {name}"));
+        }
+    }
+    notes
+}
+
+/// A character of a DNS name.
+fn dns_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')
+}
+
+/// The DNS suffix (two labels or more, the last not a number: no address) the most different
+/// names in `rows` end with, the longest of those; `None` when no name has one.
+fn shared_dns_suffix(rows: &[Vec<String>]) -> Option<String> {
+    let mut names: Vec<&str> = rows.iter().flatten().flat_map(|cell| cell.split(|c| !dns_char(c))).collect();
+    names.retain(|n| n.matches('.').count() >= 2 && n.rsplit('.').next().is_some_and(|last| last.chars().any(|c| c.is_ascii_alphabetic())));
+    names.sort_unstable();
+    names.dedup();
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for name in &names {
+        let dots = name.match_indices('.').map(|(at, _)| at).filter(|&at| at > 0);
+        for at in dots.filter(|&at| name[at + 1..].contains('.')) {
+            *counts.entry(&name[at..]).or_default() += 1;
+        }
+    }
+    counts.into_iter().max_by_key(|(suffix, count)| (*count, suffix.len())).map(|(suffix, _)| suffix.to_string())
+}
+
+/// `cell` without `suffix` at the end of each name in it.
+fn without_suffix(cell: &str, suffix: &str) -> String {
+    let mut out = String::with_capacity(cell.len());
+    let mut rest = cell;
+    while let Some(at) = rest.find(suffix) {
+        let end = at + suffix.len();
+        let whole = at > 0 && rest[..at].ends_with(dns_char) && !rest[end..].starts_with(dns_char);
+        out.push_str(&rest[..if whole { at } else { end }]);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Strips the DNS suffix the names share ([`shared_dns_suffix`]) from every column it leaves
+/// with as many different values (never one that would print two names alike): the note that
+/// says it, or none.
+fn strip_dns_suffix(header: &[String], rows: &mut [Vec<String>]) -> Vec<String> {
+    let Some(suffix) = shared_dns_suffix(rows) else { return Vec::new() };
+    let mut stripped = false;
+    for i in 0..header.len() {
+        let before: std::collections::BTreeSet<&String> = rows.iter().filter_map(|row| row.get(i)).collect();
+        let after: std::collections::BTreeSet<String> = before.iter().map(|c| without_suffix(c, &suffix)).collect();
+        if after.len() < before.len() || before.iter().all(|c| !c.contains(&suffix)) {
+            continue;
+        }
+        rows.iter_mut().filter_map(|row| row.get_mut(i)).for_each(|cell| *cell = without_suffix(cell, &suffix));
+        stripped = true;
+    }
+    if stripped { vec![format!("{LEFT_OUT} {suffix} left out of every name")] } else { Vec::new() }
 }
 
 /// How column `i` of a table with this header name may give way ([`Give`]): by what it holds.
@@ -202,10 +414,21 @@ fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
     if NUMERIC_COLUMNS.contains(&name) || IDENTIFIER_COLUMNS.contains(&name) {
         Give::Never
     } else if rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))) {
-        Give::Prose
+        Give::Prose(distinct_cut(rows, i))
     } else {
         Give::Names
     }
+}
+
+/// The narrowest cut of column `i` (at least [`MIN_CUT_WIDTH`]) that keeps its different values
+/// different.
+fn distinct_cut(rows: &[Vec<String>], i: usize) -> usize {
+    let values: std::collections::BTreeSet<&str> = rows.iter().filter_map(|row| row.get(i)).map(String::as_str).collect();
+    let widest = values.iter().map(|v| console::measure_text_width(v)).max().unwrap_or(0);
+    (MIN_CUT_WIDTH..widest)
+        .find(|&cap| values.iter().map(|v| console::truncate_str(v, cap, "…")).collect::<std::collections::BTreeSet<_>>().len() == values.len())
+        .unwrap_or(widest)
+        .max(MIN_CUT_WIDTH)
 }
 
 /// How many leading columns a line of `width` keeps (all, or as many as fit beside the
@@ -292,45 +515,41 @@ enum Give {
     /// Counts, addresses, CIDRs, ranges, kinds: never cut (a cut number or address would be
     /// another one); the column is left out whole when the line cannot hold it.
     Never,
-    /// Free text (a cell holds a space: messages, states, holders, notes): cut first.
-    Prose,
-    /// Names (pools, nodes, objects): cut only when the prose alone cannot make the table fit.
+    /// Free text (a cell holds a space: messages, states, holders, notes): cut, to no fewer
+    /// columns than this (its different values stay different, [`distinct_cut`]).
+    Prose(usize),
+    /// Names (pools, nodes, objects): never cut either (a cut name is another one, or two names
+    /// print alike); their shared prefix and DNS suffix are left out instead.
     Names,
 }
 
-/// The width each column is cut to so that the line fits `width`: prose first, then names
-/// too, each time one common cap for the widest (narrower ones keep their width), never below
-/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. Also whether the line then fits (if not,
-/// the caps cut prose and names as far as they may be cut, and [`kept_columns`] leaves columns out).
+/// The width each prose column is cut to so that the line fits `width`: one common cap for the
+/// widest (narrower ones keep their width), never below the column's own floor; `None` for a
+/// column left whole. Also whether the line then fits (if not, [`kept_columns`] leaves columns out).
 fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
     if line_width(widths, gap) <= width {
         return (vec![None; widths.len()], true);
     }
-    let caps_with = |cut: &dyn Fn(Give) -> bool| -> (Vec<Option<usize>>, bool) {
-        let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| !cut(g)).map(|(w, _)| w).sum();
-        let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
-        let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| cut(g)).map(|(&w, _)| w).collect();
-        open.sort_unstable();
-        // Water-fill from the narrowest: a column narrower than an even share keeps its width.
-        let mut cap = None;
-        for (taken, &w) in open.iter().enumerate() {
-            let share = budget / (open.len() - taken);
-            if w > share {
-                cap = Some(share);
-                break;
-            }
-            budget -= w;
+    let floor = |g: Give| if let Give::Prose(floor) = g { Some(floor) } else { None };
+    let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| floor(g).is_none()).map(|(w, _)| w).sum();
+    let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
+    let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| floor(g).is_some()).map(|(&w, _)| w).collect();
+    open.sort_unstable();
+    // Water-fill from the narrowest: a column narrower than an even share keeps its width.
+    let mut cap = None;
+    for (taken, &w) in open.iter().enumerate() {
+        let share = budget / (open.len() - taken);
+        if w > share {
+            cap = Some(share);
+            break;
         }
-        let cap = cap.unwrap_or(MIN_CUT_WIDTH).max(MIN_CUT_WIDTH);
-        let caps: Vec<Option<usize>> = widths.iter().zip(give).map(|(&w, &g)| (cut(g) && w > cap).then_some(cap)).collect();
-        let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
-        let fits = line_width(&cut_widths, gap) <= width;
-        (caps, fits)
-    };
-    match caps_with(&|g| g == Give::Prose) {
-        (caps, true) => (caps, true),
-        _ => caps_with(&|g| g != Give::Never),
+        budget -= w;
     }
+    let cap = cap.unwrap_or(MIN_CUT_WIDTH);
+    let caps: Vec<Option<usize>> =
+        widths.iter().zip(give).map(|(&w, &g)| floor(g).map(|floor| cap.max(floor)).filter(|&c| w > c)).collect();
+    let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
+    (caps, line_width(&cut_widths, gap) <= width)
 }
 
 #[cfg(test)]
