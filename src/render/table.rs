@@ -89,9 +89,8 @@ const GAP: usize = 3;
 const TIGHT_GAP: usize = 2;
 /// The narrowest a column is cut to: a name or a message still says what it is.
 const MIN_CUT_WIDTH: usize = 12;
-/// A last column of prose wraps under itself to this width before anything else gives way
-/// ([`fit_columns`]), and to [`WRAP_FLOOR`] at the narrowest: nothing of it is cut.
-const WRAP_COMFORT: usize = 40;
+/// A last column of prose wraps under itself (down to this width) before anything else gives
+/// way ([`fit_columns`]): nothing of it is cut.
 const WRAP_FLOOR: usize = 20;
 
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
@@ -183,7 +182,7 @@ fn fit_columns(
         let mut widths = column_widths(headers.then_some(header), rows);
         if wraps(header, rows) {
             let last = widths.len() - 1;
-            widths[last] = widths[last].min(WRAP_COMFORT);
+            widths[last] = widths[last].min(WRAP_FLOOR);
         }
         line_width(&widths, gap) + if marked { gap + 1 } else { 0 } > width
     };
@@ -226,11 +225,18 @@ fn fit_columns(
         }
     }
     let shed = !stash.is_empty();
-    let widths = column_widths(headers.then_some(&header[..]), rows);
+    let mut widths = column_widths(headers.then_some(&header[..]), rows);
     let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
     let wrap = wraps(header, rows).then(|| widths.len() - 1);
+    let mut wrap_at = None;
     if let Some(last) = wrap {
-        give[last] = Give::Prose(WRAP_FLOOR);
+        // The wrapped column takes what the others leave, when that is enough: no other cut.
+        let room = width.saturating_sub(line_width(&widths[..last], gap) + gap + if shed { gap + 1 } else { 0 });
+        if (WRAP_FLOOR..widths[last]).contains(&room) {
+            (widths[last], give[last], wrap_at) = (room, Give::Never, Some(room));
+        } else {
+            give[last] = Give::Prose(WRAP_FLOOR);
+        }
     }
     let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
     if kept < widths.len() && headers {
@@ -247,7 +253,7 @@ fn fit_columns(
     }
     for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
         for (i, (cell, cap)) in row.iter_mut().zip(&caps).enumerate() {
-            match *cap {
+            match cap.or(wrap_at.filter(|_| wrap == Some(i))) {
                 Some(cap) if wrap == Some(i) => *cell = textwrap::fill(cell, wrapped(cap)),
                 Some(cap) => *cell = console::truncate_str(cell, cap, "…").into_owned(),
                 None => {}
@@ -556,28 +562,12 @@ fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Ve
 mod tests {
     use super::*;
 
-    #[test]
-    fn prose_gives_way_first_then_names_and_counts_never() {
-        use Give::*;
-        // The message alone absorbs the excess: the names keep their width.
-        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3).0, [None, None, Some(54)]);
-        // It cannot (12 columns left at most): the widest names and the message share one cap.
-        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2).0, [None, None, Some(29), Some(29)]);
-        assert!(line_width(&[8, 27, 29, 29], 2) <= 100);
-        // Counts are never cut, a table that fits is left alone, and no cut goes below the minimum.
-        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
-        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), (vec![None, None], true));
-        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), (vec![Some(MIN_CUT_WIDTH); 3], false));
+    fn terminal(width: usize) -> Style {
+        Style { color: false, headers: true, width: Some(width), terminal: true }
     }
 
-    #[test]
-    fn a_table_fits_its_width_and_keeps_one_line_per_row() {
-        let style = Style { color: false, headers: true, width: Some(40), terminal: false };
-        let rows = vec![vec!["node-with-a-long-name-in-a-zone".into(), "12".into(), "the block is listed twice on this node".into()]];
-        let text = table(&["NODE", "USED", "MESSAGE"], rows, &style);
-        assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.lines().all(|l| console::measure_text_width(l) <= 40), "{text}");
-        assert!(text.contains("  12  ") && text.contains('…'), "counts stay whole, text is cut: {text}");
+    fn rows(cells: &[&[&str]]) -> Vec<Vec<String>> {
+        cells.iter().map(|row| row.iter().map(|c| c.to_string()).collect()).collect()
     }
 
     /// The cells of `text`'s lines, split at runs of two spaces or more (the narrow gap).
@@ -586,92 +576,116 @@ mod tests {
     }
 
     #[test]
-    fn a_table_too_wide_for_its_cuts_leaves_out_whole_columns_behind_a_marker() {
-        // `usage` on examples/snapshot at 60 columns: its counts and header alone need 79.
-        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", ""];
-        let row = |cells: [&str; 11]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-        let rows = vec![
-            row(["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%", "#########."]),
-            row(["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%", ".........."]),
-        ];
-        for width in [40, 60] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
-            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
-            let shown = cells(&text);
-            // Every line ends in the marker, a cell of its own, and has as many cells as the header.
-            assert!(shown.iter().all(|l| l.last().map(String::as_str) == Some(LEFT_OUT) && l.len() == shown[0].len()), "{width}:\n{text}");
-            // What is shown is shown whole: the header's names, the counts, the families.
-            let kept = shown[0].len() - 1;
-            assert_eq!(shown[0][..kept], header[..kept], "{width}:\n{text}");
-            for (line, full) in shown[1..].iter().zip(&rows) {
-                assert_eq!(line[..kept], full[..kept], "{width}:\n{text}");
-            }
-        }
-        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60), terminal: false });
-        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "…"], "{at_60}");
-        // Under --no-headers too (no header to fit: all but UTIL, 41 + 1 columns and 9 gaps of 2):
-        // every row the same number of fields.
-        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60), terminal: false });
-        assert!(bare.lines().all(|l| l.split_whitespace().count() == 10 && l.ends_with(" …")), "{bare}");
-        // A table that fits keeps every column and no marker.
-        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
-        assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
+    fn prose_gives_way_and_names_and_counts_never() {
+        use Give::*;
+        // The message alone absorbs the excess: the names keep their width.
+        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose(12)], 80, 3).0, [None, None, Some(54)]);
+        // Names are never cut, even where the line then does not fit; prose not below its floor.
+        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose(12)], 100, 2), (vec![None, None, None, Some(12)], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(30)], 50, 3), (vec![None, Some(37)], true));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(40)], 50, 3), (vec![None, Some(40)], false));
+        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(12)], 80, 3), (vec![None, None], true));
     }
 
     #[test]
-    fn the_columns_a_table_names_go_first_then_trailing_ones() {
-        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
-        let rows = vec![["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"].map(String::from).to_vec()];
-        let style = |width| Style { color: false, headers: true, width: Some(width), terminal: false };
-        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
-        // At 60 columns TOTAL, MASK and RESERVED go, in that order, and UTIL stays; the marker says columns are left out.
-        let at_60 = table_shedding(&header, rows.clone(), &style(60), &shed);
-        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
-        assert_eq!(cells(&at_60)[1], ["default", "ipv6", "36/65536", "9144", "346", "16.6M", "<1%", "…"], "{at_60}");
-        // At 70 RESERVED fits again.
-        let at_70 = table_shedding(&header, rows.clone(), &style(70), &shed);
-        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
-        // Narrower than the shed columns can help: trailing columns go too, behind one marker.
-        let at_30 = table_shedding(&header, rows.clone(), &style(30), &shed);
-        assert!(at_30.lines().all(|l| console::measure_text_width(l) <= 30 && l.matches('…').count() == 1), "{at_30}");
-        assert_eq!(cells(&at_30)[0][..2], ["POOL", "FAMILY"], "{at_30}");
-        // A table that fits sheds nothing.
-        let at_100 = table_shedding(&header, rows, &style(100), &shed);
-        assert_eq!(cells(&at_100)[0], header, "{at_100}");
+    fn a_cut_never_prints_two_values_alike() {
+        let states = rows(&[&["allocated to ip-10-0-1-109"], &["allocated to ip-10-0-1-206"], &["in no pool"]]);
+        // Cut to 12 all three would differ only past "allocated t…": the floor keeps them apart.
+        assert_eq!(distinct_cut(&states, 0), 25);
+        let cut: std::collections::BTreeSet<String> = states.iter().map(|r| console::truncate_str(&r[0], 25, "…").into_owned()).collect();
+        assert_eq!(cut.len(), 3, "{cut:?}");
     }
 
     #[test]
-    fn addresses_ranges_and_kinds_are_never_cut_and_free_text_gives_way_first() {
-        // `reserve-range --list` at 100 columns: NOTE (free text) is left out, RANGE and WITHHOLDS stay whole.
-        let header = ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "NOTE"];
-        let note = "draining; still allocated: 10.41.3.0/24 on ip-10-0-10-228.eu-west-1.compute.internal";
-        let full = ["blue", "10.41.0.0/16", "10.41.0.0-10.41.255.255", "65536", "256", "10.41.0.0/24..10.41.255.0/24", note];
-        let rows = vec![full.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-        for width in [60, 80, 100] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
-            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
-            let shown = cells(&text);
-            let kept = shown[1].len() - 1;
-            assert_eq!(shown[1][..kept], full[..kept], "{width}: every shown cell whole:\n{text}");
-        }
-        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
-        assert_eq!(cells(&at_100)[0], ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "…"], "{at_100}");
+    fn a_last_column_of_prose_wraps_under_itself_and_a_table_that_cannot_fit_goes_one_field_a_line() {
+        let message = "the block is listed twice on this node and the operator cannot tell which";
+        let grid = rows(&[&["node-with-a-long-name-in-a-zone", "12", message]]);
+        let text = table(&["NODE", "USED", "MESSAGE"], grid.clone(), &terminal(70));
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 70), "{text}");
+        assert!(text.lines().count() > 2 && !text.contains('…'), "the message wraps, nothing is cut: {text}");
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>().join(" "), format!("NODE USED MESSAGE node-with-a-long-name-in-a-zone 12 {message}"));
+        // At 40 columns the message would be narrower than its floor: one field a line, whole.
+        let text = table(&["NODE", "USED", "MESSAGE"], grid, &terminal(40));
+        assert_eq!(text, format!("NODE:     node-with-a-long-name-in-a-zone\nUSED:     12\nMESSAGE:  {message}\n"));
+    }
 
-        // `check` at 80 columns: KIND whole, OBJECT and MESSAGE share what is left.
-        let header = ["SEVERITY", "KIND", "OBJECT", "MESSAGE"];
-        let problem = [
-            "warning",
-            "reservation-over-allocated",
-            "CiliumNode/ip-10-0-1-206.eu-west-1.compute.internal",
-            "reserved range 10.41.0.0-10.41.255.255 covers allocated blocks",
-        ];
-        let rows = vec![problem.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80), terminal: false });
+    #[test]
+    fn a_column_of_dashes_goes_before_anything_is_cut() {
+        let names: Vec<String> = (0..4).map(|i| format!("ip-10-0-{i}-1.eu-west-1.compute.internal")).collect();
+        let grid: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone(), "default".into(), "5".into(), "-".into()]).collect();
+        // 40 + 7 + 4 + 4 and three gaps of 3: 64 columns; at 60 NOTE goes and every name stays whole.
+        let text = table(&["NODE", "POOL", "USED", "NOTE"], grid, &terminal(60));
+        assert_eq!(cells(&text)[0], ["NODE", "POOL", "USED"], "{text}");
+        assert!(names.iter().all(|n| text.contains(n.as_str())), "{text}");
+    }
+
+    #[test]
+    fn a_shared_kind_prefix_and_dns_suffix_are_said_once_and_names_stay_whole() {
+        let objects: Vec<Vec<String>> = ["ip-10-0-1-206", "ip-10-0-45-92"]
+            .iter()
+            .map(|n| vec!["warning".into(), format!("CiliumNode/{n}.eu-west-1.compute.internal"), format!("node {n}.eu-west-1.compute.internal is late")])
+            .collect();
+        let text = table(&["SEVERITY", "OBJECT", "MESSAGE"], objects.clone(), &terminal(60));
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 60), "{text}");
         let shown = cells(&text);
-        assert_eq!(shown[1][..2], problem[..2], "{text}");
-        assert!(shown[1][3].starts_with("reserved range") && shown[1][3].ends_with('…'), "{text}");
-        assert!(text.lines().all(|l| console::measure_text_width(l) <= 80), "{text}");
-        assert_eq!(give_of("KIND", &[vec!["a b".into()]], 0), Give::Never, "a listed column is never cut, whatever it holds");
+        assert_eq!(shown[1], ["warning", "ip-10-0-1-206", "node ip-10-0-1-206 is late"], "{text}");
+        assert_eq!(shown[2], ["warning", "ip-10-0-45-92", "node ip-10-0-45-92 is late"], "{text}");
+        assert!(text.contains("… CiliumNode/ left out of every OBJECT\n"), "{text}");
+        assert!(text.contains("… .eu-west-1.compute.internal left out of every name\n"), "{text}");
+        // On a terminal wide enough nothing is left out.
+        let wide = table(&["SEVERITY", "OBJECT", "MESSAGE"], objects, &terminal(200));
+        assert!(!wide.contains('…') && wide.contains("CiliumNode/ip-10-0-45-92.eu-west-1.compute.internal"), "{wide}");
+        // A suffix whose removal would print two names alike stays.
+        let clash = rows(&[&["a.eu-west-1.compute.internal"], &["a"], &["b.eu-west-1.compute.internal"]]);
+        let mut stripped = clash.clone();
+        assert!(strip_dns_suffix(&["NODE".to_string()], &mut stripped).is_empty());
+        assert_eq!(stripped, clash);
+        assert_eq!(without_suffix("x.a.b, y.a.b (z.a.bc)", ".a.b"), "x, y (z.a.bc)");
+    }
+
+    #[test]
+    fn the_bar_goes_first_and_leaves_its_colour_on_util() {
+        let style = Style { color: true, ..terminal(20) };
+        let grid = vec![vec!["batch".into(), "94%".into(), style.paint("#########.", super::super::Tone::Bad)]];
+        let text = table(&["POOL", "UTIL", ""], grid.clone(), &style);
+        assert!(!text.contains('#') && text.contains("\x1b[31m94%\x1b[0m"), "{text:?}");
+        let wide = table(&["POOL", "UTIL", ""], grid, &Style { color: true, ..terminal(110) });
+        assert!(wide.contains("#########.") && !wide.contains("\x1b[31m94%"), "{wide:?}");
+    }
+
+    #[test]
+    fn under_no_headers_columns_that_cannot_fit_are_left_out_behind_a_marker() {
+        // `usage` on examples/snapshot at 60 columns: its counts alone need more.
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let grid = rows(&[
+            &["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%"],
+            &["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"],
+        ]);
+        let bare = table(&header, grid.clone(), &Style { headers: false, ..terminal(40) });
+        assert!(bare.lines().all(|l| console::measure_text_width(l) <= 40 && l.ends_with(" …")), "{bare}");
+        let fields = bare.lines().map(|l| l.split_whitespace().count()).collect::<Vec<_>>();
+        assert!(fields.iter().all(|&n| n == fields[0]), "{bare}");
+        // With headers: one field a line, every value whole.
+        let text = table(&header, grid, &terminal(40));
+        assert!(text.starts_with("POOL:       batch\nFAMILY:     ipv4\n") && text.contains("FREE:       16.6M\n"), "{text}");
+    }
+
+    #[test]
+    fn the_columns_a_table_names_go_first_and_come_back_when_there_is_room() {
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let grid = rows(&[&["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"]]);
+        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
+        let at_60 = table_shedding(&header, grid.clone(), &terminal(60), &shed);
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
+        let at_70 = table_shedding(&header, grid.clone(), &terminal(70), &shed);
+        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
+        let at_100 = table_shedding(&header, grid.clone(), &terminal(100), &shed);
+        assert_eq!(cells(&at_100)[0], header, "{at_100}");
+        // A name shortened by its DNS suffix makes room for a named column again.
+        let nodes = rows(&[&["ip-10-0-1-109.eu-west-1.compute.internal", "254", "5", "249"], &["ip-10-0-1-206.eu-west-1.compute.internal", "508", "21", "487"]]);
+        let text = table_shedding(&["NODE", "USABLE", "USED", "IDLE"], nodes, &terminal(40), &["IDLE"]);
+        assert_eq!(cells(&text)[..3], [vec!["NODE", "USABLE", "USED", "IDLE"], vec!["ip-10-0-1-109", "254", "5", "249"], vec!["ip-10-0-1-206", "508", "21", "487"]], "{text}");
     }
 
     #[test]
