@@ -115,7 +115,8 @@ fn check_view(args: &[&str], first: &str) {
     let (code, piped, _) = cli::output(cli::plugin().args(&args));
     assert!(code <= 1, "{args:?}: exit {code}");
     let (header, rows) = piped_table(&piped, first);
-    let prose: BTreeSet<&String> = header.iter().enumerate().filter(|(i, _)| rows.iter().any(|r| r[*i].contains(' '))).map(|(_, h)| h).collect();
+    let prose: BTreeSet<&String> =
+        header.iter().enumerate().filter(|(i, _)| rows.iter().any(|r| r[*i].contains(' '))).map(|(_, h)| h).collect();
     let mut failed = Vec::new();
     for width in WIDTHS {
         let shown = cli::on_terminal(&args, width);

@@ -11,6 +11,7 @@ pub mod map;
 pub mod metrics;
 pub mod migrate;
 pub mod reserve;
+mod shorten;
 pub mod table;
 pub mod usage;
 pub mod version;

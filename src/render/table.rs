@@ -2,6 +2,7 @@
 //! fitted to it. Cells hold data as it is; escaping and colour are the renderers' (`Style`).
 
 use super::Style;
+use super::shorten::{strip_dns_suffix, strip_prefixes};
 use crate::escape;
 use comfy_table::{Table, presets::NOTHING};
 
@@ -94,18 +95,16 @@ const MIN_CUT_WIDTH: usize = 12;
 const WRAP_FLOOR: usize = 20;
 
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
-/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
-/// be wider first loses its decoration column (empty header: the usage bar), then a space
-/// between columns, then its free-text columns and then its name columns are cut with `…`
-/// ([`column_caps`]); counts, addresses and identifiers ([`IDENTIFIER_COLUMNS`]) never are. If
-/// that is not enough, whole columns are left out from the right and every line ends in a `…`
-/// column instead ([`LEFT_OUT`]): one line per row, no cell cut that must stay whole.
+/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would be
+/// wider gives way as [`fit_columns`] says — what matters least first, names, counts, addresses
+/// and identifiers ([`IDENTIFIER_COLUMNS`]) never cut, no two different values printed alike —
+/// and a table that cannot fit so is printed one field a line ([`fields`]).
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     table_shedding(header, rows, style, &[])
 }
 
-/// [`table`], whose columns named in `shed_first` are left out first, in that order, when the
-/// table does not fit otherwise (the `…` column then says columns are left out, wherever they were).
+/// [`table`], whose columns named in `shed_first` are left out, in that order, when the table
+/// does not fit otherwise (a `…` column then says columns are left out, wherever they were).
 pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, shed_first: &[&str]) -> String {
     // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
     // one word each under --no-headers into a pipe, so that `awk` splits the columns — but the
@@ -153,7 +152,7 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
         out.clear();
     }
     for note in notes {
-        out.push_str(&fit(style.paint(&note, super::Tone::Dim)));
+        out.push_str(&fit(style.paint(&format!("{LEFT_OUT} {note}"), super::Tone::Dim)));
         out.push('\n');
     }
     out
@@ -174,73 +173,116 @@ fn fit_columns(
     headers: bool,
     shed_first: &[&str],
 ) -> Fit {
-    // A last column of prose wraps under itself (headers on) before anything else gives way.
-    let wraps = |header: &[String], rows: &[Vec<String>]| {
-        headers && header.len() > 1 && matches!(give_of(&header[header.len() - 1], rows, header.len() - 1), Give::Prose(_))
-    };
-    let too_wide = |header: &[String], rows: &[Vec<String>], gap: usize, marked: bool| {
-        let mut widths = column_widths(headers.then_some(header), rows);
-        if wraps(header, rows) {
-            let last = widths.len() - 1;
-            widths[last] = widths[last].min(WRAP_FLOOR);
-        }
-        line_width(&widths, gap) + if marked { gap + 1 } else { 0 } > width
-    };
-    if too_wide(header, rows, GAP, false)
+    let room = Room { width, headers };
+    if room.too_wide(header, rows, GAP, false)
         && let Some(decoration) = header.iter().position(String::is_empty)
     {
         carry_colour(rows, decoration);
         remove_column(header, rows, &mut numeric, decoration);
     }
-    if too_wide(header, rows, GAP, false) && !rows.is_empty() {
+    if room.too_wide(header, rows, GAP, false) && !rows.is_empty() {
         for i in (0..header.len()).rev() {
             if rows.iter().all(|row| row.get(i).is_none_or(|c| c == "-")) {
                 remove_column(header, rows, &mut numeric, i);
             }
         }
     }
-    let gap = if too_wide(header, rows, GAP, false) { TIGHT_GAP } else { GAP };
+    let gap = if room.too_wide(header, rows, GAP, false) { TIGHT_GAP } else { GAP };
+    let (shed, notes) = spare_columns(header, rows, &mut numeric, room, gap, shed_first);
+    cut_to_fit(header, rows, numeric, room, gap, shed, notes)
+}
+
+/// The terminal a table is fitted to: its width, and whether the table has a header row.
+#[derive(Clone, Copy)]
+struct Room {
+    width: usize,
+    headers: bool,
+}
+
+impl Room {
+    /// Whether the table's last column is prose that wraps under itself (headers on): it does
+    /// so before anything else gives way.
+    fn wraps(self, header: &[String], rows: &[Vec<String>]) -> bool {
+        self.headers && header.len() > 1 && matches!(give_of(&header[header.len() - 1], rows, header.len() - 1), Give::Prose(_))
+    }
+
+    /// Whether the table, `gap` apart and with the `…` column when `marked`, is wider than the room.
+    fn too_wide(self, header: &[String], rows: &[Vec<String>], gap: usize, marked: bool) -> bool {
+        let mut widths = column_widths(self.headers.then_some(header), rows);
+        if self.wraps(header, rows) {
+            let last = widths.len() - 1;
+            widths[last] = widths[last].min(WRAP_FLOOR);
+        }
+        line_width(&widths, gap) + if marked { gap + 1 } else { 0 } > self.width
+    }
+}
+
+/// Leaves out the columns `shed_first` names while the table is too wide, then a shared prefix
+/// and DNS suffix, and brings back the spared columns that then fit. Returns whether columns are
+/// still left out, and the notes saying what was left out of the cells.
+fn spare_columns(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    numeric: &mut Vec<bool>,
+    room: Room,
+    gap: usize,
+    shed_first: &[&str],
+) -> (bool, Vec<String>) {
     let mut stash = Vec::new();
     for name in shed_first {
-        if !too_wide(header, rows, gap, !stash.is_empty()) {
+        if !room.too_wide(header, rows, gap, !stash.is_empty()) {
             break;
         }
         let Some(i) = header.iter().position(|h| h == name) else { continue };
-        stash.push(remove_column(header, rows, &mut numeric, i));
+        stash.push(remove_column(header, rows, numeric, i));
     }
     let mut notes = Vec::new();
-    if too_wide(header, rows, gap, !stash.is_empty()) {
-        notes.extend(strip_prefixes(header, rows));
+    if room.too_wide(header, rows, gap, !stash.is_empty()) {
+        let names: Vec<bool> = header.iter().enumerate().map(|(i, h)| give_of(h, rows, i) == Give::Names).collect();
+        notes.extend(strip_prefixes(header, rows, |i| names[i]));
     }
-    if too_wide(header, rows, gap, !stash.is_empty()) {
+    if room.too_wide(header, rows, gap, !stash.is_empty()) {
         notes.extend(strip_dns_suffix(header, rows));
     }
     // What the strips made room for comes back, the column left out last first.
     while let Some(column) = stash.pop() {
         let at = column.at;
-        restore_column(header, rows, &mut numeric, column);
-        if too_wide(header, rows, gap, !stash.is_empty()) {
-            stash.push(remove_column(header, rows, &mut numeric, at));
+        restore_column(header, rows, numeric, column);
+        if room.too_wide(header, rows, gap, !stash.is_empty()) {
+            stash.push(remove_column(header, rows, numeric, at));
             break;
         }
     }
-    let shed = !stash.is_empty();
-    let mut widths = column_widths(headers.then_some(&header[..]), rows);
+    (!stash.is_empty(), notes)
+}
+
+/// The last steps of [`fit_columns`]: a last prose column wrapped to what the others leave, other
+/// prose cut ([`column_caps`]), trailing columns left out behind [`LEFT_OUT`] (under
+/// `--no-headers`; with headers the table goes one field a line instead).
+fn cut_to_fit(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    mut numeric: Vec<bool>,
+    room: Room,
+    gap: usize,
+    shed: bool,
+    notes: Vec<String>,
+) -> Fit {
+    let mut widths = column_widths(room.headers.then_some(&header[..]), rows);
     let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
-    let wrap = wraps(header, rows).then(|| widths.len() - 1);
+    let wrap = room.wraps(header, rows).then(|| widths.len() - 1);
     let mut wrap_at = None;
     if let Some(last) = wrap {
         // The wrapped column takes what the others leave, when that is enough: no other cut.
-        let room = width.saturating_sub(line_width(&widths[..last], gap) + gap + if shed { gap + 1 } else { 0 });
-        if (WRAP_FLOOR..widths[last]).contains(&room) {
-            (widths[last], give[last], wrap_at) = (room, Give::Never, Some(room));
+        let left = room.width.saturating_sub(line_width(&widths[..last], gap) + gap + if shed { gap + 1 } else { 0 });
+        if (WRAP_FLOOR..widths[last]).contains(&left) {
+            (widths[last], give[last], wrap_at) = (left, Give::Never, Some(left));
         } else {
             give[last] = Give::Prose(WRAP_FLOOR);
         }
     }
-    let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
-    if kept < widths.len() && headers {
-        // Columns the view did not name would be left out: one field a line instead (below).
+    let (kept, caps) = kept_columns(&widths, &give, room.width, gap, shed);
+    if kept < widths.len() && room.headers {
         return Fit { gap, numeric, notes: Vec::new(), vertical: true };
     }
     if kept < widths.len() || shed {
@@ -325,8 +367,7 @@ pub fn fields(header: &[String], rows: &[Vec<String>]) -> String {
 /// given to the cell before it (UTIL), so that a table without its bar still shows how full.
 fn carry_colour(rows: &mut [Vec<String>], decoration: usize) {
     for row in rows.iter_mut().filter(|row| decoration > 0 && row.len() > decoration) {
-        let Some(sgr) = row[decoration].strip_prefix("\x1b[").and_then(|rest| rest.split_once('m')).map(|(sgr, _)| sgr.to_string())
-        else {
+        let Some(sgr) = row[decoration].strip_prefix("\x1b[").and_then(|rest| rest.split_once('m')).map(|(sgr, _)| sgr.to_string()) else {
             continue;
         };
         let before = &mut row[decoration - 1];
@@ -334,85 +375,6 @@ fn carry_colour(rows: &mut [Vec<String>], decoration: usize) {
             *before = format!("\x1b[{sgr}m{before}\x1b[0m");
         }
     }
-}
-
-/// Strips from each name column (no space in a cell, not counts nor identifiers) the prefix
-/// ending in `/` that every cell holds (`CiliumNode/` when every object is a node): one note
-/// per column stripped.
-fn strip_prefixes(header: &[String], rows: &mut [Vec<String>]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (i, name) in header.iter().enumerate() {
-        if give_of(name, rows, i) != Give::Names {
-            continue;
-        }
-        let cells: Vec<&String> = rows.iter().filter_map(|row| row.get(i)).filter(|c| *c != "-").collect();
-        let Some(first) = cells.first() else { continue };
-        let Some(end) = first.find('/').filter(|&end| end > 0 && first[..end].chars().all(|c| c.is_ascii_alphanumeric())) else {
-            continue;
-        };
-        let prefix = first[..=end].to_string();
-        if cells.iter().all(|c| c.starts_with(&prefix) && c.len() > prefix.len()) {
-            for cell in rows.iter_mut().filter_map(|row| row.get_mut(i)).filter(|c| *c != "-") {
-                *cell = cell[prefix.len()..].to_string();
-            }
-            notes.push(format!("{LEFT_OUT} {prefix} left out of every {name}"));
-        }
-    }
-    notes
-}
-
-/// A character of a DNS name.
-fn dns_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')
-}
-
-/// The DNS suffix (two labels or more, the last not a number: no address) the most different
-/// names in `rows` end with, the longest of those; `None` when no name has one.
-fn shared_dns_suffix(rows: &[Vec<String>]) -> Option<String> {
-    let mut names: Vec<&str> = rows.iter().flatten().flat_map(|cell| cell.split(|c| !dns_char(c))).collect();
-    names.retain(|n| n.matches('.').count() >= 2 && n.rsplit('.').next().is_some_and(|last| last.chars().any(|c| c.is_ascii_alphabetic())));
-    names.sort_unstable();
-    names.dedup();
-    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for name in &names {
-        let dots = name.match_indices('.').map(|(at, _)| at).filter(|&at| at > 0);
-        for at in dots.filter(|&at| name[at + 1..].contains('.')) {
-            *counts.entry(&name[at..]).or_default() += 1;
-        }
-    }
-    counts.into_iter().max_by_key(|(suffix, count)| (*count, suffix.len())).map(|(suffix, _)| suffix.to_string())
-}
-
-/// `cell` without `suffix` at the end of each name in it.
-fn without_suffix(cell: &str, suffix: &str) -> String {
-    let mut out = String::with_capacity(cell.len());
-    let mut rest = cell;
-    while let Some(at) = rest.find(suffix) {
-        let end = at + suffix.len();
-        let whole = at > 0 && rest[..at].ends_with(dns_char) && !rest[end..].starts_with(dns_char);
-        out.push_str(&rest[..if whole { at } else { end }]);
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Strips the DNS suffix the names share ([`shared_dns_suffix`]) from every column it leaves
-/// with as many different values (never one that would print two names alike): the note that
-/// says it, or none.
-fn strip_dns_suffix(header: &[String], rows: &mut [Vec<String>]) -> Vec<String> {
-    let Some(suffix) = shared_dns_suffix(rows) else { return Vec::new() };
-    let mut stripped = false;
-    for i in 0..header.len() {
-        let before: std::collections::BTreeSet<&String> = rows.iter().filter_map(|row| row.get(i)).collect();
-        let after: std::collections::BTreeSet<String> = before.iter().map(|c| without_suffix(c, &suffix)).collect();
-        if after.len() < before.len() || before.iter().all(|c| !c.contains(&suffix)) {
-            continue;
-        }
-        rows.iter_mut().filter_map(|row| row.get_mut(i)).for_each(|cell| *cell = without_suffix(cell, &suffix));
-        stripped = true;
-    }
-    if stripped { vec![format!("{LEFT_OUT} {suffix} left out of every name")] } else { Vec::new() }
 }
 
 /// How column `i` of a table with this header name may give way ([`Give`]): by what it holds.
@@ -432,7 +394,9 @@ fn distinct_cut(rows: &[Vec<String>], i: usize) -> usize {
     let values: std::collections::BTreeSet<&str> = rows.iter().filter_map(|row| row.get(i)).map(String::as_str).collect();
     let widest = values.iter().map(|v| console::measure_text_width(v)).max().unwrap_or(0);
     (MIN_CUT_WIDTH..widest)
-        .find(|&cap| values.iter().map(|v| console::truncate_str(v, cap, "…")).collect::<std::collections::BTreeSet<_>>().len() == values.len())
+        .find(|&cap| {
+            values.iter().map(|v| console::truncate_str(v, cap, "…")).collect::<std::collections::BTreeSet<_>>().len() == values.len()
+        })
         .unwrap_or(widest)
         .max(MIN_CUT_WIDTH)
 }
@@ -560,6 +524,7 @@ fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Ve
 
 #[cfg(test)]
 mod tests {
+    use super::super::shorten::without_suffix;
     use super::*;
 
     fn terminal(width: usize) -> Style {
@@ -604,7 +569,10 @@ mod tests {
         let text = table(&["NODE", "USED", "MESSAGE"], grid.clone(), &terminal(70));
         assert!(text.lines().all(|l| console::measure_text_width(l) <= 70), "{text}");
         assert!(text.lines().count() > 2 && !text.contains('…'), "the message wraps, nothing is cut: {text}");
-        assert_eq!(text.split_whitespace().collect::<Vec<_>>().join(" "), format!("NODE USED MESSAGE node-with-a-long-name-in-a-zone 12 {message}"));
+        assert_eq!(
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            format!("NODE USED MESSAGE node-with-a-long-name-in-a-zone 12 {message}")
+        );
         // At 40 columns the message would be narrower than its floor: one field a line, whole.
         let text = table(&["NODE", "USED", "MESSAGE"], grid, &terminal(40));
         assert_eq!(text, format!("NODE:     node-with-a-long-name-in-a-zone\nUSED:     12\nMESSAGE:  {message}\n"));
@@ -624,7 +592,13 @@ mod tests {
     fn a_shared_kind_prefix_and_dns_suffix_are_said_once_and_names_stay_whole() {
         let objects: Vec<Vec<String>> = ["ip-10-0-1-206", "ip-10-0-45-92"]
             .iter()
-            .map(|n| vec!["warning".into(), format!("CiliumNode/{n}.eu-west-1.compute.internal"), format!("node {n}.eu-west-1.compute.internal is late")])
+            .map(|n| {
+                vec![
+                    "warning".into(),
+                    format!("CiliumNode/{n}.eu-west-1.compute.internal"),
+                    format!("node {n}.eu-west-1.compute.internal is late"),
+                ]
+            })
             .collect();
         let text = table(&["SEVERITY", "OBJECT", "MESSAGE"], objects.clone(), &terminal(60));
         assert!(text.lines().all(|l| console::measure_text_width(l) <= 60), "{text}");
@@ -683,9 +657,16 @@ mod tests {
         let at_100 = table_shedding(&header, grid.clone(), &terminal(100), &shed);
         assert_eq!(cells(&at_100)[0], header, "{at_100}");
         // A name shortened by its DNS suffix makes room for a named column again.
-        let nodes = rows(&[&["ip-10-0-1-109.eu-west-1.compute.internal", "254", "5", "249"], &["ip-10-0-1-206.eu-west-1.compute.internal", "508", "21", "487"]]);
+        let nodes = rows(&[
+            &["ip-10-0-1-109.eu-west-1.compute.internal", "254", "5", "249"],
+            &["ip-10-0-1-206.eu-west-1.compute.internal", "508", "21", "487"],
+        ]);
         let text = table_shedding(&["NODE", "USABLE", "USED", "IDLE"], nodes, &terminal(40), &["IDLE"]);
-        assert_eq!(cells(&text)[..3], [vec!["NODE", "USABLE", "USED", "IDLE"], vec!["ip-10-0-1-109", "254", "5", "249"], vec!["ip-10-0-1-206", "508", "21", "487"]], "{text}");
+        assert_eq!(
+            cells(&text)[..3],
+            [vec!["NODE", "USABLE", "USED", "IDLE"], vec!["ip-10-0-1-109", "254", "5", "249"], vec!["ip-10-0-1-206", "508", "21", "487"]],
+            "{text}"
+        );
     }
 
     #[test]
