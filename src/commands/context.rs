@@ -11,7 +11,6 @@ use anyhow::Result;
 use std::io::Write;
 
 /// Every setting a command needs, resolved once from the flags and the terminal
-
 /// ([`Context::from_cli`]). Commands read these, never the flags' raw form.
 pub struct Context {
     /// Files (`-f`) or the cluster's connection flags.
