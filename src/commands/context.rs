@@ -11,7 +11,6 @@ use anyhow::Result;
 use std::io::Write;
 
 /// Every setting a command needs, resolved once from the flags and the terminal
-
 /// ([`Context::from_cli`]). Commands read these, never the flags' raw form.
 pub struct Context {
     /// Files (`-f`) or the cluster's connection flags.
@@ -92,9 +91,8 @@ impl Context {
     }
 }
 
-/// How wide a table may be: on a terminal, its width and at most `render::TABLE_WIDTH`; into a
-
-/// pipe and with `-o wide`, unlimited (the full text, as kubectl prints it).
+/// How wide a table may be: on a terminal, its whole width (`render::TABLE_WIDTH` when it does
+/// not say); into a pipe and with `-o wide`, unlimited (the full text, as kubectl prints it).
 fn table_width(terminal: Terminal, output: Output) -> Option<usize> {
     if !terminal.stdout || output != Output::Table {
         return None;
@@ -103,7 +101,7 @@ fn table_width(terminal: Terminal, output: Output) -> Option<usize> {
     // A terminal that does not say its size (0 columns) gets the default width.
     Some(match usize::from(columns) {
         0 => render::TABLE_WIDTH,
-        columns => columns.min(render::TABLE_WIDTH),
+        columns => columns,
     })
 }
 
@@ -112,7 +110,7 @@ fn notes_width() -> Option<usize> {
     let term = console::Term::stderr();
     term.is_term().then(|| match usize::from(term.size().1) {
         0 => render::TABLE_WIDTH,
-        columns => columns.min(render::TABLE_WIDTH),
+        columns => columns,
     })
 }
 

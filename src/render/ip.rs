@@ -26,8 +26,14 @@ impl Render for Ip<'_> {
         Some(super::name_records(pools.map(|p| (super::POOL_RESOURCE, p))))
     }
 
+    /// One to three answers on a terminal one field a line, as `kubectl describe` prints: nothing cut.
     fn text(&self, wide: bool, style: &Style) -> String {
-        table(self.answers, wide, style, self.mode, reservations_unknown(self.origin)).render(style)
+        let grid = table(self.answers, wide, style, self.mode, reservations_unknown(self.origin));
+        if style.terminal && style.headers && (1..=3).contains(&self.answers.len()) {
+            grid.render_fields(style)
+        } else {
+            grid.render(style)
+        }
     }
 
     /// The `Sources:` line goes to stderr as `usage`'s does: stdout is the table alone.

@@ -11,6 +11,7 @@ pub mod map;
 pub mod metrics;
 pub mod migrate;
 pub mod reserve;
+mod shorten;
 pub mod table;
 pub mod usage;
 pub mod version;
@@ -124,15 +125,15 @@ pub fn name_records<'a>(objects: impl IntoIterator<Item = (&'a str, &'a str)>) -
 pub struct Style {
     pub color: bool,
     pub headers: bool,
-    /// The columns a table may take ([`TABLE_WIDTH`] at most on a terminal); its free text and
-    /// names are cut with `…` to fit, and columns that cannot fit left out ([`table`]). `None`:
-    /// never cut (a pipe, `-o wide`: the full text).
+    /// The columns a table may take (the terminal's whole width); what matters least gives way
+    /// to fit ([`table`]: columns, shared prefixes and DNS suffixes, then free text cut with `…`).
+    /// `None`: never cut (a pipe, `-o wide`: the full text).
     pub width: Option<usize>,
     /// stdout is a terminal: a person reads it, so `--no-headers` cells keep their spaces.
     pub terminal: bool,
 }
 
-/// The most columns a default table takes on a terminal, however wide (kubectl's views are narrow).
+/// The width of a terminal that does not say its size.
 pub const TABLE_WIDTH: usize = 100;
 
 impl Style {

@@ -2,6 +2,7 @@
 //! fitted to it. Cells hold data as it is; escaping and colour are the renderers' (`Style`).
 
 use super::Style;
+use super::shorten::{strip_dns_suffix, strip_prefixes};
 use crate::escape;
 use comfy_table::{Table, presets::NOTHING};
 
@@ -70,6 +71,13 @@ impl Grid {
         self
     }
 
+    /// One field a line ([`fields`]), each cell escaped as [`table`] escapes it.
+    pub fn render_fields(self, style: &Style) -> String {
+        let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, false).into_owned() };
+        let header: Vec<String> = self.header.iter().map(cell).collect();
+        fields(&header, &self.rows.iter().map(|row| row.iter().map(cell).collect()).collect::<Vec<_>>())
+    }
+
     /// Laid out by [`table`].
     pub fn render(self, style: &Style) -> String {
         let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
@@ -82,20 +90,21 @@ const GAP: usize = 3;
 const TIGHT_GAP: usize = 2;
 /// The narrowest a column is cut to: a name or a message still says what it is.
 const MIN_CUT_WIDTH: usize = 12;
+/// A last column of prose wraps under itself (down to this width) before anything else gives
+/// way ([`fit_columns`]): nothing of it is cut.
+const WRAP_FLOOR: usize = 20;
 
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
-/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would
-/// be wider first loses its decoration column (empty header: the usage bar), then a space
-/// between columns, then its free-text columns and then its name columns are cut with `…`
-/// ([`column_caps`]); counts, addresses and identifiers ([`IDENTIFIER_COLUMNS`]) never are. If
-/// that is not enough, whole columns are left out from the right and every line ends in a `…`
-/// column instead ([`LEFT_OUT`]): one line per row, no cell cut that must stay whole.
+/// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would be
+/// wider gives way as [`fit_columns`] says — what matters least first, names, counts, addresses
+/// and identifiers ([`IDENTIFIER_COLUMNS`]) never cut, no two different values printed alike —
+/// and a table that cannot fit so is printed one field a line ([`fields`]).
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     table_shedding(header, rows, style, &[])
 }
 
-/// [`table`], whose columns named in `shed_first` are left out first, in that order, when the
-/// table does not fit otherwise (the `…` column then says columns are left out, wherever they were).
+/// [`table`], whose columns named in `shed_first` are left out, in that order, when the table
+/// does not fit otherwise (a `…` column then says columns are left out, wherever they were).
 pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, shed_first: &[&str]) -> String {
     // Cells hold names and CIDRs from the data: one line each, no control sequence, capped;
     // one word each under --no-headers into a pipe, so that `awk` splits the columns — but the
@@ -110,11 +119,14 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
     let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect();
     let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
-    let (gap, numeric) = match style.width {
+    let whole = (header.clone(), rows.clone());
+    let Fit { gap, numeric, notes, vertical } = match style.width {
         Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
-        None => (GAP, numeric),
+        None => Fit { gap: GAP, numeric, notes: Vec::new(), vertical: false },
     };
-
+    if vertical {
+        return fields(&whole.0, &whole.1);
+    }
     let mut t = Table::new();
     t.load_style(NOTHING);
     if style.headers {
@@ -139,13 +151,20 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     if t.row_count() == 0 && !style.headers {
         out.clear();
     }
+    for note in notes {
+        out.push_str(&fit(style.paint(&format!("{LEFT_OUT} {note}"), super::Tone::Dim)));
+        out.push('\n');
+    }
     out
 }
 
-/// Makes the cells fit `width` as [`table`] says: drops the decoration column, narrows the gap,
-/// cuts the columns [`column_caps`] names, and leaves out columns behind [`LEFT_OUT`] when
-/// cutting is not enough (first those of `shed_first`, then trailing ones). Returns the gap and
-/// which columns (still) hold counts.
+/// Makes the cells fit `width` as [`table`] says, giving way in this order: the decoration
+/// column (its colour passed to the column before it: UTIL), columns whose every cell is `-`, a
+/// space between columns, the columns `shed_first` names, a prefix every cell of a name column
+/// shares (`CiliumNode/`), a DNS suffix the names share (both said once, in the returned notes),
+/// and only then prose, cut no shorter than keeps its different values apart; trailing columns
+/// are left out behind [`LEFT_OUT`] last. Returns the gap, which columns (still) hold counts, and
+/// the notes that say what was left out of the cells.
 fn fit_columns(
     header: &mut Vec<String>,
     rows: &mut [Vec<String>],
@@ -153,32 +172,119 @@ fn fit_columns(
     width: usize,
     headers: bool,
     shed_first: &[&str],
-) -> (usize, Vec<bool>) {
-    let mut widths = column_widths(headers.then_some(&header[..]), rows);
-    if line_width(&widths, GAP) > width
+) -> Fit {
+    let room = Room { width, headers };
+    if room.too_wide(header, rows, GAP, false)
         && let Some(decoration) = header.iter().position(String::is_empty)
     {
-        header.remove(decoration);
-        rows.iter_mut().filter(|row| row.len() > decoration).for_each(|row| _ = row.remove(decoration));
-        widths.remove(decoration);
-        numeric.remove(decoration);
+        carry_colour(rows, decoration);
+        remove_column(header, rows, &mut numeric, decoration);
     }
-    let gap = if line_width(&widths, GAP) > width { TIGHT_GAP } else { GAP };
-    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
-    let mut shed = false;
+    if room.too_wide(header, rows, GAP, false) && !rows.is_empty() {
+        for i in (0..header.len()).rev() {
+            if rows.iter().all(|row| row.get(i).is_none_or(|c| c == "-")) {
+                remove_column(header, rows, &mut numeric, i);
+            }
+        }
+    }
+    let gap = if room.too_wide(header, rows, GAP, false) { TIGHT_GAP } else { GAP };
+    let (shed, notes) = spare_columns(header, rows, &mut numeric, room, gap, shed_first);
+    cut_to_fit(header, rows, numeric, room, gap, shed, notes)
+}
+
+/// The terminal a table is fitted to: its width, and whether the table has a header row.
+#[derive(Clone, Copy)]
+struct Room {
+    width: usize,
+    headers: bool,
+}
+
+impl Room {
+    /// Whether the table's last column is prose that wraps under itself (headers on): it does
+    /// so before anything else gives way.
+    fn wraps(self, header: &[String], rows: &[Vec<String>]) -> bool {
+        self.headers && header.len() > 1 && matches!(give_of(&header[header.len() - 1], rows, header.len() - 1), Give::Prose(_))
+    }
+
+    /// Whether the table, `gap` apart and with the `…` column when `marked`, is wider than the room.
+    fn too_wide(self, header: &[String], rows: &[Vec<String>], gap: usize, marked: bool) -> bool {
+        let mut widths = column_widths(self.headers.then_some(header), rows);
+        if self.wraps(header, rows) {
+            let last = widths.len() - 1;
+            widths[last] = widths[last].min(WRAP_FLOOR);
+        }
+        line_width(&widths, gap) + if marked { gap + 1 } else { 0 } > self.width
+    }
+}
+
+/// Leaves out the columns `shed_first` names while the table is too wide, then a shared prefix
+/// and DNS suffix, and brings back the spared columns that then fit. Returns whether columns are
+/// still left out, and the notes saying what was left out of the cells.
+fn spare_columns(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    numeric: &mut Vec<bool>,
+    room: Room,
+    gap: usize,
+    shed_first: &[&str],
+) -> (bool, Vec<String>) {
+    let mut stash = Vec::new();
     for name in shed_first {
-        if caps_beside_marker(&widths, &give, shed, width, gap).1 {
+        if !room.too_wide(header, rows, gap, !stash.is_empty()) {
             break;
         }
         let Some(i) = header.iter().position(|h| h == name) else { continue };
-        header.remove(i);
-        rows.iter_mut().filter(|row| row.len() > i).for_each(|row| _ = row.remove(i));
-        widths.remove(i);
-        give.remove(i);
-        numeric.remove(i);
-        shed = true;
+        stash.push(remove_column(header, rows, numeric, i));
     }
-    let (kept, caps) = kept_columns(&widths, &give, width, gap, shed);
+    let mut notes = Vec::new();
+    if room.too_wide(header, rows, gap, !stash.is_empty()) {
+        let names: Vec<bool> = header.iter().enumerate().map(|(i, h)| give_of(h, rows, i) == Give::Names).collect();
+        notes.extend(strip_prefixes(header, rows, |i| names[i]));
+    }
+    if room.too_wide(header, rows, gap, !stash.is_empty()) {
+        notes.extend(strip_dns_suffix(header, rows));
+    }
+    // What the strips made room for comes back, the column left out last first.
+    while let Some(column) = stash.pop() {
+        let at = column.at;
+        restore_column(header, rows, numeric, column);
+        if room.too_wide(header, rows, gap, !stash.is_empty()) {
+            stash.push(remove_column(header, rows, numeric, at));
+            break;
+        }
+    }
+    (!stash.is_empty(), notes)
+}
+
+/// The last steps of [`fit_columns`]: a last prose column wrapped to what the others leave, other
+/// prose cut ([`column_caps`]), trailing columns left out behind [`LEFT_OUT`] (under
+/// `--no-headers`; with headers the table goes one field a line instead).
+fn cut_to_fit(
+    header: &mut Vec<String>,
+    rows: &mut [Vec<String>],
+    mut numeric: Vec<bool>,
+    room: Room,
+    gap: usize,
+    shed: bool,
+    notes: Vec<String>,
+) -> Fit {
+    let mut widths = column_widths(room.headers.then_some(&header[..]), rows);
+    let mut give: Vec<Give> = (0..widths.len()).map(|i| give_of(header.get(i).map_or("", String::as_str), rows, i)).collect();
+    let wrap = room.wraps(header, rows).then(|| widths.len() - 1);
+    let mut wrap_at = None;
+    if let Some(last) = wrap {
+        // The wrapped column takes what the others leave, when that is enough: no other cut.
+        let left = room.width.saturating_sub(line_width(&widths[..last], gap) + gap + if shed { gap + 1 } else { 0 });
+        if (WRAP_FLOOR..widths[last]).contains(&left) {
+            (widths[last], give[last], wrap_at) = (left, Give::Never, Some(left));
+        } else {
+            give[last] = Give::Prose(WRAP_FLOOR);
+        }
+    }
+    let (kept, caps) = kept_columns(&widths, &give, room.width, gap, shed);
+    if kept < widths.len() && room.headers {
+        return Fit { gap, numeric, notes: Vec::new(), vertical: true };
+    }
     if kept < widths.len() || shed {
         numeric.truncate(kept);
         numeric.push(false);
@@ -188,13 +294,87 @@ fn fit_columns(
         }
     }
     for row in std::iter::once(&mut *header).chain(rows.iter_mut()) {
-        for (cell, cap) in row.iter_mut().zip(&caps) {
-            if let Some(cap) = *cap {
-                *cell = console::truncate_str(cell, cap, "…").into_owned();
+        for (i, (cell, cap)) in row.iter_mut().zip(&caps).enumerate() {
+            match cap.or(wrap_at.filter(|_| wrap == Some(i))) {
+                Some(cap) if wrap == Some(i) => *cell = textwrap::fill(cell, wrapped(cap)),
+                Some(cap) => *cell = console::truncate_str(cell, cap, "…").into_owned(),
+                None => {}
             }
         }
     }
-    (gap, numeric)
+    Fit { gap, numeric, notes, vertical: false }
+}
+
+/// How [`fit_columns`] laid a table out.
+struct Fit {
+    gap: usize,
+    /// Which columns (still) hold counts.
+    numeric: Vec<bool>,
+    /// What was left out of the cells, one line each, printed under the table.
+    notes: Vec<String>,
+    /// The table does not fit without leaving out columns its view did not name: [`fields`] instead.
+    vertical: bool,
+}
+
+/// A column left out, to come back at `at` when there is room.
+struct Column {
+    at: usize,
+    header: String,
+    cells: Vec<Option<String>>,
+    numeric: bool,
+}
+
+/// Lines of `width` broken at spaces only (a word wider than the line is broken).
+fn wrapped(width: usize) -> textwrap::Options<'static> {
+    textwrap::Options::new(width).break_words(true).word_splitter(textwrap::WordSplitter::NoHyphenation)
+}
+
+/// Leaves column `i` out of the table.
+fn remove_column(header: &mut Vec<String>, rows: &mut [Vec<String>], numeric: &mut Vec<bool>, i: usize) -> Column {
+    let cells = rows.iter_mut().map(|row| (row.len() > i).then(|| row.remove(i))).collect();
+    Column { at: i, header: header.remove(i), cells, numeric: numeric.remove(i) }
+}
+
+/// Puts a column [`remove_column`] left out back.
+fn restore_column(header: &mut Vec<String>, rows: &mut [Vec<String>], numeric: &mut Vec<bool>, column: Column) {
+    header.insert(column.at, column.header);
+    numeric.insert(column.at, column.numeric);
+    for (row, cell) in rows.iter_mut().zip(column.cells) {
+        if let Some(cell) = cell {
+            row.insert(column.at, cell);
+        }
+    }
+}
+
+/// A table one field a line, as `kubectl describe` prints an object: `HEADER:  value`, the values
+/// aligned, a blank line between rows; nothing cut (a terminal wraps long values under their
+/// value, `fit_prose`). The decoration column (empty header: the usage bar) is left out.
+pub fn fields(header: &[String], rows: &[Vec<String>]) -> String {
+    let label = header.iter().map(|h| console::measure_text_width(h)).max().unwrap_or(0) + 3;
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        for (name, cell) in header.iter().zip(row).filter(|(name, _)| !name.is_empty()) {
+            out.push_str(&format!("{:<label$}{cell}\n", format!("{name}:")));
+        }
+    }
+    out
+}
+
+/// The colour of each row's decoration cell (the usage bar's: green, yellow, red by how full),
+/// given to the cell before it (UTIL), so that a table without its bar still shows how full.
+fn carry_colour(rows: &mut [Vec<String>], decoration: usize) {
+    for row in rows.iter_mut().filter(|row| decoration > 0 && row.len() > decoration) {
+        let Some(sgr) = row[decoration].strip_prefix("\x1b[").and_then(|rest| rest.split_once('m')).map(|(sgr, _)| sgr.to_string()) else {
+            continue;
+        };
+        let before = &mut row[decoration - 1];
+        if !before.contains('\x1b') && before != "-" {
+            *before = format!("\x1b[{sgr}m{before}\x1b[0m");
+        }
+    }
 }
 
 /// How column `i` of a table with this header name may give way ([`Give`]): by what it holds.
@@ -202,10 +382,23 @@ fn give_of(name: &str, rows: &[Vec<String>], i: usize) -> Give {
     if NUMERIC_COLUMNS.contains(&name) || IDENTIFIER_COLUMNS.contains(&name) {
         Give::Never
     } else if rows.iter().any(|row| row.get(i).is_some_and(|c| c.contains(' '))) {
-        Give::Prose
+        Give::Prose(distinct_cut(rows, i))
     } else {
         Give::Names
     }
+}
+
+/// The narrowest cut of column `i` (at least [`MIN_CUT_WIDTH`]) that keeps its different values
+/// different.
+fn distinct_cut(rows: &[Vec<String>], i: usize) -> usize {
+    let values: std::collections::BTreeSet<&str> = rows.iter().filter_map(|row| row.get(i)).map(String::as_str).collect();
+    let widest = values.iter().map(|v| console::measure_text_width(v)).max().unwrap_or(0);
+    (MIN_CUT_WIDTH..widest)
+        .find(|&cap| {
+            values.iter().map(|v| console::truncate_str(v, cap, "…")).collect::<std::collections::BTreeSet<_>>().len() == values.len()
+        })
+        .unwrap_or(widest)
+        .max(MIN_CUT_WIDTH)
 }
 
 /// How many leading columns a line of `width` keeps (all, or as many as fit beside the
@@ -292,73 +485,54 @@ enum Give {
     /// Counts, addresses, CIDRs, ranges, kinds: never cut (a cut number or address would be
     /// another one); the column is left out whole when the line cannot hold it.
     Never,
-    /// Free text (a cell holds a space: messages, states, holders, notes): cut first.
-    Prose,
-    /// Names (pools, nodes, objects): cut only when the prose alone cannot make the table fit.
+    /// Free text (a cell holds a space: messages, states, holders, notes): cut, to no fewer
+    /// columns than this (its different values stay different, [`distinct_cut`]).
+    Prose(usize),
+    /// Names (pools, nodes, objects): never cut either (a cut name is another one, or two names
+    /// print alike); their shared prefix and DNS suffix are left out instead.
     Names,
 }
 
-/// The width each column is cut to so that the line fits `width`: prose first, then names
-/// too, each time one common cap for the widest (narrower ones keep their width), never below
-/// [`MIN_CUT_WIDTH`]; `None` for a column left whole. Also whether the line then fits (if not,
-/// the caps cut prose and names as far as they may be cut, and [`kept_columns`] leaves columns out).
+/// The width each prose column is cut to so that the line fits `width`: one common cap for the
+/// widest (narrower ones keep their width), never below the column's own floor; `None` for a
+/// column left whole. Also whether the line then fits (if not, [`kept_columns`] leaves columns out).
 fn column_caps(widths: &[usize], give: &[Give], width: usize, gap: usize) -> (Vec<Option<usize>>, bool) {
     if line_width(widths, gap) <= width {
         return (vec![None; widths.len()], true);
     }
-    let caps_with = |cut: &dyn Fn(Give) -> bool| -> (Vec<Option<usize>>, bool) {
-        let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| !cut(g)).map(|(w, _)| w).sum();
-        let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
-        let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| cut(g)).map(|(&w, _)| w).collect();
-        open.sort_unstable();
-        // Water-fill from the narrowest: a column narrower than an even share keeps its width.
-        let mut cap = None;
-        for (taken, &w) in open.iter().enumerate() {
-            let share = budget / (open.len() - taken);
-            if w > share {
-                cap = Some(share);
-                break;
-            }
-            budget -= w;
+    let floor = |g: Give| if let Give::Prose(floor) = g { Some(floor) } else { None };
+    let kept: usize = widths.iter().zip(give).filter(|&(_, &g)| floor(g).is_none()).map(|(w, _)| w).sum();
+    let mut budget = width.saturating_sub(kept + gap * widths.len().saturating_sub(1));
+    let mut open: Vec<usize> = widths.iter().zip(give).filter(|&(_, &g)| floor(g).is_some()).map(|(&w, _)| w).collect();
+    open.sort_unstable();
+    // Water-fill from the narrowest: a column narrower than an even share keeps its width.
+    let mut cap = None;
+    for (taken, &w) in open.iter().enumerate() {
+        let share = budget / (open.len() - taken);
+        if w > share {
+            cap = Some(share);
+            break;
         }
-        let cap = cap.unwrap_or(MIN_CUT_WIDTH).max(MIN_CUT_WIDTH);
-        let caps: Vec<Option<usize>> = widths.iter().zip(give).map(|(&w, &g)| (cut(g) && w > cap).then_some(cap)).collect();
-        let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
-        let fits = line_width(&cut_widths, gap) <= width;
-        (caps, fits)
-    };
-    match caps_with(&|g| g == Give::Prose) {
-        (caps, true) => (caps, true),
-        _ => caps_with(&|g| g != Give::Never),
+        budget -= w;
     }
+    let cap = cap.unwrap_or(MIN_CUT_WIDTH);
+    let caps: Vec<Option<usize>> =
+        widths.iter().zip(give).map(|(&w, &g)| floor(g).map(|floor| cap.max(floor)).filter(|&c| w > c)).collect();
+    let cut_widths: Vec<usize> = widths.iter().zip(&caps).map(|(&w, cap)| cap.unwrap_or(w)).collect();
+    (caps, line_width(&cut_widths, gap) <= width)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::shorten::without_suffix;
     use super::*;
 
-    #[test]
-    fn prose_gives_way_first_then_names_and_counts_never() {
-        use Give::*;
-        // The message alone absorbs the excess: the names keep their width.
-        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose], 80, 3).0, [None, None, Some(54)]);
-        // It cannot (12 columns left at most): the widest names and the message share one cap.
-        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose], 100, 2).0, [None, None, Some(29), Some(29)]);
-        assert!(line_width(&[8, 27, 29, 29], 2) <= 100);
-        // Counts are never cut, a table that fits is left alone, and no cut goes below the minimum.
-        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
-        assert_eq!(column_caps(&[10, 60], &[Names, Prose], 80, 3), (vec![None, None], true));
-        assert_eq!(column_caps(&[40, 40, 40], &[Names, Names, Names], 20, 3), (vec![Some(MIN_CUT_WIDTH); 3], false));
+    fn terminal(width: usize) -> Style {
+        Style { color: false, headers: true, width: Some(width), terminal: true }
     }
 
-    #[test]
-    fn a_table_fits_its_width_and_keeps_one_line_per_row() {
-        let style = Style { color: false, headers: true, width: Some(40), terminal: false };
-        let rows = vec![vec!["node-with-a-long-name-in-a-zone".into(), "12".into(), "the block is listed twice on this node".into()]];
-        let text = table(&["NODE", "USED", "MESSAGE"], rows, &style);
-        assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.lines().all(|l| console::measure_text_width(l) <= 40), "{text}");
-        assert!(text.contains("  12  ") && text.contains('…'), "counts stay whole, text is cut: {text}");
+    fn rows(cells: &[&[&str]]) -> Vec<Vec<String>> {
+        cells.iter().map(|row| row.iter().map(|c| c.to_string()).collect()).collect()
     }
 
     /// The cells of `text`'s lines, split at runs of two spaces or more (the narrow gap).
@@ -367,92 +541,132 @@ mod tests {
     }
 
     #[test]
-    fn a_table_too_wide_for_its_cuts_leaves_out_whole_columns_behind_a_marker() {
-        // `usage` on examples/snapshot at 60 columns: its counts and header alone need 79.
-        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", ""];
-        let row = |cells: [&str; 11]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-        let rows = vec![
-            row(["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%", "#########."]),
-            row(["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%", ".........."]),
-        ];
-        for width in [40, 60] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
-            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
-            let shown = cells(&text);
-            // Every line ends in the marker, a cell of its own, and has as many cells as the header.
-            assert!(shown.iter().all(|l| l.last().map(String::as_str) == Some(LEFT_OUT) && l.len() == shown[0].len()), "{width}:\n{text}");
-            // What is shown is shown whole: the header's names, the counts, the families.
-            let kept = shown[0].len() - 1;
-            assert_eq!(shown[0][..kept], header[..kept], "{width}:\n{text}");
-            for (line, full) in shown[1..].iter().zip(&rows) {
-                assert_eq!(line[..kept], full[..kept], "{width}:\n{text}");
-            }
-        }
-        let at_60 = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(60), terminal: false });
-        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "…"], "{at_60}");
-        // Under --no-headers too (no header to fit: all but UTIL, 41 + 1 columns and 9 gaps of 2):
-        // every row the same number of fields.
-        let bare = table(&header, rows.clone(), &Style { color: false, headers: false, width: Some(60), terminal: false });
-        assert!(bare.lines().all(|l| l.split_whitespace().count() == 10 && l.ends_with(" …")), "{bare}");
-        // A table that fits keeps every column and no marker.
-        let wide = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
-        assert!(!wide.contains('…') && wide.contains("ALLOCATED") && wide.contains("16.6M"), "{wide}");
+    fn prose_gives_way_and_names_and_counts_never() {
+        use Give::*;
+        // The message alone absorbs the excess: the names keep their width.
+        assert_eq!(column_caps(&[10, 10, 200], &[Names, Never, Prose(12)], 80, 3).0, [None, None, Some(54)]);
+        // Names are never cut, even where the line then does not fit; prose not below its floor.
+        assert_eq!(column_caps(&[8, 27, 52, 200], &[Names, Names, Names, Prose(12)], 100, 2), (vec![None, None, None, Some(12)], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(30)], 50, 3), (vec![None, Some(37)], true));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(40)], 50, 3), (vec![None, Some(40)], false));
+        assert_eq!(column_caps(&[50, 50], &[Never, Never], 80, 3), (vec![None, None], false));
+        assert_eq!(column_caps(&[10, 60], &[Names, Prose(12)], 80, 3), (vec![None, None], true));
     }
 
     #[test]
-    fn the_columns_a_table_names_go_first_then_trailing_ones() {
-        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
-        let rows = vec![["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"].map(String::from).to_vec()];
-        let style = |width| Style { color: false, headers: true, width: Some(width), terminal: false };
-        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
-        // At 60 columns TOTAL, MASK and RESERVED go, in that order, and UTIL stays; the marker says columns are left out.
-        let at_60 = table_shedding(&header, rows.clone(), &style(60), &shed);
-        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
-        assert_eq!(cells(&at_60)[1], ["default", "ipv6", "36/65536", "9144", "346", "16.6M", "<1%", "…"], "{at_60}");
-        // At 70 RESERVED fits again.
-        let at_70 = table_shedding(&header, rows.clone(), &style(70), &shed);
-        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
-        // Narrower than the shed columns can help: trailing columns go too, behind one marker.
-        let at_30 = table_shedding(&header, rows.clone(), &style(30), &shed);
-        assert!(at_30.lines().all(|l| console::measure_text_width(l) <= 30 && l.matches('…').count() == 1), "{at_30}");
-        assert_eq!(cells(&at_30)[0][..2], ["POOL", "FAMILY"], "{at_30}");
-        // A table that fits sheds nothing.
-        let at_100 = table_shedding(&header, rows, &style(100), &shed);
-        assert_eq!(cells(&at_100)[0], header, "{at_100}");
+    fn a_cut_never_prints_two_values_alike() {
+        let states = rows(&[&["allocated to ip-10-0-1-109"], &["allocated to ip-10-0-1-206"], &["in no pool"]]);
+        // Cut to 12 all three would differ only past "allocated t…": the floor keeps them apart.
+        assert_eq!(distinct_cut(&states, 0), 25);
+        let cut: std::collections::BTreeSet<String> = states.iter().map(|r| console::truncate_str(&r[0], 25, "…").into_owned()).collect();
+        assert_eq!(cut.len(), 3, "{cut:?}");
     }
 
     #[test]
-    fn addresses_ranges_and_kinds_are_never_cut_and_free_text_gives_way_first() {
-        // `reserve-range --list` at 100 columns: NOTE (free text) is left out, RANGE and WITHHOLDS stay whole.
-        let header = ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "NOTE"];
-        let note = "draining; still allocated: 10.41.3.0/24 on ip-10-0-10-228.eu-west-1.compute.internal";
-        let full = ["blue", "10.41.0.0/16", "10.41.0.0-10.41.255.255", "65536", "256", "10.41.0.0/24..10.41.255.0/24", note];
-        let rows = vec![full.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-        for width in [60, 80, 100] {
-            let text = table(&header, rows.clone(), &Style { color: false, headers: true, width: Some(width), terminal: false });
-            assert!(text.lines().all(|l| console::measure_text_width(l) <= width), "{width}:\n{text}");
-            let shown = cells(&text);
-            let kept = shown[1].len() - 1;
-            assert_eq!(shown[1][..kept], full[..kept], "{width}: every shown cell whole:\n{text}");
-        }
-        let at_100 = table(&header, rows, &Style { color: false, headers: true, width: Some(100), terminal: false });
-        assert_eq!(cells(&at_100)[0], ["POOL", "CIDR", "RANGE", "ADDRESSES", "BLOCKS", "WITHHOLDS", "…"], "{at_100}");
+    fn a_last_column_of_prose_wraps_under_itself_and_a_table_that_cannot_fit_goes_one_field_a_line() {
+        let message = "the block is listed twice on this node and the operator cannot tell which";
+        let grid = rows(&[&["node-with-a-long-name-in-a-zone", "12", message]]);
+        let text = table(&["NODE", "USED", "MESSAGE"], grid.clone(), &terminal(70));
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 70), "{text}");
+        assert!(text.lines().count() > 2 && !text.contains('…'), "the message wraps, nothing is cut: {text}");
+        assert_eq!(
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            format!("NODE USED MESSAGE node-with-a-long-name-in-a-zone 12 {message}")
+        );
+        // At 40 columns the message would be narrower than its floor: one field a line, whole.
+        let text = table(&["NODE", "USED", "MESSAGE"], grid, &terminal(40));
+        assert_eq!(text, format!("NODE:     node-with-a-long-name-in-a-zone\nUSED:     12\nMESSAGE:  {message}\n"));
+    }
 
-        // `check` at 80 columns: KIND whole, OBJECT and MESSAGE share what is left.
-        let header = ["SEVERITY", "KIND", "OBJECT", "MESSAGE"];
-        let problem = [
-            "warning",
-            "reservation-over-allocated",
-            "CiliumNode/ip-10-0-1-206.eu-west-1.compute.internal",
-            "reserved range 10.41.0.0-10.41.255.255 covers allocated blocks",
-        ];
-        let rows = vec![problem.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-        let text = table(&header, rows, &Style { color: false, headers: true, width: Some(80), terminal: false });
+    #[test]
+    fn a_column_of_dashes_goes_before_anything_is_cut() {
+        let names: Vec<String> = (0..4).map(|i| format!("ip-10-0-{i}-1.eu-west-1.compute.internal")).collect();
+        let grid: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone(), "default".into(), "5".into(), "-".into()]).collect();
+        // 40 + 7 + 4 + 4 and three gaps of 3: 64 columns; at 60 NOTE goes and every name stays whole.
+        let text = table(&["NODE", "POOL", "USED", "NOTE"], grid, &terminal(60));
+        assert_eq!(cells(&text)[0], ["NODE", "POOL", "USED"], "{text}");
+        assert!(names.iter().all(|n| text.contains(n.as_str())), "{text}");
+    }
+
+    #[test]
+    fn a_shared_kind_prefix_and_dns_suffix_are_said_once_and_names_stay_whole() {
+        let objects: Vec<Vec<String>> = ["ip-10-0-1-206", "ip-10-0-45-92"]
+            .iter()
+            .map(|n| {
+                vec![
+                    "warning".into(),
+                    format!("CiliumNode/{n}.eu-west-1.compute.internal"),
+                    format!("node {n}.eu-west-1.compute.internal is late"),
+                ]
+            })
+            .collect();
+        let text = table(&["SEVERITY", "OBJECT", "MESSAGE"], objects.clone(), &terminal(60));
+        assert!(text.lines().all(|l| console::measure_text_width(l) <= 60), "{text}");
         let shown = cells(&text);
-        assert_eq!(shown[1][..2], problem[..2], "{text}");
-        assert!(shown[1][3].starts_with("reserved range") && shown[1][3].ends_with('…'), "{text}");
-        assert!(text.lines().all(|l| console::measure_text_width(l) <= 80), "{text}");
-        assert_eq!(give_of("KIND", &[vec!["a b".into()]], 0), Give::Never, "a listed column is never cut, whatever it holds");
+        assert_eq!(shown[1], ["warning", "ip-10-0-1-206", "node ip-10-0-1-206 is late"], "{text}");
+        assert_eq!(shown[2], ["warning", "ip-10-0-45-92", "node ip-10-0-45-92 is late"], "{text}");
+        assert!(text.contains("… CiliumNode/ left out of every OBJECT\n"), "{text}");
+        assert!(text.contains("… .eu-west-1.compute.internal left out of every name\n"), "{text}");
+        // On a terminal wide enough nothing is left out.
+        let wide = table(&["SEVERITY", "OBJECT", "MESSAGE"], objects, &terminal(200));
+        assert!(!wide.contains('…') && wide.contains("CiliumNode/ip-10-0-45-92.eu-west-1.compute.internal"), "{wide}");
+        // A suffix whose removal would print two names alike stays.
+        let clash = rows(&[&["a.eu-west-1.compute.internal"], &["a"], &["b.eu-west-1.compute.internal"]]);
+        let mut stripped = clash.clone();
+        assert!(strip_dns_suffix(&["NODE".to_string()], &mut stripped).is_empty());
+        assert_eq!(stripped, clash);
+        assert_eq!(without_suffix("x.a.b, y.a.b (z.a.bc)", ".a.b"), "x, y (z.a.bc)");
+    }
+
+    #[test]
+    fn the_bar_goes_first_and_leaves_its_colour_on_util() {
+        let style = Style { color: true, ..terminal(20) };
+        let grid = vec![vec!["batch".into(), "94%".into(), style.paint("#########.", super::super::Tone::Bad)]];
+        let text = table(&["POOL", "UTIL", ""], grid.clone(), &style);
+        assert!(!text.contains('#') && text.contains("\x1b[31m94%\x1b[0m"), "{text:?}");
+        let wide = table(&["POOL", "UTIL", ""], grid, &Style { color: true, ..terminal(110) });
+        assert!(wide.contains("#########.") && !wide.contains("\x1b[31m94%"), "{wide:?}");
+    }
+
+    #[test]
+    fn under_no_headers_columns_that_cannot_fit_are_left_out_behind_a_marker() {
+        // `usage` on examples/snapshot at 60 columns: its counts alone need more.
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let grid = rows(&[
+            &["batch", "ipv4", "/26", "15/16", "1024", "0", "930", "123", "62", "94%"],
+            &["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"],
+        ]);
+        let bare = table(&header, grid.clone(), &Style { headers: false, ..terminal(40) });
+        assert!(bare.lines().all(|l| console::measure_text_width(l) <= 40 && l.ends_with(" …")), "{bare}");
+        let fields = bare.lines().map(|l| l.split_whitespace().count()).collect::<Vec<_>>();
+        assert!(fields.iter().all(|&n| n == fields[0]), "{bare}");
+        // With headers: one field a line, every value whole.
+        let text = table(&header, grid, &terminal(40));
+        assert!(text.starts_with("POOL:       batch\nFAMILY:     ipv4\n") && text.contains("FREE:       16.6M\n"), "{text}");
+    }
+
+    #[test]
+    fn the_columns_a_table_names_go_first_and_come_back_when_there_is_room() {
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL"];
+        let grid = rows(&[&["default", "ipv6", "/120", "36/65536", "16.8M", "0", "9144", "346", "16.6M", "<1%"]]);
+        let shed = ["TOTAL", "MASK", "RESERVED", "ALLOCATED"];
+        let at_60 = table_shedding(&header, grid.clone(), &terminal(60), &shed);
+        assert_eq!(cells(&at_60)[0], ["POOL", "FAMILY", "BLOCKS", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_60}");
+        let at_70 = table_shedding(&header, grid.clone(), &terminal(70), &shed);
+        assert_eq!(cells(&at_70)[0], ["POOL", "FAMILY", "BLOCKS", "RESERVED", "ALLOCATED", "USED", "FREE", "UTIL", "…"], "{at_70}");
+        let at_100 = table_shedding(&header, grid.clone(), &terminal(100), &shed);
+        assert_eq!(cells(&at_100)[0], header, "{at_100}");
+        // A name shortened by its DNS suffix makes room for a named column again.
+        let nodes = rows(&[
+            &["ip-10-0-1-109.eu-west-1.compute.internal", "254", "5", "249"],
+            &["ip-10-0-1-206.eu-west-1.compute.internal", "508", "21", "487"],
+        ]);
+        let text = table_shedding(&["NODE", "USABLE", "USED", "IDLE"], nodes, &terminal(40), &["IDLE"]);
+        assert_eq!(
+            cells(&text)[..3],
+            [vec!["NODE", "USABLE", "USED", "IDLE"], vec!["ip-10-0-1-109", "254", "5", "249"], vec!["ip-10-0-1-206", "508", "21", "487"]],
+            "{text}"
+        );
     }
 
     #[test]

@@ -333,7 +333,9 @@ pub fn nodes_table(report: &Report, selected: &dyn Fn(&str) -> bool) -> Grid {
             }
         }
     }
+    // On a narrow terminal USED and the notes stay: IDLE (USABLE - USED) and the sizes go first.
     Grid::new(&["NODE", "POOL", "FAMILY", "BLOCKS", "USABLE", "USED", "NEEDED", "IDLE", "NOTE"], rows)
+        .shedding_first(&["IDLE", "NEEDED", "BLOCKS", "USABLE"])
 }
 
 /// One row per allocated or orphan block, and per run of withheld or free blocks (`first..last`
@@ -392,7 +394,8 @@ pub fn blocks_table(report: &Report, pools: &[&PoolReport], selected: &dyn Fn(&s
     for (pool, block, node) in missing {
         rows.push(held_row(block.to_string(), pool, "orphan", std::slice::from_ref(node), "-".into(), "-".into()));
     }
-    Grid::new(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows)
+    // On a narrow terminal the block, its state and its node stay: the figures go first.
+    Grid::new(&["BLOCK", "POOL", "STATE", "BLOCKS", "NODE", "USED", "USABLE"], rows).shedding_first(&["USABLE", "USED", "BLOCKS"])
 }
 
 /// Pools of a non-multi-pool mode (ENI's `default`): what nodes hold; capacity is not in the cluster.

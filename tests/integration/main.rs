@@ -50,3 +50,4 @@ mod problem_kinds;
 mod release;
 mod terminal;
 mod terminal_map;
+mod terminal_width;
