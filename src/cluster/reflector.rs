@@ -32,6 +32,12 @@ pub const MIN_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// freshness before it is taken for a stall (a server ignoring `timeoutSeconds`, a frozen one).
 pub const STALL_MARGIN: Duration = Duration::from_secs(5);
 
+/// The timeout a streaming list asks for (client-go asks at least 5 minutes of every watch). Its
+/// initial events may take longer than the short timeout of the watches that follow: at 150,000
+/// pods, a list cut at 30 s was begun again from nothing, and `serve` never became ready. The
+/// stream is ended at the bookmark that closes the initial events; watches then ask their own.
+const STREAMING_LIST_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The longest wait between two attempts: a control plane that is back is seen within it.
 const MAX_BACKOFF: Duration = Duration::from_secs(4);
 
@@ -354,9 +360,10 @@ where
         }
         self.last_watch = Some(Instant::now());
         // Randomised like client-go's, so that restarted watches spread out: 5/6 to all of the timeout.
-        let asked = match self.recovering {
-            true => RECOVERY_WATCH_TIMEOUT.min(self.rules.watch_timeout),
-            false => self.rules.watch_timeout.mul_f64(5.0 / 6.0 + fastrand::f64() / 6.0),
+        let asked = match (&version, self.recovering) {
+            (None, _) => STREAMING_LIST_TIMEOUT.max(self.rules.watch_timeout),
+            (Some(_), true) => RECOVERY_WATCH_TIMEOUT.min(self.rules.watch_timeout),
+            (Some(_), false) => self.rules.watch_timeout.mul_f64(5.0 / 6.0 + fastrand::f64() / 6.0),
         };
         let asked = Duration::from_secs((asked.as_secs_f64().round() as u64).max(1));
         let params = WatchParams {
@@ -386,7 +393,8 @@ where
 
     /// The events of a streaming list up to the bookmark that ends them.
     async fn initial(&mut self, mut open: Open<K>, count: usize) -> Step<K> {
-        let quiet = open.asked + STALL_MARGIN;
+        // Initial events flow without pause: a gap as long as a watch's timeout is a stall.
+        let quiet = self.rules.watch_timeout + STALL_MARGIN;
         let event = match tokio::time::timeout(quiet, open.events.next()).await {
             Err(_) => return self.abandon(Failure::Stalled(quiet)),
             Ok(None) => return self.abandon(Failure::Request("the streaming list ended before its last initial event".into())),
@@ -407,9 +415,10 @@ where
             WatchEvent::Deleted(_) => Step::Next(Phase::Initial { open, count }),
             WatchEvent::Bookmark(mark) if mark.metadata.annotations.contains_key("k8s.io/initial-events-end") => {
                 self.sink.apply(Event::InitDone);
-                let now = Instant::now();
-                let phase = Phase::Watching { open, version: mark.metadata.resource_version, proof: now, seen: 1 };
-                Step::Report(Signal::Changed { source: self.source, listed: true }, phase)
+                // The listing's long request is ended here; the follow watches from the bookmark
+                // with the short timeout whose close proves it current.
+                drop(open);
+                Step::Report(Signal::Changed { source: self.source, listed: true }, Phase::Watch(mark.metadata.resource_version))
             }
             WatchEvent::Bookmark(_) => Step::Next(Phase::Initial { open, count }),
             WatchEvent::Error(status) => self.abandon(Failure::of_status(&status)),

@@ -287,6 +287,29 @@ fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Pat
     std::fs::write(path, config.to_string()).unwrap();
 }
 
+/// A streaming list that outlasts the short timeout of the watches that follow it (150,000 pods
+/// on a busy API server) is not cut at that timeout: `serve` asks a streaming list for minutes
+/// and becomes ready; before, each attempt was cut and begun again from nothing, for ever.
+#[test]
+fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let pods: Vec<_> = (0..60).map(|i| pod("default", &format!("slow-{i}"), "n1", &[&format!("10.40.0.{}", 100 + i)])).collect();
+    cluster.create_objects(pods);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    // 61 pods, one every 100 ms: about 6 s, past the 4 s each watch of `serve --request-timeout 5s` asks.
+    proxy.set_watch_fault(Some(("pods", WatchFault::SlowInitialEvents(Duration::from_millis(100)))));
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync through a slow streaming list");
+    let (watches, lists) = proxy.requests("pods");
+    // The list is the first read of `serve` (paginated); then one streaming list and its watches.
+    assert!(watches <= 6 && lists <= 1, "one streaming list, then watches: {watches} watch and {lists} list requests of pods");
+}
+
 #[test]
 fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
     use support::faults::WatchFault;

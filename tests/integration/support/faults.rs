@@ -76,6 +76,10 @@ pub enum WatchFault {
     Gone,
     /// A line that is no JSON.
     Garbage,
+    /// Streaming lists (not resumed watches) passed on one line (event) at a time, this far apart,
+    /// and ended at the `timeoutSeconds` they asked for, as the API server ends a list of a large
+    /// cluster that outlasts it.
+    SlowInitialEvents(Duration),
 }
 
 /// The most bytes an endless event or a flood sends on one connection (the proxy ends too).
@@ -209,6 +213,10 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
         let faulted = *watches.fault.lock().unwrap();
         match faulted {
+            Some((faulted, WatchFault::SlowInitialEvents(every))) if !resumed && faulted == resource => {
+                slow_initial_events(stream.get_mut(), &client, &target, every).await
+            }
+            Some((_, WatchFault::SlowInitialEvents(_))) => stream_through(stream.get_mut(), &client, &target, &watches).await,
             Some((faulted, watch_fault)) if resumed && faulted == resource => misbehave(stream.get_mut(), watch_fault, &watches).await,
             _ => stream_through(stream.get_mut(), &client, &target, &watches).await,
         }
@@ -295,6 +303,34 @@ async fn stream_through(stream: &mut TcpStream, client: &kube::Client, target: &
     let _ = stream.shutdown().await;
 }
 
+/// A streaming list passed on one event every `every`, ended at the timeout it asked for.
+async fn slow_initial_events(stream: &mut TcpStream, client: &kube::Client, target: &str, every: Duration) {
+    use http_body_util::BodyExt;
+    let asked = target.split(['?', '&']).find_map(|p| p.strip_prefix("timeoutSeconds=")?.parse::<u64>().ok()).unwrap_or(290);
+    let ends = tokio::time::Instant::now() + Duration::from_secs(asked);
+    let request = http::Request::builder().uri(target).body(kube::client::Body::empty()).expect("a request");
+    let Ok(response) = client.send(request).await else { return };
+    if stream.write_all(&head(response.status().as_u16())).await.is_err() {
+        return;
+    }
+    let mut body = response.into_body();
+    let mut pending: Vec<u8> = Vec::new();
+    let passed = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            pending.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..]));
+            while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                tokio::time::sleep(every).await;
+                if stream.write_all(&line).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout_at(ends, passed).await;
+    let _ = stream.shutdown().await;
+}
+
 /// A resumed watch answered by the proxy as `fault` says.
 async fn misbehave(stream: &mut TcpStream, fault: WatchFault, watches: &Watches) {
     if stream.write_all(&head(200)).await.is_err() {
@@ -329,6 +365,8 @@ async fn misbehave(stream: &mut TcpStream, fault: WatchFault, watches: &Watches)
             stream.write_all(format!("{gone}\n").as_bytes()).await
         }
         WatchFault::Garbage => stream.write_all(b"this is not an event\n").await,
+        // Streaming lists only (`slow_initial_events`): a resumed watch passes through.
+        WatchFault::SlowInitialEvents(_) => Ok(()),
     };
     let _ = stream.shutdown().await;
 }
