@@ -1,6 +1,7 @@
 //! Command-line definitions (clap). kubectl does not pass its own flags to plugins, so the
 //! kubectl connection flags are defined here, with kubectl's names and meanings.
 
+use crate::render::Format;
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 use std::time::Duration;
 
@@ -82,8 +83,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub fleet: bool,
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table, help_heading = INPUT_OUTPUT)]
-    pub output: Output,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table, help_heading = INPUT_OUTPUT)]
+    pub output: Format,
     /// Do not print table headers (and footers)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub no_headers: bool,
@@ -95,51 +96,25 @@ pub struct GlobalArgs {
     pub verbosity: u8,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Table,
-    Wide,
-    Json,
-    Yaml,
-    Name,
-    /// OpenMetrics text (usage): for the Prometheus textfile collector or a Pushgateway
-    #[value(name = "openmetrics")]
-    OpenMetrics,
-}
-
-impl Output {
-    /// The value as `-o` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Output::Table => "table",
-            Output::Wide => "wide",
-            Output::Json => "json",
-            Output::Yaml => "yaml",
-            Output::Name => "name",
-            Output::OpenMetrics => "openmetrics",
-        }
-    }
-}
-
 // The output contract (docs/design/json-contract.md#formats): the `-o` formats each view prints.
 // A command line asking for another is refused before anything is read or written.
-const USAGE: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name, Output::OpenMetrics];
-const LISTS: &[Output] = &[Output::Table, Output::Wide, Output::Json, Output::Yaml, Output::Name];
-const INSPECT: &[Output] = &[Output::Table, Output::Json, Output::Yaml, Output::Name];
-const RESERVE: &[Output] = INSPECT;
-const DOCUMENTS: &[Output] = &[Output::Table, Output::Json, Output::Yaml];
-const TEXT: &[Output] = &[Output::Table];
+const USAGE: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, Format::OpenMetrics];
+const LISTS: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name];
+const INSPECT: &[Format] = &[Format::Table, Format::Json, Format::Yaml, Format::Name];
+const RESERVE: &[Format] = INSPECT;
+const DOCUMENTS: &[Format] = &[Format::Table, Format::Json, Format::Yaml];
+const TEXT: &[Format] = &[Format::Table];
 
 /// What a command line prints, as far as `-o` goes: its name in a refusal and the formats it supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct View {
     pub name: &'static str,
-    pub formats: &'static [Output],
+    pub formats: &'static [Format],
 }
 
 impl View {
     /// `None` when the view prints `output`, else the one-line refusal (kubectl's wording).
-    pub fn refusal(&self, output: Output) -> Option<String> {
+    pub fn refusal(&self, output: Format) -> Option<String> {
         if self.formats.contains(&output) {
             return None;
         }
@@ -183,7 +158,7 @@ impl Command {
 }
 
 /// Every format some view of `subcommand` prints: what its `-o` help lists.
-fn formats_of(subcommand: &str) -> &'static [Output] {
+fn formats_of(subcommand: &str) -> &'static [Format] {
     match subcommand {
         "usage" => USAGE,
         "inspect" => INSPECT,
@@ -200,8 +175,8 @@ fn formats_of(subcommand: &str) -> &'static [Output] {
 fn with_formats(subcommand: clap::Command) -> clap::Command {
     use clap::builder::TypedValueParser;
     let formats = formats_of(subcommand.get_name());
-    let values = Output::value_variants().iter().map(|o| o.to_possible_value().expect("no variant is skipped").hide(!formats.contains(o)));
-    let output = clap::builder::PossibleValuesParser::new(values).map(|v| Output::from_str(&v, false).expect("a listed value"));
+    let values = Format::value_variants().iter().map(|o| o.to_possible_value().expect("no variant is skipped").hide(!formats.contains(o)));
+    let output = clap::builder::PossibleValuesParser::new(values).map(|v| Format::from_str(&v, false).expect("a listed value"));
     let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
     globals.get_arguments().fold(subcommand, |subcommand, arg| {
         let arg = if arg.get_id() == "output" { arg.clone().value_parser(output.clone()) } else { arg.clone() };
