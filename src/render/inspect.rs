@@ -1,5 +1,6 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
+use super::reserve::RangeRow;
 use super::usage::pool_names;
 use super::{Render, Style, Tone, human, line, table};
 
@@ -161,21 +162,21 @@ fn block_detail(held: &crate::allocator::HeldBlock) -> BlockDetail {
 
 impl<'a> FamilyDetail<'a> {
     fn new(fam: &'a FamilyReport, draining: &[DrainingPods]) -> Self {
-        let mut reservations = Vec::new();
-        for cidr in &fam.cidrs {
-            for r in &cidr.reservations {
-                reservations.push(ReservationDetail {
-                    cidr: cidr.cidr.clone(),
-                    start: r.start.to_string(),
-                    end: r.end.to_string(),
-                    reserved_addresses: r.reserved_addresses,
-                    withheld_blocks: r.touched_blocks(),
-                    first_withheld_block: r.blocks.first.to_string(),
-                    last_withheld_block: r.blocks.last.to_string(),
-                    allocated_overlapping: r.allocated_overlapping.iter().map(block_detail).collect(),
-                });
-            }
-        }
+        let reservations = fam
+            .cidrs
+            .iter()
+            .flat_map(|cidr| cidr.reservations.iter().map(move |r| RangeRow::new(cidr, r)))
+            .map(|row| ReservationDetail {
+                cidr: row.cidr.cidr.clone(),
+                start: row.start,
+                end: row.end,
+                reserved_addresses: row.reserved_addresses,
+                withheld_blocks: row.blocks,
+                first_withheld_block: row.first_block,
+                last_withheld_block: row.last_block,
+                allocated_overlapping: row.allocated.iter().map(block_detail).collect(),
+            })
+            .collect();
         let draining = fam
             .cidrs
             .iter()
