@@ -2,7 +2,7 @@
 //! the HTTP server; readiness and the exposition a scrape gets are computed from it.
 
 use crate::cluster::watch::SourceHealth;
-use crate::render::metrics::{self, Encoding, Family, Sample, Type};
+use crate::render::metrics::{self, Encoding, ExporterFigures, Family, SourceFigures};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -132,7 +132,7 @@ impl State {
         }
         let mut exporter = Vec::new();
         for (cluster, status) in self.clusters.iter().zip(&statuses) {
-            metrics::add_labelled(&mut exporter, cluster.name.as_deref(), cluster.exporter_families(status));
+            metrics::add_labelled(&mut exporter, cluster.name.as_deref(), metrics::exporter_families(&cluster.exporter_figures(status)));
         }
         let mut out = slot.as_ref().map(|kept| kept.text.clone()).unwrap_or_default();
         out.push_str(&metrics::encode(&exporter, encoding));
@@ -144,68 +144,29 @@ impl State {
 }
 
 impl Followed {
-    fn exporter_families(&self, status: &Status) -> Vec<Family> {
-        let resource = |h: &SourceHealth| vec![("resource", h.resource.clone())];
-        let mut families = vec![
-            Family::new(
-                "ciliumpool_exporter_ready",
-                Type::Gauge,
-                "1 when the first full sync is done and no watch has been failing longer than --stale-after; pool figures are served only then.",
-                vec![Sample::new(vec![], u8::from(status.ready))],
-            ),
-            Family::new(
-                "ciliumpool_exporter_staleness_seconds",
-                Type::Gauge,
-                "Seconds since the last proof (an event, a bookmark, a completed listing, a watch closed at its timeout) that the watched state is current, while a watch is failing; 0 while every watch is healthy.",
-                vec![Sample::new(vec![], status.staleness)],
-            ),
-            Family::new(
-                "ciliumpool_exporter_updates",
-                Type::Counter,
-                "Analyses of a changed cluster state.",
-                vec![Sample::new(vec![], self.updates)],
-            ),
-            Family::new(
-                "ciliumpool_exporter_setup_errors",
-                Type::Counter,
-                "Failed attempts of the first read, which decides where each source is read from.",
-                vec![Sample::new(vec![], self.setup_errors)],
-            ),
-            Family::new(
-                "ciliumpool_exporter_sync_errors",
-                Type::Counter,
-                "Failed list and watch requests and streams, by resource.",
-                self.health.iter().map(|h| Sample::new(resource(h), h.errors)).collect(),
-            ),
-            Family::new(
-                "ciliumpool_exporter_watch_restarts",
-                Type::Counter,
-                "Watches restarted (watched again or relisted, after a backoff) after a failure, by resource.",
-                self.health.iter().map(|h| Sample::new(resource(h), h.restarts)).collect(),
-            ),
-            Family::new(
-                "ciliumpool_exporter_watch_up",
-                Type::Gauge,
-                "1 while the resource's watch holds a complete listing and is not failing.",
-                self.health.iter().map(|h| Sample::new(resource(h), u8::from(h.listed && h.failing_since.is_none()))).collect(),
-            ),
-        ];
-        if let Some(figures) = &self.figures {
-            let at = figures.at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
-            families.push(Family::new(
-                "ciliumpool_exporter_last_update_timestamp_seconds",
-                Type::Gauge,
-                "When the figures were last computed (Unix time).",
-                vec![Sample::new(vec![], at)],
-            ));
-            families.push(Family::new(
-                "ciliumpool_exporter_analysis_duration_seconds",
-                Type::Gauge,
-                "How long the last analysis took (snapshot, allocator and metric families).",
-                vec![Sample::new(vec![], figures.took.as_secs_f64())],
-            ));
+    /// What the exporter's own families show of this cluster (`render::metrics::exporter`).
+    fn exporter_figures(&self, status: &Status) -> ExporterFigures {
+        let sources = self
+            .health
+            .iter()
+            .map(|h| SourceFigures {
+                resource: h.resource.clone(),
+                errors: h.errors,
+                restarts: h.restarts,
+                up: h.listed && h.failing_since.is_none(),
+            })
+            .collect();
+        let last_analysis = self.figures.as_ref().map(|figures| {
+            (figures.at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64(), figures.took.as_secs_f64())
+        });
+        ExporterFigures {
+            ready: status.ready,
+            staleness: status.staleness,
+            updates: self.updates,
+            setup_errors: self.setup_errors,
+            sources,
+            last_analysis,
         }
-        families
     }
 }
 

@@ -3,9 +3,11 @@
 //! a contract (docs/metrics.md): add metrics freely, never rename one.
 
 mod encode;
+mod exporter;
 mod families;
 
 pub use encode::{encode, label};
+pub use exporter::{ExporterFigures, SourceFigures, exporter_families};
 pub use families::{CLUSTER_PROBLEMS, FLEET_PROBLEMS, ProblemFamilies, families, problem_families};
 
 use crate::allocator::{PoolReport, Report};
