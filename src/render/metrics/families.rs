@@ -53,17 +53,26 @@ const FAMILY_FIGURES: [Figure; 12] = [
 /// The families of a usage report, in exposition order. A family without samples (e.g. used
 /// addresses when pods could not be read) is left out entirely.
 pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options: Options) -> Vec<Family> {
-    let mut out = Vec::new();
     let families: Vec<(&PoolReport, &FamilyReport)> = pools.iter().flat_map(|p| p.families.iter().map(move |f| (*p, f))).collect();
-    let labels = |p: &PoolReport, f: &FamilyReport| vec![("pool", p.name.clone()), ("family", f.family.to_string())];
+    let mut out = info_families(pools, origin);
+    out.extend(figure_families(report, &families, options));
+    out.extend(node_count_families(report, &families));
+    out.extend(mode_families(report));
+    out.extend(problem_families(&report.problems, &CLUSTER_PROBLEMS));
+    if options.nodes {
+        out.extend(node_families(report));
+    }
+    out
+}
 
+/// The labels of a pool and family's series.
+fn pool_labels(p: &PoolReport, f: &FamilyReport) -> Vec<(&'static str, String)> {
+    vec![("pool", p.name.clone()), ("family", f.family.to_string())]
+}
+
+/// Where the figures come from, and one info series per pool.
+fn info_families(pools: &[&PoolReport], origin: &Origin) -> Vec<Family> {
     let source = vec![Sample::new(vec![("source", origin.kind.to_string()), ("ipam_mode", origin.ipam_mode.clone())], 1)];
-    out.push(Family::new(
-        "ciliumpool_source",
-        Type::Info,
-        "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).",
-        source,
-    ));
     let info = pools
         .iter()
         .map(|p| {
@@ -73,15 +82,28 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
             )
         })
         .collect();
-    out.push(Family::new(
-        "ciliumpool_pool",
-        Type::Info,
-        "One per CiliumPodIPPool: the API version it was read through and its schema dialect.",
-        info,
-    ));
+    vec![
+        Family::new(
+            "ciliumpool_source",
+            Type::Info,
+            "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).",
+            source,
+        ),
+        Family::new(
+            "ciliumpool_pool",
+            Type::Info,
+            "One per CiliumPodIPPool: the API version it was read through and its schema dialect.",
+            info,
+        ),
+    ]
+}
 
+/// The block and address figures per pool and family ([`FAMILY_FIGURES`]), its mask size and
+/// utilization.
+fn figure_families(report: &Report, families: &[(&PoolReport, &FamilyReport)], options: Options) -> Vec<Family> {
+    let mut out = Vec::new();
     for (suffix, help, figure) in FAMILY_FIGURES {
-        let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
+        let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(pool_labels(p, f), v))).collect();
         // A deleted pool's blocks are orphans of its name.
         if suffix == "orphan_blocks" && options.deleted_pools {
             samples.extend(
@@ -92,35 +114,43 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
         }
         out.push(Family::new(&format!("ciliumpool_{suffix}"), Type::Gauge, help, samples));
     }
-    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(labels(p, f), m))).collect();
+    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(pool_labels(p, f), m))).collect();
     out.push(Family::new("ciliumpool_block_mask_size", Type::Gauge, "The prefix length of the pool's blocks (maskSize).", samples));
-    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(labels(p, f), u))).collect();
+    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(pool_labels(p, f), u))).collect();
     out.push(Family::new(
         "ciliumpool_utilization_ratio",
         Type::Gauge,
         "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block or the input holds no CiliumNodes.",
         samples,
     ));
-    let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), f.nodes_holding)).collect();
-    out.push(Family::new(
+    out
+}
+
+/// Per pool and family, the nodes holding blocks and the nodes waiting for one.
+fn node_count_families(report: &Report, families: &[(&PoolReport, &FamilyReport)]) -> Vec<Family> {
+    let samples = families.iter().map(|(p, f)| Sample::new(pool_labels(p, f), f.nodes_holding)).collect();
+    let holding = Family::new(
         "ciliumpool_nodes_holding",
         Type::Gauge,
         "CiliumNodes holding at least one allocated block of the pool and family.",
         samples,
-    ));
+    );
     let waiting = nodes_waiting(report);
     let samples = families
         .iter()
-        .map(|(p, f)| Sample::new(labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
+        .map(|(p, f)| Sample::new(pool_labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
         .collect();
-    out.push(Family::new(
+    let waiting = Family::new(
         "ciliumpool_nodes_waiting",
         Type::Gauge,
         "CiliumNodes that request more addresses of the pool and family than their blocks hold: each waits for another block.",
         samples,
-    ));
+    );
+    vec![holding, waiting]
+}
 
-    // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
+/// Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
+fn mode_families(report: &Report) -> Vec<Family> {
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
     let mode_labels = |name: &str, family: crate::model::Family| {
         vec![("pool", name.to_string()), ("family", family.to_string()), ("ipam_mode", report.ipam.mode.clone())]
@@ -139,17 +169,14 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
             |f| f.used_addresses,
         ),
     ];
-    for (name, help, figure) in mode_figures {
-        let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
-        out.push(Family::new(name, Type::Gauge, help, samples));
-    }
-
-    out.extend(problem_families(&report.problems, &CLUSTER_PROBLEMS));
-
-    if options.nodes {
-        out.extend(node_families(report));
-    }
-    out
+    mode_figures
+        .into_iter()
+        .map(|(name, help, figure)| {
+            let samples =
+                mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
+            Family::new(name, Type::Gauge, help, samples)
+        })
+        .collect()
 }
 
 /// The names and help of a pair of problem families (by severity; by kind and severity).
