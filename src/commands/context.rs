@@ -11,7 +11,6 @@ use anyhow::Result;
 use std::io::Write;
 
 /// Every setting a command needs, resolved once from the flags and the terminal
-
 /// ([`Context::from_cli`]). Commands read these, never the flags' raw form.
 pub struct Context {
     /// Files (`-f`) or the cluster's connection flags.
@@ -86,7 +85,6 @@ impl Context {
 }
 
 /// How wide a table may be: on a terminal, its width and at most `render::TABLE_WIDTH`; into a
-
 /// pipe and with `-o wide`, unlimited (the full text, as kubectl prints it).
 fn table_width(terminal: Terminal, output: Format) -> Option<usize> {
     if !terminal.stdout || output != Format::Table {
