@@ -2,7 +2,7 @@
 //! (the input, a fleet, the format and styles), the flag combinations refused before any IO, and
 //! the ways a command writes to stdout.
 
-use crate::cli::{Cli, Command, DryRun, GlobalArgs, Output};
+use crate::cli::{Cli, Command, DryRun, GlobalArgs};
 use crate::error::input;
 use crate::render::{self, Format, Render, Style};
 use crate::source::fleet::Fleet;
@@ -60,14 +60,7 @@ impl Context {
             fleet: fleet_of(global),
             namespace: global.namespace.clone(),
             verbose: global.verbosity > 0,
-            format: match global.output {
-                Output::Table => Format::Table,
-                Output::Wide => Format::Wide,
-                Output::Json => Format::Json,
-                Output::Yaml => Format::Yaml,
-                Output::Name => Format::Name,
-                Output::OpenMetrics => Format::OpenMetrics,
-            },
+            format: global.output,
             style: Style { color: terminal.color, headers, width: table_width(terminal, global.output), terminal: terminal.stdout },
             stderr_style: Style { color: terminal.stderr_color, headers, width: notes_width(), terminal: notes_width().is_some() },
             stdout_terminal: terminal.stdout,
@@ -93,8 +86,8 @@ impl Context {
 
 /// How wide a table may be: on a terminal, its whole width (`render::TABLE_WIDTH` when it does
 /// not say); into a pipe and with `-o wide`, unlimited (the full text, as kubectl prints it).
-fn table_width(terminal: Terminal, output: Output) -> Option<usize> {
-    if !terminal.stdout || output != Output::Table {
+fn table_width(terminal: Terminal, output: Format) -> Option<usize> {
+    if !terminal.stdout || output != Format::Table {
         return None;
     }
     let (_, columns) = console::Term::stdout().size();
@@ -174,7 +167,7 @@ fn check_fleet_flags(command: &Command, global: &GlobalArgs) -> Result<()> {
 }
 
 /// Refuses flags that need (or cannot have) a cluster, and values clap does not check.
-fn check_combinations(command: &Command, offline: bool, output: Output) -> Result<()> {
+fn check_combinations(command: &Command, offline: bool, output: Format) -> Result<()> {
     // The output contract: a format the view does not print is refused before any IO.
     if let Some(refusal) = command.view(offline).refusal(output) {
         return Err(input(refusal));

@@ -46,19 +46,35 @@ impl<T: Serialize> Serialize for Sourced<'_, T> {
     }
 }
 
-/// `-o`: how results are printed.
+/// `-o`: how results are printed. The one enum of formats: clap parses `-o` into it (the CLI
+/// boundary, `cli.rs`, with the `cli` feature), every renderer reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     Table,
     Wide,
     Json,
     Yaml,
     Name,
-    /// OpenMetrics text (`usage` only; other commands refuse it before reading anything).
+    // `usage` only; other commands refuse it before reading anything.
+    /// OpenMetrics text (usage): for the Prometheus textfile collector or a Pushgateway
+    #[cfg_attr(feature = "cli", value(name = "openmetrics"))]
     OpenMetrics,
 }
 
 impl Format {
+    /// The value as `-o` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Wide => "wide",
+            Format::Json => "json",
+            Format::Yaml => "yaml",
+            Format::Name => "name",
+            Format::OpenMetrics => "openmetrics",
+        }
+    }
+
     /// JSON or YAML: stdout carries one machine-readable document and nothing else.
     pub fn is_document(self) -> bool {
         matches!(self, Format::Json | Format::Yaml)

@@ -2,7 +2,7 @@
 
 use super::{Render, SCHEMA_VERSION, Sourced, Style, Tone, human, line, table};
 use crate::allocator::reserve::{Action, BlockSpan, Figures, Impact, Prepared};
-use crate::allocator::{Count, PoolReport, Problem};
+use crate::allocator::{CidrReport, Count, HeldBlock, PoolReport, Problem, Reservation};
 use crate::model::Origin;
 use crate::model::ip::range_text;
 use serde::Serialize;
@@ -215,6 +215,36 @@ pub struct ListedRange {
     pub draining: bool,
 }
 
+/// One reserved range of a CIDR as `inspect` and `reserve-range --list` both show it: the one
+/// builder of reservation rows (each view then names the fields as its documents do).
+pub(crate) struct RangeRow<'a> {
+    pub cidr: &'a CidrReport,
+    pub start: String,
+    pub end: String,
+    pub reserved_addresses: Count,
+    /// Blocks the range touches: withheld unless allocated.
+    pub blocks: Count,
+    pub first_block: String,
+    pub last_block: String,
+    /// Touched blocks still allocated to nodes (grandfathered, not evicted).
+    pub allocated: &'a [HeldBlock],
+}
+
+impl<'a> RangeRow<'a> {
+    pub fn new(cidr: &'a CidrReport, r: &'a Reservation) -> Self {
+        RangeRow {
+            cidr,
+            start: r.start.to_string(),
+            end: r.end.to_string(),
+            reserved_addresses: r.reserved_addresses,
+            blocks: r.touched_blocks(),
+            first_block: r.blocks.first.to_string(),
+            last_block: r.blocks.last.to_string(),
+            allocated: &r.allocated_overlapping,
+        }
+    }
+}
+
 /// Every valid reservation of `pools`: pools by name, then each CIDR (in spec order: the operator
 /// hands out the first CIDR's blocks first) with its ranges by address.
 pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
@@ -226,22 +256,18 @@ pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
             for cidr in &fam.cidrs {
                 let mut reservations: Vec<_> = cidr.reservations.iter().collect();
                 reservations.sort_by_key(|r| (r.start.value, r.end.value));
-                for r in reservations {
+                for row in reservations.into_iter().map(|r| RangeRow::new(cidr, r)) {
                     out.push(ListedRange {
                         pool: pool.name.clone(),
                         family: fam.family,
                         cidr: cidr.cidr.clone(),
-                        start: r.start.to_string(),
-                        end: r.end.to_string(),
-                        reserved_addresses: r.reserved_addresses,
-                        first_block: r.blocks.first.to_string(),
-                        last_block: r.blocks.last.to_string(),
-                        blocks: r.touched_blocks(),
-                        allocated_blocks: r
-                            .allocated_overlapping
-                            .iter()
-                            .map(|b| format!("{} on {}", b.prefix, b.nodes.join(",")))
-                            .collect(),
+                        allocated_blocks: row.allocated.iter().map(|b| format!("{} on {}", b.prefix, b.nodes.join(","))).collect(),
+                        start: row.start,
+                        end: row.end,
+                        reserved_addresses: row.reserved_addresses,
+                        first_block: row.first_block,
+                        last_block: row.last_block,
+                        blocks: row.blocks,
                         draining: cidr.draining,
                     });
                 }

@@ -16,7 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("allocator", &["error", "escape", "model"]),
     ("migrate", &["error", "escape", "manifest", "model"]),
     ("render", &["allocator", "escape", "manifest", "migrate", "model"]),
-    ("cli", &["bytes"]),
+    ("cli", &["bytes", "render"]),
     ("interrupt", &[]),
     ("heap", &[]),
     ("stderr", &["escape", "secrets"]),

@@ -11,7 +11,7 @@ use crate::commands::context::Context;
 use crate::error::{cluster, condition, input};
 use crate::files::atomic;
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
-use crate::migrate::{self as core, Change, Plan, State, backup};
+use crate::migrate::{self, Change, Plan, State, backup};
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
@@ -47,7 +47,7 @@ pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
 struct ClusterView {
     crd: CrdInfo,
     /// Who set the CRD's `status.storedVersions`, and when.
-    stored_versions_written: Option<core::FieldWrite>,
+    stored_versions_written: Option<migrate::FieldWrite>,
     via_alpha: Vec<Value>,
     via_v2: Vec<Value>,
     plan: Plan,
@@ -56,8 +56,8 @@ struct ClusterView {
 impl ClusterView {
     async fn read(conn: &client::Connection, page_size: u32) -> Result<ClusterView> {
         let PoolViews { crd, crd_object, via_alpha, via_v2 } = PoolViews::read(conn, page_size).await?;
-        let plan = core::plan(&crd, &via_alpha, &via_v2);
-        Ok(ClusterView { stored_versions_written: core::stored_versions_write(&crd_object), crd, via_alpha, via_v2, plan })
+        let plan = migrate::plan(&crd, &via_alpha, &via_v2);
+        Ok(ClusterView { stored_versions_written: migrate::stored_versions_write(&crd_object), crd, via_alpha, via_v2, plan })
     }
 }
 
@@ -257,7 +257,7 @@ impl WriteOutcome {
 async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry_run: bool) -> WriteOutcome {
     let mut change = Change::None;
     let written = writes::replace_retrying(&Target::pools(&conn.client, dry_run), name, MAX_ATTEMPTS, |current| {
-        let converted = core::to_v2(&current, dialect).map_err(anyhow::Error::msg)?;
+        let converted = migrate::to_v2(&current, dialect).map_err(anyhow::Error::msg)?;
         change = converted.change;
         Ok((converted.change != Change::None).then_some(converted.object))
     })
@@ -280,15 +280,15 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
 fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
     // Pools migrated by storage (no annotation) were migrated by the time storedVersions became [v2].
     let storage_migrated_at =
-        live.stored_versions_written.as_ref().filter(|_| live.plan.storage == core::StorageState::V2).map(|w| w.time.as_str());
-    let writers = core::alpha_writers(&live.via_v2, storage_migrated_at);
-    let mut verdict = core::verdict(&live.crd, &live.plan, &writers);
-    let storage = core::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
+        live.stored_versions_written.as_ref().filter(|_| live.plan.storage == migrate::StorageState::V2).map(|w| w.time.as_str());
+    let writers = migrate::alpha_writers(&live.via_v2, storage_migrated_at);
+    let mut verdict = migrate::verdict(&live.crd, &live.plan, &writers);
+    let storage = migrate::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
     verdict.notes.extend(storage.undated_writers_note(&writers));
     if ctx.verbose {
         // The downgrade note in full: one line by default, the paragraph under -v.
-        let short = core::status::downgrade_note(live.crd.cluster_dialect());
-        let full = core::status::downgrade_caveat(live.crd.cluster_dialect());
+        let short = migrate::status::downgrade_note(live.crd.cluster_dialect());
+        let full = migrate::status::downgrade_caveat(live.crd.cluster_dialect());
         verdict.notes.iter_mut().filter(|n| **n == short).for_each(|n| *n = full.to_string());
     }
     ctx.show(&view::Status { crd: &live.crd, plan: &live.plan, storage: &storage, writers: &writers, verdict: &verdict })?;
@@ -297,7 +297,7 @@ fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
 
 /// What `--finalize` warns about before it asks: the downgrade caveat in one line, in full under -v.
 fn finalize_warning(dialect: Dialect, verbose: bool) -> String {
-    let caveat = if verbose { core::status::downgrade_caveat(dialect).to_string() } else { core::status::downgrade_note(dialect) };
+    let caveat = if verbose { migrate::status::downgrade_caveat(dialect).to_string() } else { migrate::status::downgrade_note(dialect) };
     format!(
         "Finalizing removes v2alpha1 from the CRD's status.storedVersions; after that, v2alpha1 can be dropped from the CRD. Before dropping it — {caveat}."
     )

@@ -1,83 +1,10 @@
-//! The metric families of `usage -o openmetrics` and `serve` (one definition for both), and their
-//! two text encodings: OpenMetrics 1.0 and the Prometheus text format 0.0.4. Names and labels are
-//! a contract (docs/metrics.md): add metrics freely, never rename one.
+//! The metric families themselves: per pool and family, per IPAM-mode pool, problems, and per
+//! node (`--node-metrics`). Names and labels are a contract (docs/metrics.md).
 
+use super::{Family, Options, Sample, Type};
 use crate::allocator::{Count, FamilyReport, PoolReport, Report, Severity};
 use crate::model::Origin;
 use std::collections::BTreeMap;
-use std::fmt::Write;
-
-/// The two text formats a scraper may ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Encoding {
-    /// `application/openmetrics-text; version=1.0.0`: typed `info` and `counter` families, `# EOF`.
-    OpenMetrics,
-    /// `text/plain; version=0.0.4`: what every Prometheus understands.
-    Prometheus,
-}
-
-impl Encoding {
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Encoding::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            Encoding::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
-        }
-    }
-
-    /// The encoding an `Accept` header asks for: OpenMetrics only when it names it.
-    pub fn negotiate(accept: Option<&str>) -> Encoding {
-        match accept {
-            Some(accept) if accept.split(',').any(|part| part.trim().starts_with("application/openmetrics-text")) => Encoding::OpenMetrics,
-            _ => Encoding::Prometheus,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Type {
-    Gauge,
-    /// A constant 1 whose labels are the information; sample name `<family>_info`.
-    Info,
-    /// Only ever grows; sample name `<family>_total`.
-    Counter,
-}
-
-/// One metric family and its samples.
-#[derive(Clone, Debug)]
-pub struct Family {
-    pub name: String,
-    pub kind: Type,
-    pub help: &'static str,
-    pub samples: Vec<Sample>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Sample {
-    /// Label names and raw (unescaped) values.
-    pub labels: Vec<(&'static str, String)>,
-    pub value: String,
-}
-
-impl Sample {
-    pub fn new(labels: Vec<(&'static str, String)>, value: impl ToString) -> Sample {
-        Sample { labels, value: value.to_string() }
-    }
-}
-
-impl Family {
-    pub fn new(name: &str, kind: Type, help: &'static str, samples: Vec<Sample>) -> Family {
-        Family { name: name.to_string(), kind, help, samples }
-    }
-}
-
-/// What goes into the exposition besides the per-pool figures.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    /// One series per node, pool and family (`serve --node-metrics`): nodes × pools series.
-    pub nodes: bool,
-    /// The orphan blocks of deleted pools too: the view is of every pool, not of named ones.
-    pub deleted_pools: bool,
-}
 
 /// Per pool and family: name suffix, help, and the figure.
 type Figure = (&'static str, &'static str, fn(&FamilyReport) -> Option<Count>);
@@ -126,17 +53,26 @@ const FAMILY_FIGURES: [Figure; 12] = [
 /// The families of a usage report, in exposition order. A family without samples (e.g. used
 /// addresses when pods could not be read) is left out entirely.
 pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options: Options) -> Vec<Family> {
-    let mut out = Vec::new();
     let families: Vec<(&PoolReport, &FamilyReport)> = pools.iter().flat_map(|p| p.families.iter().map(move |f| (*p, f))).collect();
-    let labels = |p: &PoolReport, f: &FamilyReport| vec![("pool", p.name.clone()), ("family", f.family.to_string())];
+    let mut out = info_families(pools, origin);
+    out.extend(figure_families(report, &families, options));
+    out.extend(node_count_families(report, &families));
+    out.extend(mode_families(report));
+    out.extend(problem_families(&report.problems, &CLUSTER_PROBLEMS));
+    if options.nodes {
+        out.extend(node_families(report));
+    }
+    out
+}
 
+/// The labels of a pool and family's series.
+fn pool_labels(p: &PoolReport, f: &FamilyReport) -> Vec<(&'static str, String)> {
+    vec![("pool", p.name.clone()), ("family", f.family.to_string())]
+}
+
+/// Where the figures come from, and one info series per pool.
+fn info_families(pools: &[&PoolReport], origin: &Origin) -> Vec<Family> {
     let source = vec![Sample::new(vec![("source", origin.kind.to_string()), ("ipam_mode", origin.ipam_mode.clone())], 1)];
-    out.push(Family::new(
-        "ciliumpool_source",
-        Type::Info,
-        "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).",
-        source,
-    ));
     let info = pools
         .iter()
         .map(|p| {
@@ -146,15 +82,28 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
             )
         })
         .collect();
-    out.push(Family::new(
-        "ciliumpool_pool",
-        Type::Info,
-        "One per CiliumPodIPPool: the API version it was read through and its schema dialect.",
-        info,
-    ));
+    vec![
+        Family::new(
+            "ciliumpool_source",
+            Type::Info,
+            "Where the figures come from and the IPAM mode (cilium-config key ipam, or unknown).",
+            source,
+        ),
+        Family::new(
+            "ciliumpool_pool",
+            Type::Info,
+            "One per CiliumPodIPPool: the API version it was read through and its schema dialect.",
+            info,
+        ),
+    ]
+}
 
+/// The block and address figures per pool and family ([`FAMILY_FIGURES`]), its mask size and
+/// utilization.
+fn figure_families(report: &Report, families: &[(&PoolReport, &FamilyReport)], options: Options) -> Vec<Family> {
+    let mut out = Vec::new();
     for (suffix, help, figure) in FAMILY_FIGURES {
-        let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(labels(p, f), v))).collect();
+        let mut samples: Vec<Sample> = families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(pool_labels(p, f), v))).collect();
         // A deleted pool's blocks are orphans of its name.
         if suffix == "orphan_blocks" && options.deleted_pools {
             samples.extend(
@@ -165,35 +114,43 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
         }
         out.push(Family::new(&format!("ciliumpool_{suffix}"), Type::Gauge, help, samples));
     }
-    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(labels(p, f), m))).collect();
+    let samples = families.iter().filter_map(|(p, f)| f.mask_size.map(|m| Sample::new(pool_labels(p, f), m))).collect();
     out.push(Family::new("ciliumpool_block_mask_size", Type::Gauge, "The prefix length of the pool's blocks (maskSize).", samples));
-    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(labels(p, f), u))).collect();
+    let samples = families.iter().filter_map(|(p, f)| f.utilization().map(|u| Sample::new(pool_labels(p, f), u))).collect();
     out.push(Family::new(
         "ciliumpool_utilization_ratio",
         Type::Gauge,
         "Allocated blocks / (allocated + free blocks), 0 to 1; absent when the pool has no allocatable block or the input holds no CiliumNodes.",
         samples,
     ));
-    let samples = families.iter().map(|(p, f)| Sample::new(labels(p, f), f.nodes_holding)).collect();
-    out.push(Family::new(
+    out
+}
+
+/// Per pool and family, the nodes holding blocks and the nodes waiting for one.
+fn node_count_families(report: &Report, families: &[(&PoolReport, &FamilyReport)]) -> Vec<Family> {
+    let samples = families.iter().map(|(p, f)| Sample::new(pool_labels(p, f), f.nodes_holding)).collect();
+    let holding = Family::new(
         "ciliumpool_nodes_holding",
         Type::Gauge,
         "CiliumNodes holding at least one allocated block of the pool and family.",
         samples,
-    ));
+    );
     let waiting = nodes_waiting(report);
     let samples = families
         .iter()
-        .map(|(p, f)| Sample::new(labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
+        .map(|(p, f)| Sample::new(pool_labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
         .collect();
-    out.push(Family::new(
+    let waiting = Family::new(
         "ciliumpool_nodes_waiting",
         Type::Gauge,
         "CiliumNodes that request more addresses of the pool and family than their blocks hold: each waits for another block.",
         samples,
-    ));
+    );
+    vec![holding, waiting]
+}
 
-    // Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
+/// Pools a non-multi-pool mode's agent lists (ENI's default): no capacity in the cluster.
+fn mode_families(report: &Report) -> Vec<Family> {
     let mode_families: Vec<_> = report.ipam.mode_pools.iter().flat_map(|p| p.families.iter().map(move |f| (p, f))).collect();
     let mode_labels = |name: &str, family: crate::model::Family| {
         vec![("pool", name.to_string()), ("family", family.to_string()), ("ipam_mode", report.ipam.mode.clone())]
@@ -212,17 +169,14 @@ pub fn families(report: &Report, pools: &[&PoolReport], origin: &Origin, options
             |f| f.used_addresses,
         ),
     ];
-    for (name, help, figure) in mode_figures {
-        let samples = mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
-        out.push(Family::new(name, Type::Gauge, help, samples));
-    }
-
-    out.extend(problem_families(&report.problems, &CLUSTER_PROBLEMS));
-
-    if options.nodes {
-        out.extend(node_families(report));
-    }
-    out
+    mode_figures
+        .into_iter()
+        .map(|(name, help, figure)| {
+            let samples =
+                mode_families.iter().filter_map(|(p, f)| figure(f).map(|v| Sample::new(mode_labels(&p.name, f.family), v))).collect();
+            Family::new(name, Type::Gauge, help, samples)
+        })
+        .collect()
 }
 
 /// The names and help of a pair of problem families (by severity; by kind and severity).
@@ -340,124 +294,4 @@ fn node_families(report: &Report) -> Vec<Family> {
             Family::new(name, Type::Gauge, help, samples)
         })
         .collect()
-}
-
-/// The OpenMetrics exposition of a usage report, ending in `# EOF` (`usage -o openmetrics`).
-pub fn openmetrics(report: &Report, pools: &[&PoolReport], origin: &Origin, options: Options) -> String {
-    let mut out = encode(&families(report, pools, origin, options), Encoding::OpenMetrics);
-    out.push_str(EOF);
-    out
-}
-
-/// The end of an OpenMetrics exposition.
-pub const EOF: &str = "# EOF\n";
-
-/// Adds `more` to `families`, each sample labelled `cluster` first when one is given (a fleet:
-/// `usage -o openmetrics` and `serve` label the same way); a family already there takes the samples,
-/// since OpenMetrics wants a family's samples together. The cluster is named as tables show it
-/// (`escape::field`): a context name holding a character a terminal would act on is labelled with
-/// its visible escape (`\u{202e}`, a backslash doubled) instead of leaving out every series of that
-/// cluster, and two names never share a label.
-pub fn add_labelled(families: &mut Vec<Family>, cluster: Option<&str>, more: Vec<Family>) {
-    let cluster = cluster.map(crate::escape::field);
-    for mut family in more {
-        if let Some(cluster) = &cluster {
-            family.samples.iter_mut().for_each(|s| s.labels.insert(0, ("cluster", cluster.to_string())));
-        }
-        match families.iter_mut().find(|f| f.name == family.name) {
-            Some(known) => known.samples.append(&mut family.samples),
-            None => families.push(family),
-        }
-    }
-}
-
-/// The families as text, without the OpenMetrics `# EOF` (so that expositions can be joined).
-pub fn encode(families: &[Family], encoding: Encoding) -> String {
-    let mut out = String::new();
-    for family in families {
-        // A label value can only escape `\\`, `"` and a newline: a sample whose labels hold a
-        // character a terminal would act on is left out (check names it: `unprintable-name`).
-        let samples: Vec<&Sample> =
-            family.samples.iter().filter(|s| s.labels.iter().all(|(_, v)| !crate::escape::has_unsafe(&label(v)))).collect();
-        if samples.is_empty() {
-            continue;
-        }
-        let (typed, sample_name) = match (family.kind, encoding) {
-            (Type::Gauge, _) => (family.name.clone(), family.name.clone()),
-            (Type::Info, Encoding::OpenMetrics) => (family.name.clone(), format!("{}_info", family.name)),
-            (Type::Counter, Encoding::OpenMetrics) => (family.name.clone(), format!("{}_total", family.name)),
-            // The 0.0.4 format has no info type and names a counter by its sample.
-            (Type::Info, Encoding::Prometheus) => (format!("{}_info", family.name), format!("{}_info", family.name)),
-            (Type::Counter, Encoding::Prometheus) => (format!("{}_total", family.name), format!("{}_total", family.name)),
-        };
-        let kind = match (family.kind, encoding) {
-            (Type::Gauge, _) | (Type::Info, Encoding::Prometheus) => "gauge",
-            (Type::Info, Encoding::OpenMetrics) => "info",
-            (Type::Counter, _) => "counter",
-        };
-        let _ = writeln!(out, "# TYPE {typed} {kind}");
-        let _ = writeln!(out, "# HELP {typed} {}", help(family.help, encoding));
-        for sample in samples {
-            out.push_str(&sample_name);
-            if !sample.labels.is_empty() {
-                out.push('{');
-                for (i, (name, value)) in sample.labels.iter().enumerate() {
-                    let _ = write!(out, "{}{name}=\"{}\"", if i == 0 { "" } else { "," }, label(value));
-                }
-                out.push('}');
-            }
-            let _ = writeln!(out, " {}", sample.value);
-        }
-    }
-    out
-}
-
-/// A label value as OpenMetrics (and the 0.0.4 format) escapes it: backslash, double quote and
-/// line feed; pool names come from the cluster.
-pub fn label(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// HELP text: OpenMetrics escapes as a label value; the 0.0.4 format backslash and line feed only.
-fn help(text: &str, encoding: Encoding) -> String {
-    match encoding {
-        Encoding::OpenMetrics => label(text),
-        Encoding::Prometheus => text.replace('\\', "\\\\").replace('\n', "\\n"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn label_escapes() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-    }
-
-    #[test]
-    fn openmetrics_is_asked_for_by_name_in_accept() {
-        let scraper = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-        assert_eq!(Encoding::negotiate(Some(scraper)), Encoding::OpenMetrics);
-        assert_eq!(Encoding::negotiate(Some("text/plain;version=0.0.4")), Encoding::Prometheus);
-        assert_eq!(Encoding::negotiate(Some("*/*")), Encoding::Prometheus);
-        assert_eq!(Encoding::negotiate(None), Encoding::Prometheus);
-    }
-
-    #[test]
-    fn info_and_counter_families_are_named_per_encoding() {
-        let families = [
-            Family::new("x_build", Type::Info, "b", vec![Sample::new(vec![("v", "1\"\n".into())], 1)]),
-            Family::new("x_restarts", Type::Counter, "r\\", vec![Sample::new(vec![], 3)]),
-            Family::new("x_empty", Type::Gauge, "e", vec![]),
-        ];
-        assert_eq!(
-            encode(&families, Encoding::OpenMetrics),
-            "# TYPE x_build info\n# HELP x_build b\nx_build_info{v=\"1\\\"\\n\"} 1\n# TYPE x_restarts counter\n# HELP x_restarts r\\\\\nx_restarts_total 3\n"
-        );
-        assert_eq!(
-            encode(&families, Encoding::Prometheus),
-            "# TYPE x_build_info gauge\n# HELP x_build_info b\nx_build_info{v=\"1\\\"\\n\"} 1\n# TYPE x_restarts_total counter\n# HELP x_restarts_total r\\\\\nx_restarts_total 3\n"
-        );
-    }
 }
