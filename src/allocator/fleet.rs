@@ -90,15 +90,13 @@ pub fn same_cluster(server: &str, names: &[&str]) -> FleetProblem {
         names[0]
     );
     let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig)";
-    let (severity, kind, object, action) =
-        (Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{server}"), action.to_string());
     let clusters = names.iter().map(|n| n.to_string()).collect();
-    FleetProblem { clusters, problem: Problem { severity, kind, object, message, action, pool: None } }
+    FleetProblem { clusters, problem: Problem::warning(ProblemKind::FleetSameCluster, format!("Cluster/{server}"), message, action) }
 }
 
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {
     let (message, action) = text;
-    out.push(FleetProblem { clusters, problem: Problem { severity, kind, object, message, action: action.to_string(), pool: None } });
+    out.push(FleetProblem { clusters, problem: Problem::new(severity, kind, object, message, action) });
 }
 
 /// A `cilium-config` key that must differ between the clusters of a mesh: its problem kind, its
