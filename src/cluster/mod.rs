@@ -12,4 +12,4 @@ pub mod trace;
 pub mod watch;
 pub mod writes;
 
-pub use client::ConnectOptions;
+pub use client::{ConnectOptions, Deadlines};
