@@ -1,9 +1,11 @@
 //! The API server: the client and its bounds (`client.rs`, `limits.rs`, `trace.rs`), one read of a
-//! snapshot (`read.rs`, `cilium.rs`), watches that follow it (`watch.rs` over `reflector.rs`, with
+//! snapshot (`read.rs`, `cilium.rs`), watches that follow it (`watch.rs` over `reflector.rs`, its
+//! decoded workloads in `decoded.rs`, with
 //! `memory.rs` for `serve`'s budget), and every write the plugin makes (`writes.rs`).
 
 pub mod cilium;
 pub mod client;
+mod decoded;
 pub mod limits;
 pub mod memory;
 pub mod read;
