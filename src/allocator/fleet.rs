@@ -90,10 +90,8 @@ pub fn same_cluster(server: &str, names: &[&str]) -> FleetProblem {
         names[0]
     );
     let action = "name each cluster once in --context (or drop the duplicate context from the kubeconfig)";
-    let (severity, kind, object, action) =
-        (Severity::Warning, ProblemKind::FleetSameCluster, format!("Cluster/{server}"), action.to_string());
     let clusters = names.iter().map(|n| n.to_string()).collect();
-    FleetProblem { clusters, problem: Problem { severity, kind, object, message, action, pool: None } }
+    FleetProblem { clusters, problem: Problem::warning(ProblemKind::FleetSameCluster, format!("Cluster/{server}"), message, action) }
 }
 
 /// The warning that contexts `names` reach servers whose `cilium-config` has one `cluster-id` and
@@ -112,7 +110,7 @@ pub fn same_cluster_identity(identity: (&str, &str), names: &[&str]) -> FleetPro
 
 fn push(out: &mut Vec<FleetProblem>, clusters: Vec<String>, severity: Severity, kind: ProblemKind, object: String, text: (String, &str)) {
     let (message, action) = text;
-    out.push(FleetProblem { clusters, problem: Problem { severity, kind, object, message, action: action.to_string(), pool: None } });
+    out.push(FleetProblem { clusters, problem: Problem::new(severity, kind, object, message, action) });
 }
 
 /// A `cilium-config` key that must differ between the clusters of a mesh: its problem kind, its

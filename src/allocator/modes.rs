@@ -6,7 +6,7 @@ use super::blocks;
 use super::check::Problems;
 use super::count::Count;
 use super::interval::IntervalSet;
-use super::problem::{ProblemKind, Severity, node_object, pool_object};
+use super::problem::{Problem, ProblemKind, Severity, node_object, pool_object};
 use super::report::{IpamReport, ModeFamilyReport, ModePoolReport, NodePodCidrs, PoolReport};
 use crate::model::node::ListedBlock;
 use crate::model::{Family, IpamMode, Prefix, Snapshot};
@@ -114,7 +114,7 @@ pub fn migration_problems(snapshot: &Snapshot, pools: &[PoolReport], problems: &
         return;
     }
     let mut push = |severity, object: String, message: String, action: &str| {
-        problems.push(severity, ProblemKind::ClusterPoolMigration, object, message, action, Some(default));
+        problems.add(Problem::new(severity, ProblemKind::ClusterPoolMigration, object, message, action).in_pool(Some(default)));
     };
     if migrating && !config.cluster_pool_migration {
         push(

@@ -92,6 +92,32 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A problem of `kind` in `object` (`Kind/name`): what is wrong, and what to do about it; of no
+    /// pool until [`Problem::in_pool`] names one.
+    pub fn new(severity: Severity, kind: ProblemKind, object: String, message: String, action: &str) -> Problem {
+        Problem { severity, kind, object, message, action: action.to_string(), pool: None }
+    }
+
+    /// An error: [`Problem::new`] of [`Severity::Error`].
+    pub fn error(kind: ProblemKind, object: String, message: String, action: &str) -> Problem {
+        Problem::new(Severity::Error, kind, object, message, action)
+    }
+
+    /// A warning: [`Problem::new`] of [`Severity::Warning`].
+    pub fn warning(kind: ProblemKind, object: String, message: String, action: &str) -> Problem {
+        Problem::new(Severity::Warning, kind, object, message, action)
+    }
+
+    /// For information: [`Problem::new`] of [`Severity::Info`].
+    pub fn info(kind: ProblemKind, object: String, message: String, action: &str) -> Problem {
+        Problem::new(Severity::Info, kind, object, message, action)
+    }
+
+    /// The problem, concerning pool `pool` (when there is one): `inspect` shows it with the pool.
+    pub fn in_pool(self, pool: Option<&str>) -> Problem {
+        Problem { pool: pool.map(str::to_string), ..self }
+    }
+
     /// Does it make `check` exit 1? `input-incomplete` describes the input, not the cluster: a
     /// CI check of a pools manifest must not fail because the manifest holds no CiliumNodes.
     pub fn fails_check(&self) -> bool {

@@ -57,9 +57,8 @@ pub fn pool_outside_native_routing(snapshot: &Snapshot) -> Vec<Problem> {
                     pool.name
                 );
                 let action = "to route the pool natively: make the native-routing CIDR one CIDR that covers every pool (it takes one, cilium/cilium#24000), or annotate the pool ipam.cilium.io/skip-masquerade=\"true\" (or set only-masquerade-default-pool) and have the network route its CIDRs; pods keep the flag they got at creation, so restart them";
-                let (severity, kind) = (Severity::Warning, ProblemKind::PoolOutsideNativeRoutingCidr);
-                let (object, pool) = (pool_object(&pool.name), Some(pool.name.clone()));
-                problems.push(Problem { severity, kind, object, message, action: action.to_string(), pool });
+                let kind = ProblemKind::PoolOutsideNativeRoutingCidr;
+                problems.push(Problem::new(Severity::Warning, kind, pool_object(&pool.name), message, action).in_pool(Some(&pool.name)));
             }
         }
     }
@@ -90,8 +89,7 @@ pub fn unrouted_by_peer(a: &Snapshot, b: &Snapshot, names: (&str, &str)) -> Vec<
                     pool.name, names.0, names.1, names.1
                 );
                 let action = "every pool's CIDRs must be routed between the clusters of a mesh, not only the default pool's (cilium/cilium#39995): choose pool CIDRs under one supernet, set it as the native-routing CIDR of every cluster, and have the network route each pool CIDR to its cluster's nodes";
-                let (severity, kind, object) = (Severity::Warning, ProblemKind::FleetUnroutedPoolCidr, pool_object(&pool.name));
-                out.push(Problem { severity, kind, object, message, action: action.to_string(), pool: None });
+                out.push(Problem::new(Severity::Warning, ProblemKind::FleetUnroutedPoolCidr, pool_object(&pool.name), message, action));
             }
         }
     }

@@ -19,12 +19,8 @@ pub struct Connection {
     pub context: Option<String>,
     /// The user as kubectl would name it (impersonated user, else the kubeconfig user).
     pub user: String,
-    /// The bound on each read of an answer (`--request-timeout` when given and not 0), also for
-    /// watch streams.
-    pub timeout: Option<Duration>,
-    /// `--request-timeout` as given (`None`: not given, [`DEFAULT_DEADLINE`] applies; zero: no
-    /// deadline at all).
-    pub request_timeout: Option<Duration>,
+    /// `--request-timeout` and the bounds derived from it, as connected with.
+    pub deadlines: Deadlines,
     /// The exec credential plugin of the kubeconfig user, for messages.
     pub exec_command: Option<String>,
 }
@@ -39,8 +35,8 @@ pub struct ConnectOptions {
     pub user: Option<String>,
     pub as_user: Option<String>,
     pub as_group: Vec<String>,
-    /// `--request-timeout` as given: `None` when not given ([`DEFAULT_DEADLINE`]), zero for none.
-    pub timeout: Option<Duration>,
+    /// `--request-timeout` and the bounds derived from it.
+    pub deadlines: Deadlines,
     /// `--cilium-namespace`: where ConfigMap `cilium-config` (the IPAM mode) lives.
     pub cilium_namespace: String,
     /// `-v`: every request on stderr (`source::trace`).
@@ -57,31 +53,39 @@ pub struct ConnectOptions {
 /// may be quiet for minutes). docs/design/exit-codes.md.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The deadlines one request runs under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Deadlines {
-    /// TCP connect and TLS handshake.
-    connect: Option<Duration>,
-    /// From sending the request to the last byte of the answer (to its headers for a watch).
-    whole: Option<Duration>,
-    /// Each read (and write) on the connection.
-    read: Option<Duration>,
+/// The deadlines every request runs under, from `--request-timeout`: one value from the flag to
+/// the connection. Not given: [`DEFAULT_DEADLINE`] to connect and for each whole request, no
+/// bound per read; `0`: none at all; `N`: N to connect, for each whole request and per read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deadlines {
+    /// `--request-timeout` as given: `None` when not given ([`DEFAULT_DEADLINE`] applies), zero
+    /// for no deadline at all.
+    pub request: Option<Duration>,
 }
 
 impl Deadlines {
-    /// Not given: [`DEFAULT_DEADLINE`] to connect and for each whole request; `0`: none at all;
-    /// `N`: N for connecting, for each whole request and for each read and write.
-    fn of(request_timeout: Option<Duration>) -> Deadlines {
-        match request_timeout {
-            None => Deadlines { connect: Some(DEFAULT_DEADLINE), whole: Some(DEFAULT_DEADLINE), read: None },
-            Some(zero) if zero.is_zero() => Deadlines { connect: None, whole: None, read: None },
-            Some(given) => Deadlines { connect: Some(given), whole: Some(given), read: Some(given) },
+    /// TCP connect and TLS handshake.
+    fn connect(self) -> Option<Duration> {
+        self.whole_request()
+    }
+
+    /// From sending a request to the last byte of its answer (to its headers for a watch).
+    fn whole_request(self) -> Option<Duration> {
+        match self.request {
+            None => Some(DEFAULT_DEADLINE),
+            Some(given) => Some(given).filter(|given| !given.is_zero()),
         }
+    }
+
+    /// Each read (and write) on the connection, watch streams included: `--request-timeout`
+    /// when given and not 0.
+    pub fn per_read(self) -> Option<Duration> {
+        self.request.filter(|given| !given.is_zero())
     }
 }
 
 pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
-    let deadlines = Deadlines::of(flags.timeout);
+    let deadlines = flags.deadlines;
     let options = KubeConfigOptions { context: flags.context.clone(), cluster: flags.cluster.clone(), user: flags.user.clone() };
     let (mut config, context, kube_user, exec_command) = match load_kubeconfig(flags.kubeconfig.as_deref())? {
         Some(file) => {
@@ -112,9 +116,9 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     if !flags.as_group.is_empty() {
         config.auth_info.impersonate_groups = Some(flags.as_group.clone());
     }
-    config.connect_timeout = deadlines.connect;
-    config.read_timeout = deadlines.read;
-    config.write_timeout = deadlines.read;
+    config.connect_timeout = deadlines.connect();
+    config.read_timeout = deadlines.per_read();
+    config.write_timeout = deadlines.per_read();
     let server = secrets::safe_url(&config.cluster_url.to_string());
     let failed = |e: kube::Error| {
         let cause =
@@ -123,11 +127,15 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
     let client = builder
-        .with_layer(&BoundLayer { deadline: deadlines.whole, max_bytes: flags.max_response_bytes, max_event_bytes: flags.max_event_bytes })
+        .with_layer(&BoundLayer {
+            deadline: deadlines.whole_request(),
+            max_bytes: flags.max_response_bytes,
+            max_event_bytes: flags.max_event_bytes,
+        })
         .with_layer(&TraceLayer { server: server.clone(), enabled: flags.trace_requests })
         .build();
     let user = flags.as_user.clone().or(kube_user).unwrap_or_else(|| "the current user".to_string());
-    Ok(Connection { client, server, context, user, timeout: deadlines.read, request_timeout: flags.timeout, exec_command })
+    Ok(Connection { client, server, context, user, deadlines, exec_command })
 }
 
 /// The kubeconfig kubectl would use: `--kubeconfig`, else the files of `KUBECONFIG` merged (the
@@ -237,7 +245,7 @@ impl Connection {
             ),
             Refused::Unfinished { read, .. } => {
                 let within =
-                    if self.request_timeout.is_some() { self.deadline() } else { format!("{}, the default deadline", self.deadline()) };
+                    if self.deadlines.request.is_some() { self.deadline() } else { format!("{}, the default deadline", self.deadline()) };
                 format!(
                     "{verb} {what} on {server}: the answer did not end within {within} ({} arrived; the deadline covers the whole request, to the last byte); \
                      check the network and the server, or give a longer --request-timeout (0: none)",
@@ -278,7 +286,7 @@ impl Connection {
 
     /// The deadline a request ran under: `--request-timeout 5s`, or the default's duration.
     fn deadline(&self) -> String {
-        match self.request_timeout {
+        match self.deadlines.request {
             Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
             None => humantime::format_duration(DEFAULT_DEADLINE).to_string(),
         }
@@ -287,7 +295,7 @@ impl Connection {
     /// A request given up for want of an answer (a timeout in the transport, or the whole-request
     /// deadline before the answer began), naming the deadline.
     fn no_answer(&self) -> String {
-        match self.request_timeout {
+        match self.deadlines.request {
             Some(_) => format!("no answer within {}", self.deadline()),
             None => {
                 format!("no answer within {} (the default deadline; a longer --request-timeout waits longer, 0 forever)", self.deadline())
@@ -356,8 +364,7 @@ mod tests {
             server: "https://127.0.0.1:1".into(),
             context: None,
             user: "alice".into(),
-            timeout: None,
-            request_timeout: None,
+            deadlines: Deadlines::default(),
             exec_command: None,
         }
     }

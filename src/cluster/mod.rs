@@ -1,10 +1,13 @@
 //! The API server: the client and its bounds (`client.rs`, `limits.rs`, `trace.rs`), one read of a
-//! snapshot (`read.rs`, `cilium.rs`), watches that follow it (`watch.rs` over `reflector.rs`, with
-//! `memory.rs` for `serve`'s budget), and every write the plugin makes (`writes.rs`).
+//! snapshot (`read.rs`, `cilium.rs`), watches that follow it (`watch.rs` over `reflector.rs`,
+//! why a follow restarts in `failure.rs`, the slim stores of pods and endpoints in
+//! `slim_store.rs`, `memory.rs` for `serve`'s budget), every write the plugin makes (`writes.rs`),
+//! and the kubeconfig's credentials kept out of every message (`credentials.rs`).
 
 pub mod cilium;
 pub mod client;
 pub mod credentials;
+mod failure;
 pub mod limits;
 pub mod memory;
 pub mod read;
@@ -14,4 +17,4 @@ pub mod trace;
 pub mod watch;
 pub mod writes;
 
-pub use client::ConnectOptions;
+pub use client::{ConnectOptions, Deadlines};

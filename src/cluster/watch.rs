@@ -193,8 +193,8 @@ impl Default for WatchOptions {
 
 /// `--request-timeout` also bounds each read of a watch stream, so a quiet watch would fail at
 /// it. Asking the server to end each watch a second earlier makes the follow simply re-watch.
-fn watch_timeout(request_timeout: Option<Duration>, options: WatchOptions) -> Duration {
-    let server_bound = request_timeout.map(|t| t.as_secs().saturating_sub(1));
+fn watch_timeout(per_read: Option<Duration>, options: WatchOptions) -> Duration {
+    let server_bound = per_read.map(|t| t.as_secs().saturating_sub(1));
     let asked = options.watch_timeout.map(|t| t.as_secs());
     let seconds = [server_bound, asked].into_iter().flatten().min().unwrap_or(MAX_WATCH_SECONDS);
     Duration::from_secs(seconds.clamp(1, MAX_WATCH_SECONDS))
@@ -300,7 +300,7 @@ impl Watch {
         let mut signals = SelectAll::new();
         let mut health = Vec::new();
         let rules = Rules {
-            watch_timeout: watch_timeout(cluster.connection.timeout, options),
+            watch_timeout: watch_timeout(cluster.connection.deadlines.per_read(), options),
             streaming: options.streaming_lists,
             max_objects: options.max_objects,
         };

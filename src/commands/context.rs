@@ -119,7 +119,7 @@ pub fn input_of(global: &GlobalArgs) -> Input {
         user: global.user.clone(),
         as_user: global.as_user.clone(),
         as_group: global.as_group.clone(),
-        timeout: global.request_timeout,
+        deadlines: crate::cluster::Deadlines { request: global.request_timeout },
         cilium_namespace: global.cilium_namespace.clone(),
         trace_requests: global.verbosity > 0,
         max_response_bytes: global.max_response_size,

@@ -49,7 +49,7 @@ async fn ask_cluster(options: &ConnectOptions, doc: &mut VersionDocument) {
     };
     let connection = &cluster.connection;
     // --request-timeout N allows N for the whole cluster part; 0 waits forever, as everywhere.
-    let budget = connection.request_timeout.unwrap_or(DEADLINE);
+    let budget = connection.deadlines.request.unwrap_or(DEADLINE);
     let deadline = if budget.is_zero() { Instant::now() + FOREVER } else { Instant::now() + budget };
     let late = |what: &str| format!("{what}: no answer within {}", humantime::format_duration(budget));
     let server = doc.server.insert(Server { url: connection.server.clone(), version: None });

@@ -1,6 +1,6 @@
 //! Snapshots from files (`-f`): manifests, directories, archives and sysdumps, read without a
-//! cluster (`read.rs` walks the paths, `inputs.rs` streams and decodes one input within its
-//! limits, `archive.rs` and `sysdump.rs` the archive and sysdump formats, `comments.rs` the YAML
+//! cluster (`read.rs` walks the paths, `inputs.rs` streams one input within its limits,
+//! `parse.rs` decodes it as it streams, `archive.rs` and `sysdump.rs` the archive and sysdump formats, `comments.rs` the YAML
 //! comment filter), and the atomic, compare-and-swap writes of edited files (`atomic.rs`,
 //! `fingerprint.rs`). A new input kind is added in `inputs.rs` (what it is) and `read.rs` (where it
 //! is found).
@@ -10,6 +10,7 @@ pub mod atomic;
 pub mod comments;
 pub mod fingerprint;
 pub mod inputs;
+mod parse;
 pub mod read;
 pub mod sysdump;
 

@@ -214,8 +214,17 @@ impl Pool {
 
 /// Decodes `spec.ipv4` / `spec.ipv6`; returns whether any `cidrs` item was object-shaped (CFP).
 fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (PoolFamily, bool) {
+    let mask_size = decode_mask_size(family, fam, issues);
+    let (mut cidrs, object_cidrs) = decode_cidrs(family, fam, issues);
+    let unmatched_pool_entries = decode_pool_entries(fam, &mut cidrs);
+    let decoded = PoolFamily { family, mask_size, cidrs, unmatched_pool_entries };
+    (decoded, object_cidrs)
+}
+
+/// `maskSize`: between 1 and the address's bits, else an issue.
+fn decode_mask_size(family: Family, fam: &Value, issues: &mut Vec<String>) -> Option<u8> {
     let field = family.name();
-    let mask_size = match fam.get("maskSize") {
+    match fam.get("maskSize") {
         None => {
             issues.push(format!("spec.{field}.maskSize is missing"));
             None
@@ -227,7 +236,13 @@ fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Pool
                 None
             }
         },
-    };
+    }
+}
+
+/// `cidrs`: strings, or objects with a `reservedRange` (the upstream form); whether any was an
+/// object.
+fn decode_cidrs(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Vec<PoolCidr>, bool) {
+    let field = family.name();
     let mut object_cidrs = false;
     let mut cidrs = Vec::new();
     match fam.get("cidrs") {
@@ -262,6 +277,12 @@ fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Pool
         }
         _ => issues.push(format!("spec.{field}.cidrs is missing or not a list")),
     }
+    (cidrs, object_cidrs)
+}
+
+/// Upstream `pool[]` entries: their reserved ranges join the `cidrs` entry they name; those that
+/// name none are returned.
+fn decode_pool_entries(fam: &Value, cidrs: &mut [PoolCidr]) -> Vec<(String, Vec<ReservedRange>)> {
     let mut unmatched_pool_entries = Vec::new();
     if let Some(entries) = fam.get("pool").and_then(Value::as_array) {
         for entry in entries {
@@ -284,8 +305,7 @@ fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Pool
             }
         }
     }
-    let decoded = PoolFamily { family, mask_size, cidrs, unmatched_pool_entries };
-    (decoded, object_cidrs)
+    unmatched_pool_entries
 }
 
 #[cfg(test)]

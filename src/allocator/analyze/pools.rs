@@ -162,7 +162,7 @@ type HeldPair<'a> = (Prefix, &'a Arc<str>, bool);
 /// it: sorted by block, then node, without repeats.
 /// A node listing the pool in several allocated[] entries keeps only the last entry's blocks:
 /// AllocateToNode (pool_allocator.go) rebuilds its retain set per entry, so on restore it occupies
-/// every entry's blocks, then releases all but the last entry's (check::split_pool_entries).
+/// every entry's blocks, then releases all but the last entry's (check::nodes::split_pool_entries).
 fn held_blocks<'a>(entries: &[NodeEntry<'a>], family: Family) -> Vec<HeldPair<'a>> {
     let last_entries = || by_node(entries).filter_map(|node_entries| Some((node_entries.last()?, node_entries.len() == 1)));
     let mut held: Vec<HeldPair> = Vec::with_capacity(last_entries().map(|((_, alloc), _)| alloc.blocks.len()).sum());

@@ -1,6 +1,7 @@
 //! The allocator's output: figures per pool, family, CIDR, block and node (docs/design/cilium.md#figures),
 //! plus problems. Field names of the serialized parts are the JSON contract
-//! (docs/design/json-contract.md).
+//! (docs/design/json-contract.md). The pools' figures here, the nodes' in `nodes.rs`, what a
+//! non-multi-pool IPAM mode shows in `modes.rs`.
 
 use super::blocks;
 use super::count::Count;
@@ -12,6 +13,12 @@ use serde::Serialize;
 use smallvec::SmallVec;
 use std::fmt;
 use std::sync::Arc;
+
+mod modes;
+mod nodes;
+
+pub use modes::{IpamReport, ModeFamilyReport, ModePoolReport, NodePodCidrs};
+pub use nodes::{Needed, NodeFamilyReport, NodePoolReport, NodeReport};
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -331,107 +338,11 @@ impl Reservation {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeReport {
-    /// Shared with the snapshot, as are the row's pool and block names.
-    pub name: Arc<str>,
-    pub pools: Vec<NodePoolReport>,
-    #[serde(skip)]
-    pub ignored: bool,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePoolReport {
-    pub pool: Arc<str>,
-    /// Inline for the usual one or two blocks: a large cluster has a row per node and pool.
-    pub blocks: SmallVec<[Arc<str>; 2]>,
-    /// Distinct in-use addresses: at most the objects read, so 64 bits hold any (a row per node
-    /// and pool: the 256-bit `Count` made them half again as large).
-    pub used_addresses: Option<u64>,
-    pub needed_addresses: Needed,
-    /// The same figures per address family (a dual-stack pool's IPv4 and IPv6 never add up).
-    pub families: SmallVec<[NodeFamilyReport; 2]>,
-    #[serde(skip)]
-    pub pool_exists: bool,
-}
-
-impl NodePoolReport {
-    /// Usable addresses of the node's blocks of this pool, both families.
-    pub fn usable_addresses(&self) -> Count {
-        self.families.iter().map(|f| f.usable_addresses).sum()
-    }
-}
-
-/// One family of a node's entry for one pool: families with blocks or a request.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeFamilyReport {
-    pub family: Family,
-    /// Valid blocks of this family the node lists.
-    pub blocks: usize,
-    pub usable_addresses: Count,
-    /// As [`NodePoolReport::used_addresses`].
-    pub used_addresses: Option<u64>,
-    pub needed_addresses: u64,
-}
-
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Needed {
-    pub ipv4: u64,
-    pub ipv6: u64,
-}
-
 fn display_or_null<S: serde::Serializer>(value: &Option<Prefix>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(prefix) => serializer.collect_str(prefix),
         None => serializer.serialize_none(),
     }
-}
-
-/// What the IPAM mode changes (allocator::modes, docs/ipam-modes.md).
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IpamReport {
-    /// `cilium-config` key `ipam`, or `unknown`.
-    pub mode: String,
-    /// Pools the agent of a non-multi-pool mode lists in CiliumNodes without a CiliumPodIPPool.
-    pub mode_pools: Vec<ModePoolReport>,
-    /// `spec.ipam.podCIDRs` per node (cluster-pool; multi-pool while migrating from it).
-    pub pod_cidrs: Vec<NodePodCidrs>,
-    /// The mode neither uses CiliumPodIPPools nor writes blocks the plugin can show.
-    #[serde(skip)]
-    pub nothing_to_show: bool,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModePoolReport {
-    pub name: String,
-    pub families: Vec<ModeFamilyReport>,
-    /// Why capacity, free and utilization cannot be known from the cluster.
-    pub capacity_unknown: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModeFamilyReport {
-    pub family: Family,
-    /// Distinct blocks (for ENI: /32 secondary IPs, /28 or /80 prefixes).
-    pub allocated_blocks: Count,
-    pub allocated_addresses: Count,
-    pub used_addresses: Option<Count>,
-    pub idle_addresses: Option<Count>,
-    pub nodes: usize,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePodCidrs {
-    pub node: String,
-    pub pod_cidrs: Vec<String>,
-    pub used_addresses: Option<Count>,
 }
 
 #[cfg(test)]
