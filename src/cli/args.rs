@@ -1,6 +1,6 @@
 //! The subcommands and the flags of each (clap).
 
-use super::{parse_percent, parse_timeout};
+use super::values::{parse_percent, parse_timeout};
 use clap::{Args, Subcommand, ValueEnum};
 use std::time::Duration;
 

@@ -2,12 +2,14 @@
 //! kubectl connection flags are defined here, with kubectl's names and meanings.
 
 mod args;
+mod values;
 
 pub use args::*;
 
 use crate::render::Format;
 use clap::{Args, Parser, ValueEnum, ValueHint};
 use std::time::Duration;
+use values::parse_timeout;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -208,25 +210,6 @@ pub fn complete_command() -> clap::Command {
 /// The name of the hidden completion subcommand.
 pub const COMPLETE: &str = "__complete";
 
-/// `--request-timeout`: a bare number is seconds; else `30s`, `1m`, `1h2m`; `0` means none.
-fn parse_timeout(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    match text.parse::<u64>() {
-        Ok(seconds) => Ok(Duration::from_secs(seconds)),
-        Err(_) => humantime::parse_duration(text).map_err(|e| format!("not a duration ({e}); use e.g. 30s, 1m or 0")),
-    }
-}
-
-/// `--fail-above`: a number of percent, with or without `%`, from 0 to 100.
-fn parse_percent(text: &str) -> Result<f64, String> {
-    let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim_end();
-    match number.parse::<f64>() {
-        Ok(pct) if (0.0..=100.0).contains(&pct) => Ok(pct),
-        Ok(_) => Err("not a percentage between 0 and 100".to_string()),
-        Err(_) => Err("not a percentage; use e.g. 90 or 90%".to_string()),
-    }
-}
-
 /// A command-line error of clap (a bad flag value, an unknown flag) as one line, as every other
 /// error of the plugin is: clap's lines joined (`[possible values: …]`, its tips), the usage
 /// synopsis left out, and its pointer to `--help` kept at the end of the line.
@@ -284,6 +267,7 @@ pub fn kubectl_verbosity(args: impl IntoIterator<Item = std::ffi::OsString>) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::values::{parse_percent, parse_timeout};
     use super::*;
 
     #[test]

@@ -1,7 +1,8 @@
 //! A fleet's snapshots: one per input (`-f A -f B --fleet`) or per kubeconfig context
 //! (`--context A,B`, `--all-contexts`), live ones read concurrently (docs/fleet.md).
 
-use super::{ConnectOptions, Input};
+use super::one::Input;
+use crate::cluster::ConnectOptions;
 use crate::model::Snapshot;
 use anyhow::Result;
 use futures::StreamExt;
@@ -56,7 +57,7 @@ pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Resu
     // answer ends its own read, not the others'. At most CLUSTERS_AT_ONCE are read together, in
     // the order of the contexts.
     let reads = plan(fleet)?.into_iter().map(|planned| async move {
-        let snapshot = super::snapshot(&Input::Cluster(planned.options), namespace, verbose).await;
+        let snapshot = super::one::snapshot(&Input::Cluster(planned.options), namespace, verbose).await;
         let snapshot = snapshot.map_err(|e| crate::secrets::redact(&format!("{e:#}")).into_owned());
         Read { name: planned.name, snapshot, aliases: planned.aliases, server: planned.server, twins: Vec::new() }
     });
@@ -151,7 +152,7 @@ pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
 fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
     let snapshots = paths
         .iter()
-        .map(|path| crate::files::snapshot(std::slice::from_ref(path), namespace, verbose, super::Pools::Read))
+        .map(|path| crate::files::snapshot(std::slice::from_ref(path), namespace, verbose, crate::files::Pools::Read))
         .collect::<Result<Vec<_>>>()?;
     let declared = |s: &Snapshot| s.ipam.as_ref().and_then(|c| c.cluster_name.clone());
     let names: Vec<Option<String>> = snapshots.iter().map(declared).collect();

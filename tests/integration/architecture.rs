@@ -381,6 +381,34 @@ fn file_cycles() -> Vec<Vec<String>> {
     walk.cycles
 }
 
+/// Imports from a file to a module file above it in its own folder tree (`commands/usage.rs` →
+/// `commands/mod.rs`): a folder's `mod.rs` declares, re-exports and dispatches; what its files
+/// share sits in a file of its own beside them (`commands/context.rs`), so arrows run sideways
+/// or down, never up.
+fn upward_imports() -> Vec<String> {
+    let files = all_files();
+    let modules: std::collections::BTreeMap<Vec<String>, String> =
+        files.iter().map(|f| (module_of(f), std::fs::read_to_string(f).unwrap())).collect();
+    let mut found = Vec::new();
+    for (module, text) in &modules {
+        for path in paths(&production_code(text), module) {
+            let Some(to) = target(&path, &modules) else { continue };
+            if !to.is_empty() && to.len() < module.len() && module.starts_with(&to) {
+                found.push(format!("src/{} uses {}", module.join("/"), path.join("::")));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn no_file_imports_the_module_file_above_it() {
+    let upward = upward_imports();
+    assert!(upward.is_empty(), "imports up into a folder's mod.rs (move what is shared beside its users):\n{}", upward.join("\n"));
+}
+
 #[test]
 fn no_two_files_import_each_other_even_through_others() {
     let cycles = file_cycles();

@@ -7,6 +7,7 @@
 mod nodes;
 mod pods;
 mod pools;
+mod problems;
 mod spec;
 
 pub use pods::{UnlistedPodIps, pod_ips};
@@ -20,32 +21,7 @@ use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CaveatKind, Snapshot};
 use nodes::{blocks_with_several_owners, node_blocks, split_pool_entries};
 use pools::{drained_cidr, exhaustion, orphan_blocks, overlapping_pools, reservations};
-
-/// Utilization at or above which a pool counts as nearly exhausted.
-pub const NEARLY_EXHAUSTED: f64 = 0.9;
-
-/// Every problem found, in the order found; [`Problems::finish`] sorts and de-duplicates.
-#[derive(Default)]
-pub struct Problems(Vec<Problem>);
-
-impl Problems {
-    /// Adds one problem.
-    pub(super) fn add(&mut self, problem: Problem) {
-        self.0.push(problem);
-    }
-
-    /// Adds what another collector found.
-    pub fn append(&mut self, mut other: Problems) {
-        self.0.append(&mut other.0);
-    }
-
-    /// The problems, most severe first, then by kind, object and message; exact repeats once.
-    pub fn finish(mut self) -> Vec<Problem> {
-        self.0.sort_by(|a, b| (a.severity, a.kind, &a.object, &a.message).cmp(&(b.severity, b.kind, &b.object, &b.message)));
-        self.0.dedup();
-        self.0
-    }
-}
+pub use problems::{NEARLY_EXHAUSTED, Problems};
 
 /// The cluster-wide checks of the snapshot alone: what CiliumNodes list, and the CRD. The
 /// analysis runs them on whichever of its threads is done first.
@@ -55,7 +31,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
     blocks_with_several_owners(listed, problems);
     storage_migration(snapshot, problems);
     unprintable_names(snapshot, problems);
-    problems.0.extend(super::routing::pool_outside_native_routing(snapshot));
+    problems.extend(super::routing::pool_outside_native_routing(snapshot));
 }
 
 /// The cluster-wide checks of the finished reports.

@@ -1,7 +1,7 @@
 //! `reserve-range` on a cluster: plan → confirm → write, the write retried on a conflict
 //! with the pool re-read and the change re-validated.
 
-use super::{MAX_CONFLICTS, Request, V2_NOT_SERVED, confirmed, prepare, result_text};
+use super::request::{MAX_CONFLICTS, Request, V2_NOT_SERVED, confirmed, prepare, result_text};
 use crate::allocator::reserve::Prepared;
 use crate::cli::{DryRun, ReserveArgs};
 use crate::cluster::read::Cluster;

@@ -5,39 +5,29 @@
 //! edited and printed, or rewritten with `--in-place`. Either way the preview comes from
 //! analysing the snapshot before and after the edit.
 
-use crate::allocator::reserve::{self, Change, Prepared};
-use crate::cli::{DryRun, ReserveArgs};
+use crate::allocator::reserve::{self, Change};
+use crate::cli::ReserveArgs;
 use crate::cluster::read::Cluster;
 use crate::commands::context::Context;
 use crate::commands::steps::require_pools;
 use crate::error::input;
 use crate::files;
-use crate::model::{Dialect, Snapshot};
-use crate::render::reserve::{self as view, Outcome};
-use crate::render::{self, Format};
+use crate::render::Format;
+use crate::render::reserve::{self as view};
 use crate::source::Input;
-use crate::terminal::{Dialoguer, Prompter};
+use crate::terminal::Dialoguer;
 use anyhow::Result;
 
 mod guided;
 mod live;
 mod offline;
+mod request;
 
 pub use guided::guided;
 use live::live_edit;
 use offline::offline_edit;
-
-/// Conflicting writes tolerated before giving up (exit 3).
-const MAX_CONFLICTS: u32 = 5;
-const V2_NOT_SERVED: &str = "cilium.io/v2 is not served by this cluster; upgrade Cilium (reserved ranges need the v2 CiliumPodIPPool)";
-
-/// One change to one pool, from the arguments or the guided flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    pub pool: String,
-    pub change: Change,
-    pub cidr: Option<String>,
-}
+pub use request::Request;
+use request::V2_NOT_SERVED;
 
 pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     if args.list {
@@ -127,33 +117,12 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
     Ok(0)
 }
 
-fn prepare(snapshot: &Snapshot, request: &Request, dialect: Dialect, force: bool) -> Result<Prepared> {
-    reserve::prepare(snapshot, &request.pool, dialect, &request.change, request.cidr.as_deref(), force)
-        .map_err(|e| input(format!("{e}; nothing was written")))
-}
-
-/// What stdout gets once the change is done: the JSON/YAML document, or the preview (when not
-/// already shown) and a kubectl-style line.
-fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared: &Prepared, dry_run: DryRun, outcome: Outcome) -> String {
-    let dry_run = match dry_run {
-        DryRun::None => "none",
-        DryRun::Client => "client",
-        DryRun::Server => "server",
-    };
-    render::output(&view::Edited { origin, prepared, dry_run, outcome }, ctx.format, &ctx.style)
-}
-
-/// Asks before writing (see [`crate::commands::steps::confirm`]).
-fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
-    let refusal = format!(
-        "refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written"
-    );
-    crate::commands::steps::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::request::confirmed;
     use super::*;
+    use crate::cli::DryRun;
+    use crate::model::Snapshot;
     use crate::terminal::Scripted;
     use clap::Parser;
     use serde_json::json;

@@ -1,7 +1,7 @@
 //! `reserve-range -f`: the manifest holding the pool is edited and printed, or rewritten in place
 //! (`--in-place`) when it is still the one analysed.
 
-use super::{Request, V2_NOT_SERVED, prepare, result_text};
+use super::request::{Request, V2_NOT_SERVED, prepare, result_text};
 use crate::cli::{DryRun, ReserveArgs};
 use crate::commands::context::{Context, emit};
 use crate::error::{self, input};

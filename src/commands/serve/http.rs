@@ -11,7 +11,7 @@
 //! queue (it is not accepted) until a lane has room, which the second lane's short timeout makes
 //! soon. A failing `accept()` (no file descriptor left) is retried after a backoff, never in a loop.
 
-use super::{Shared, lock};
+use super::state::{Shared, lock};
 use crate::render::metrics::Encoding;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};

@@ -1,6 +1,6 @@
 //! `inspect -o json|yaml`: the document of each pool in depth (docs/design/json-contract.md).
 
-use super::{DrainingPods, Inspected};
+use super::pools::{DrainingPods, Inspected};
 use crate::allocator::{Count, FamilyReport, Problem, Report};
 use crate::render::reserve::RangeRow;
 use serde::Serialize;

@@ -1,6 +1,7 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
 mod document;
+mod pools;
 
 use super::usage::pool_names;
 use super::{Render, Style, Tone, human, line, table};
@@ -12,6 +13,8 @@ fn opt(figure: Option<Count>) -> String {
 }
 use crate::allocator::{Count, FamilyReport, PoolReport, Problem, Report};
 use crate::model::{CaveatKind, CrdInfo, Dialect, Pool, Snapshot};
+pub use pools::DrainingPods;
+use pools::Inspected;
 use serde::Serialize;
 
 /// `inspect`'s result: the named pools in depth.
@@ -25,14 +28,6 @@ impl<'a> Inspect<'a> {
     fn pools(&self) -> Vec<&'a PoolReport> {
         self.report.pools.iter().filter(|p| self.names.contains(&p.name)).collect()
     }
-}
-
-/// One inspected pool: the pool, its figures, its problems and what is left in draining CIDRs.
-struct Inspected<'a> {
-    pool: &'a Pool,
-    report: &'a PoolReport,
-    problems: Vec<&'a Problem>,
-    draining: Vec<DrainingPods<'a>>,
 }
 
 impl<'a> Inspect<'a> {
@@ -88,12 +83,6 @@ impl Render for Inspect<'_> {
         }
         out
     }
-}
-
-/// Pods still holding IPs in a draining CIDR, for the decommissioning view.
-pub struct DrainingPods<'a> {
-    pub cidr: &'a str,
-    pub pods: Vec<String>,
 }
 
 pub fn pool_details(

@@ -1,7 +1,7 @@
 //! The breakdowns of `usage`: per node (`--by node`), per block (`--show-blocks`), and the
 //! tables of the IPAM modes that are not multi-pool.
 
-use super::opt;
+use super::cells::opt;
 use crate::allocator::{Count, IpamReport, PoolReport, Report};
 use crate::render::{Grid, human};
 

@@ -2,8 +2,10 @@
 //! definitions footer, and the versioned JSON/YAML document (docs/usage.md, docs/design/json-contract.md).
 
 mod breakdown;
+mod cells;
 
 pub use breakdown::{blocks_table, mode_pools_table, nodes_table, pod_cidrs_table};
+use cells::opt;
 
 use super::legend::{self, GridKind};
 use super::{Grid, Render, SCHEMA_VERSION, Style, Tone, human, percent};
@@ -225,10 +227,6 @@ impl<'a> UsageDocument<'a> {
             ipam: &report.ipam,
         }
     }
-}
-
-fn opt(count: Option<impl Into<Count>>) -> String {
-    count.map_or_else(|| "?".to_string(), |count| human(count.into()))
 }
 
 fn cidrs_cell(fam: &FamilyReport) -> String {
