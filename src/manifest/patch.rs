@@ -11,24 +11,11 @@
 //! tags are not patched (`None`: the caller re-serializes the document), and neither is anything
 //! whose patched text does not read back as the new value.
 
-use super::{in_breaks, to_yaml};
-use granit_parser::{Event, Parser, StructureStyle};
-use serde_json::Value;
-
-/// A node of the document and where it stands (byte offsets into the document text).
-struct Node {
-    shape: Shape,
-    start: usize,
-    end: usize,
-    flow: bool,
-}
-
-enum Shape {
-    /// Entries: the key, where the key starts and ends, the value.
-    Map(Vec<(String, usize, usize, Node)>),
-    Seq(Vec<Node>),
-    Scalar,
-}
+use super::documents::in_breaks;
+use super::tree::{Node, Shape, column, ends_a_line, line_of, tree};
+use super::yaml::to_yaml;
+use granit_parser::{Event, Parser};
+use serde_json::{Map, Value};
 
 /// Where a node stands, which decides how a replacement is laid out.
 #[derive(Clone, Copy)]
@@ -73,116 +60,6 @@ pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<Strin
 /// Whether `text` holds a YAML comment (as the parser sees it: a `#` inside a quoted string is none).
 pub fn has_comment(text: &str) -> bool {
     Parser::new_from_str(text).map_while(Result::ok).any(|(event, _)| matches!(event, Event::Comment(..)))
-}
-
-/// The document's root node; `None` for anchors, aliases, tags, non-scalar keys or parse errors.
-fn tree(text: &str) -> Option<Node> {
-    // Comments are not nodes: they stay where they are in the text.
-    let structural = |e: &Result<(Event<'_>, granit_parser::Span), _>| {
-        e.as_ref().map_or(true, |(event, _)| {
-            matches!(
-                event,
-                Event::StreamStart
-                    | Event::StreamEnd
-                    | Event::DocumentStart(..)
-                    | Event::DocumentEnd
-                    | Event::Alias(_)
-                    | Event::Scalar(..)
-                    | Event::SequenceStart(..)
-                    | Event::SequenceEnd
-                    | Event::MappingStart(..)
-                    | Event::MappingEnd
-            )
-        })
-    };
-    // Every offset must be a char boundary inside the text; anything else is not patched (a fuzzed
-    // document with a non-ASCII character after an end marker produced one outside it).
-    let inside = |offset: usize| (offset <= text.len() && text.is_char_boundary(offset)).then_some(offset);
-    let mut events = Parser::new_from_str(text)
-        .filter(structural)
-        .map(|e| e.ok().and_then(|(event, span)| Some((event, inside(span.start.byte_offset()?)?, inside(span.end.byte_offset()?)?))));
-    loop {
-        match events.next()?? {
-            (Event::StreamStart | Event::DocumentStart(..), _, _) => {}
-            (event, start, end) => return node(&mut events, event, start, end),
-        }
-    }
-}
-
-fn node(events: &mut dyn Iterator<Item = Option<(Event<'_>, usize, usize)>>, event: Event<'_>, start: usize, end: usize) -> Option<Node> {
-    match event {
-        Event::Scalar(_, _, 0, None) => Some(Node { shape: Shape::Scalar, start, end, flow: false }),
-        Event::MappingStart(style, 0, None) => {
-            let mut entries = Vec::new();
-            loop {
-                match events.next()?? {
-                    (Event::MappingEnd, _, close) => return collection(Shape::Map(entries), style, start, close),
-                    (Event::Scalar(key, _, 0, None), key_start, key_end) => {
-                        let (event, start, end) = events.next()??;
-                        entries.push((key.into_owned(), key_start, key_end, node(events, event, start, end)?));
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        Event::SequenceStart(style, 0, None) => {
-            let mut items = Vec::new();
-            loop {
-                match events.next()?? {
-                    (Event::SequenceEnd, _, close) => return collection(Shape::Seq(items), style, start, close),
-                    (event, start, end) => items.push(node(events, event, start, end)?),
-                }
-            }
-        }
-        _ => None,
-    }
-}
-
-/// A collection's node: a flow one ends at its closing bracket, a block one where its last child
-/// ends (the parser's block end is the start of whatever follows, comments included).
-fn collection(shape: Shape, style: StructureStyle, start: usize, close: usize) -> Option<Node> {
-    let flow = matches!(style, StructureStyle::Flow);
-    let end = match (&shape, flow) {
-        (_, true) => close,
-        (Shape::Map(entries), false) => entries.last()?.3.end,
-        (Shape::Seq(items), false) => items.last()?.end,
-        (Shape::Scalar, false) => return None,
-    };
-    Some(Node { shape, start, end, flow })
-}
-
-/// `offset` inside `text` on a char boundary: the parser's positions after some malformed input
-/// (found by fuzzing) are not; an edit made from them fails the read-back check and is not kept.
-fn boundary(text: &str, offset: usize) -> usize {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
-}
-
-/// The column of a byte offset (indentation is ASCII).
-fn column(text: &str, offset: usize) -> usize {
-    let offset = boundary(text, offset);
-    offset - line_of(text, offset).0
-}
-
-/// The start of the line holding `offset`, and the start of the next line (or the end). Lines end
-/// where YAML's do (`\n`, `\r\n`, a bare `\r`), as in the splitter.
-fn line_of(text: &str, offset: usize) -> (usize, usize) {
-    let offset = boundary(text, offset);
-    let start = text[..offset].rfind(['\n', '\r']).map_or(0, |break_| break_ + 1);
-    let next = match text[offset..].find(['\n', '\r']) {
-        Some(i) if text[offset + i..].starts_with("\r\n") => offset + i + 2,
-        Some(i) => offset + i + 1,
-        None => text.len(),
-    };
-    (start, next)
-}
-
-/// Whether `text` ends with a line break.
-fn ends_a_line(text: &str) -> bool {
-    text.ends_with(['\n', '\r'])
 }
 
 /// How a scalar string is quoted in the document.
@@ -389,49 +266,9 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
                 }) =>
         {
             let key_col = column(text, node.start);
-            let mut removed = Vec::new();
-            for (key, _, key_end, value) in entries {
-                let colon_end = key_end + text[*key_end..].find(':')? + 1;
-                match (old_map.get(key), new_map.get(key)) {
-                    (Some(old_value), Some(new_value)) => {
-                        diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, layout, edits)?
-                    }
-                    (_, None) => {
-                        let (from, _) = line_of(text, key_end - 1);
-                        let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
-                        removed.push((from, to));
-                        edits.push((from, to, String::new()));
-                    }
-                    (None, Some(_)) => return None, // a key the value does not have: duplicate keys
-                }
-            }
+            let removed = diff_entries(text, entries, old_map, new_map, key_col, layout, edits)?;
             let near = layout.near(text, node, old);
-            // A new key goes where the new value's order puts it: after the kept key before it
-            // (after the last entry when none is), so `annotations` added after `name` stands there.
-            let mut added: Vec<(usize, String)> = Vec::new();
-            let mut after = None;
-            for (k, v) in new_map {
-                if let Some((_, _, _, kept)) = entries.iter().find(|(key, ..)| key == k) {
-                    after = Some(kept.end);
-                    continue;
-                }
-                let end = after.or(entries.last().map(|e| e.3.end))?;
-                let (_, mut next) = line_of(text, end.saturating_sub(1));
-                // Where removed lines start, the new key goes after them (the edits never overlap).
-                while let Some(&(_, to)) = removed.iter().find(|(from, _)| *from == next) {
-                    next = to;
-                }
-                let lines = at_column(entry_lines(k, v, near), key_col);
-                match added.last_mut() {
-                    Some((at, text)) if *at == next => text.push_str(&lines),
-                    _ => added.push((next, lines)),
-                }
-            }
-            for (next, lines) in added {
-                let lines = if ends_a_line(&text[..next]) { lines } else { format!("\n{lines}") };
-                edits.push((next, next, lines));
-            }
-            Some(())
+            add_entries(text, entries, new_map, &removed, key_col, near, edits)
         }
         (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items))
             if !node.flow && !new_items.is_empty() && old_items.len() == items.len() =>
@@ -464,6 +301,74 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
             Some(())
         }
     }
+}
+
+/// The entries of a block mapping that stay, diffed where they stand, and those `new_map` drops,
+/// taken out with their lines; the lines taken out (new keys go after them, never inside).
+fn diff_entries(
+    text: &str,
+    entries: &[(String, usize, usize, Node)],
+    old_map: &Map<String, Value>,
+    new_map: &Map<String, Value>,
+    key_col: usize,
+    layout: Layout,
+    edits: &mut Vec<Edit>,
+) -> Option<Vec<(usize, usize)>> {
+    let mut removed = Vec::new();
+    for (key, _, key_end, value) in entries {
+        let colon_end = key_end + text[*key_end..].find(':')? + 1;
+        match (old_map.get(key), new_map.get(key)) {
+            (Some(old_value), Some(new_value)) => {
+                diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, layout, edits)?
+            }
+            (_, None) => {
+                let (from, _) = line_of(text, key_end - 1);
+                let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
+                removed.push((from, to));
+                edits.push((from, to, String::new()));
+            }
+            (None, Some(_)) => return None, // a key the value does not have: duplicate keys
+        }
+    }
+    Some(removed)
+}
+
+/// The keys of `new_map` the mapping lacks, added at column `key_col` in the `near` layout.
+fn add_entries(
+    text: &str,
+    entries: &[(String, usize, usize, Node)],
+    new_map: &Map<String, Value>,
+    removed: &[(usize, usize)],
+    key_col: usize,
+    near: Layout,
+    edits: &mut Vec<Edit>,
+) -> Option<()> {
+    // A new key goes where the new value's order puts it: after the kept key before it
+    // (after the last entry when none is), so `annotations` added after `name` stands there.
+    let mut added: Vec<(usize, String)> = Vec::new();
+    let mut after = None;
+    for (k, v) in new_map {
+        if let Some((_, _, _, kept)) = entries.iter().find(|(key, ..)| key == k) {
+            after = Some(kept.end);
+            continue;
+        }
+        let end = after.or(entries.last().map(|e| e.3.end))?;
+        let (_, mut next) = line_of(text, end.saturating_sub(1));
+        // Where removed lines start, the new key goes after them (the edits never overlap).
+        while let Some(&(_, to)) = removed.iter().find(|(from, _)| *from == next) {
+            next = to;
+        }
+        let lines = at_column(entry_lines(k, v, near), key_col);
+        match added.last_mut() {
+            Some((at, text)) if *at == next => text.push_str(&lines),
+            _ => added.push((next, lines)),
+        }
+    }
+    for (next, lines) in added {
+        let lines = if ends_a_line(&text[..next]) { lines } else { format!("\n{lines}") };
+        edits.push((next, next, lines));
+    }
+    Some(())
 }
 
 /// The edit that puts `new` where `node` stands.
