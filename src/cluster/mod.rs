@@ -9,6 +9,7 @@ pub mod client;
 pub mod credentials;
 mod failure;
 pub mod limits;
+pub mod list;
 pub mod memory;
 pub mod read;
 pub mod reflector;

@@ -3,7 +3,8 @@
 //! snapshot from memory instead of re-listing a large cluster every second. Pods and CiliumEndpoints
 //! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
-use super::read::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Listed, Objects, PODS, typed_value};
+use super::list::{Listed, typed_value};
+use super::read::{CILIUM_ENDPOINTS, Cluster, Kind, Layout, Objects, PODS};
 use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, Sink, backoff};
 use super::slim_store::{Slim, SlimStore};
 use crate::model::slim;

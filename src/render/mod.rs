@@ -3,6 +3,7 @@
 //! [`output`] in the format asked for, so that `-o` means the same for every command.
 
 pub mod check;
+mod fit;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
@@ -10,6 +11,7 @@ pub mod legend;
 pub mod map;
 pub mod metrics;
 pub mod migrate;
+mod prose;
 pub mod reserve;
 mod shorten;
 pub mod table;
@@ -22,7 +24,8 @@ use crate::escape;
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-pub use table::{Grid, fit_prose, table, table_shedding};
+pub use prose::fit_prose;
+pub use table::{Grid, table, table_shedding};
 
 /// The version of every `-o json|yaml` document (`schemaVersion`); documents change only with
 /// a bump (docs/design/json-contract.md).
