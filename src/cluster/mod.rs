@@ -1,14 +1,18 @@
 //! The API server: the client and its bounds (`client.rs`, `limits.rs`, `trace.rs`), one read of a
-//! snapshot (`read.rs`, `cilium.rs`), watches that follow it (`watch.rs` over `reflector.rs`,
-//! why a follow restarts in `failure.rs`, the slim stores of pods and endpoints in
-//! `slim_store.rs`, `memory.rs` for `serve`'s budget), every write the plugin makes (`writes.rs`),
+//! snapshot (`read.rs` over `list.rs`, `cilium.rs`), watches that follow it (`watch.rs` over
+//! `reflector.rs`, why a follow restarts in `failure.rs`, how long it waits in `backoff.rs`, the
+//! slim stores of pods and endpoints in `slim_store.rs` holding them as `decoded.rs` decodes them,
+//! `memory.rs` for `serve`'s budget), every write the plugin makes (`writes.rs`),
 //! and the kubeconfig's credentials kept out of every message (`credentials.rs`).
 
+pub mod backoff;
 pub mod cilium;
 pub mod client;
 pub mod credentials;
+mod decoded;
 mod failure;
 pub mod limits;
+pub mod list;
 pub mod memory;
 pub mod read;
 pub mod reflector;

@@ -7,7 +7,8 @@
 //! re-reads and asks the caller's edit again — kube does not retry 409s itself.
 
 use super::client::{Connection, pools_api, pools_resource};
-use super::read::{crd_resource, list_pages};
+use super::list::list_pages;
+use super::read::crd_resource;
 use crate::error::{cluster, input};
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;

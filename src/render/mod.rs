@@ -5,6 +5,7 @@
 pub mod check;
 mod document;
 mod figures;
+mod fit;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
@@ -12,6 +13,7 @@ pub mod legend;
 pub mod map;
 pub mod metrics;
 pub mod migrate;
+mod prose;
 pub mod reserve;
 mod shorten;
 mod style;
@@ -22,8 +24,9 @@ pub mod watch;
 
 pub use document::{Format, POOL_RESOURCE, Render, SCHEMA_VERSION, Sourced, name_records, notes, output};
 pub use figures::{bar, human, percent, utilization, utilization_bar};
+pub use prose::fit_prose;
 pub use style::{Style, TABLE_WIDTH, Tone, line};
-pub use table::{Grid, fit_prose, table, table_shedding};
+pub use table::{Grid, table, table_shedding};
 
 #[cfg(test)]
 mod tests {

@@ -13,8 +13,8 @@ use state::{Figures, FleetFigures, Shared, lock};
 
 use crate::allocator::fleet::Member;
 use crate::cli::ServeArgs;
+use crate::cluster::backoff::backoff;
 use crate::cluster::read::{Cluster, Layout};
-use crate::cluster::reflector::backoff;
 use crate::cluster::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
 use crate::commands::context::Context;
 use crate::render::metrics::{self, Options};
