@@ -4,7 +4,9 @@
 # (tools/fuzz-smoke.sh). Extra arguments go to `cargo test` (e.g.
 # `tools/test.sh --test integration cli_offline::`) and skip the fuzz smoke.
 # Cluster tests run at most CILIUMPOOL_CONTROL_PLANES private control planes at once (default: one
-# per two cores; tests/integration/support/mod.rs), so that they do not starve each other.
+# per core; tests/integration/support/mod.rs), so that they do not starve each other. Tests mostly
+# wait (on servers, processes, timeouts): they run on two threads per core unless RUST_TEST_THREADS
+# says otherwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -43,6 +45,8 @@ if [[ $# -eq 0 ]]; then
   fuzz_build=$!
   background+=("$fuzz_build")
 fi
+: "${RUST_TEST_THREADS:=$(($(nproc) * 2))}"
+export RUST_TEST_THREADS
 cargo test --locked "${targets[@]}" "$@"
 # Every fuzz target replays its seed corpus and fuzzes a fixed number of runs (cached builds under
 # ~/.cache afterwards).

@@ -391,13 +391,13 @@ impl Drop for TestCluster {
     }
 }
 
-/// How many private control planes of one test binary run at once: `CILIUMPOOL_CONTROL_PLANES`,
-/// else one per two cores (at least one). An etcd + kube-apiserver pair keeps a core busy while
-/// it starts; more of them than the machine has cores for starve each other and the plugin.
-/// cargo runs test binaries one after another, so this bounds the whole run.
+/// How many private control planes run at once: `CILIUMPOOL_CONTROL_PLANES`, else one per core.
+/// An etcd + kube-apiserver pair keeps a core busy while it starts, then mostly waits with the
+/// test (the suite on one control plane at a time left 2 cores at a load average under 1);
+/// more of them than the machine has cores starve each other and the plugin.
 fn control_plane_limit() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::env::var("CILIUMPOOL_CONTROL_PLANES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or((cores / 2).max(1))
+    std::env::var("CILIUMPOOL_CONTROL_PLANES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(cores.max(1))
 }
 
 static RUNNING: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
