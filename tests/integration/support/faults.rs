@@ -275,18 +275,22 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
     }
 }
 
-/// A watch answered as the API server answers it, each chunk passed on as it arrives.
-async fn stream_through(stream: &mut TcpStream, client: &kube::Client, target: &str, watches: &Watches) {
-    use http_body_util::BodyExt;
+/// The API server's answer to the watch `target`, its status line and headers already passed on;
+/// `None` when it could not be asked (the plugin is answered 502) or the plugin hung up.
+async fn open_watch(stream: &mut TcpStream, client: &kube::Client, target: &str) -> Option<kube::client::Body> {
     let request = http::Request::builder().uri(target).body(kube::client::Body::empty()).expect("a request");
     let Ok(response) = client.send(request).await else {
         let _ = respond(stream, 502, b"proxy: the watch failed").await;
-        return;
+        return None;
     };
-    if stream.write_all(&head(response.status().as_u16())).await.is_err() {
-        return;
-    }
-    let mut body = response.into_body();
+    stream.write_all(&head(response.status().as_u16())).await.ok()?;
+    Some(response.into_body())
+}
+
+/// A watch answered as the API server answers it, each chunk passed on as it arrives.
+async fn stream_through(stream: &mut TcpStream, client: &kube::Client, target: &str, watches: &Watches) {
+    use http_body_util::BodyExt;
+    let Some(mut body) = open_watch(stream, client, target).await else { return };
     while let Some(Ok(frame)) = body.frame().await {
         if watches.frozen() {
             return watches.thaw().await;
@@ -308,12 +312,7 @@ async fn slow_initial_events(stream: &mut TcpStream, client: &kube::Client, targ
     use http_body_util::BodyExt;
     let asked = target.split(['?', '&']).find_map(|p| p.strip_prefix("timeoutSeconds=")?.parse::<u64>().ok()).unwrap_or(290);
     let ends = tokio::time::Instant::now() + Duration::from_secs(asked);
-    let request = http::Request::builder().uri(target).body(kube::client::Body::empty()).expect("a request");
-    let Ok(response) = client.send(request).await else { return };
-    if stream.write_all(&head(response.status().as_u16())).await.is_err() {
-        return;
-    }
-    let mut body = response.into_body();
+    let Some(mut body) = open_watch(stream, client, target).await else { return };
     let mut pending: Vec<u8> = Vec::new();
     let passed = async {
         while let Some(Ok(frame)) = body.frame().await {
