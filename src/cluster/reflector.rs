@@ -209,7 +209,8 @@ where
                 Ok(page) => page,
                 Err(error) => return self.abandon(Failure::of(&error)),
             };
-            count += page.items.len();
+            let items = page.items.len();
+            count += items;
             if count > self.rules.max_objects {
                 return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
             }
@@ -219,7 +220,7 @@ where
             for item in page.items {
                 self.sink.apply(Event::InitApply(item));
             }
-            match pages.next(0, page.metadata.continue_.as_deref()) {
+            match pages.next(items, page.metadata.continue_.as_deref()) {
                 Ok(Some(token)) => params = params.continue_token(token),
                 Ok(None) => {
                     self.sink.apply(Event::InitDone);

@@ -364,8 +364,8 @@ async fn misbehave(stream: &mut TcpStream, fault: WatchFault, watches: &Watches)
             stream.write_all(format!("{gone}\n").as_bytes()).await
         }
         WatchFault::Garbage => stream.write_all(b"this is not an event\n").await,
-        // Streaming lists only (`slow_initial_events`): a resumed watch passes through.
-        WatchFault::SlowInitialEvents(_) => Ok(()),
+        // The caller passes every watch on itself under this fault (`slow_initial_events`).
+        WatchFault::SlowInitialEvents(_) => unreachable!("a slow-initial-events fault never misbehaves"),
     };
     let _ = stream.shutdown().await;
 }
