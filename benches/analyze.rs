@@ -88,7 +88,7 @@ fn decoding(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function(BenchmarkId::new("realistic-json-dump", format!("{}-pods", scale.nodes * scale.pods_per_node)), |b| {
         b.iter(|| {
-            let files = ciliumpool::files::read::load(black_box(&paths)).expect("dump loads");
+            let files = ciliumpool::files::read::load(black_box(&paths), ciliumpool::files::Limits::default()).expect("dump loads");
             ciliumpool::files::read::snapshot_of(files)
         })
     });

@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let sniffed = kind_of_head(&data[..data.len().min(262)]);
     for kind in sniffed.into_iter().chain([Kind::Zip, Kind::TarGz, Kind::Tar].into_iter().filter(|k| Some(*k) != sniffed)) {
         let mut inputs = Inputs::default();
-        if read_from(std::io::Cursor::new(data), "fuzz.archive", kind, &mut inputs).is_ok() {
+        if read_from(std::io::Cursor::new(data), "fuzz.archive", kind, &mut inputs, ciliumpool::files::Limits::default()).is_ok() {
             // What is read or skipped is named after its archive, so that messages say where.
             let names = inputs.files.iter().map(|f| &f.name).chain(inputs.skipped.iter().map(|s| &s.name));
             assert!(names.into_iter().all(|n| n.starts_with("fuzz.archive:")));

@@ -102,7 +102,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
-    if let Ok(Some(kept)) = ciliumpool::files::inputs::parse_stream(data, "fuzz.yaml", ciliumpool::files::Pools::Read)
+    if let Ok(Some(kept)) =
+        ciliumpool::files::inputs::parse_stream(data, "fuzz.yaml", ciliumpool::files::Pools::Read, ciliumpool::files::Limits::default())
         && !repeats_a_key(text)
     {
         agree(&snapshot, &kept.snapshot());

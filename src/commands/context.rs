@@ -50,9 +50,6 @@ impl Context {
     pub fn from_cli(cli: &Cli, terminal: Terminal) -> Result<Context> {
         let global = &cli.global;
         check_combinations(&cli.command, !global.filename.is_empty(), global.output)?;
-        // Process-wide: every reader of -f input (files, stdin, archives, sysdumps) obeys it.
-        crate::files::inputs::set_max_input_bytes(global.max_input_size);
-        crate::files::inputs::set_max_line_bytes(global.max_line_size);
         let headers = !global.no_headers;
         check_fleet_flags(&cli.command, global)?;
         Ok(Context {
@@ -107,10 +104,16 @@ fn notes_width() -> Option<usize> {
     })
 }
 
+/// What every reader of -f input (files, stdin, archives, sysdumps) may read: `--max-input-size`
+/// and `--max-line-size`.
+fn limits_of(global: &GlobalArgs) -> crate::files::Limits {
+    crate::files::Limits { input_bytes: global.max_input_size, line_bytes: global.max_line_size }
+}
+
 /// Files when `-f` was given, else the cluster kubectl's flags select.
 pub fn input_of(global: &GlobalArgs) -> Input {
     if !global.filename.is_empty() {
-        return Input::Files(global.filename.clone());
+        return Input::Files { paths: global.filename.clone(), limits: limits_of(global) };
     }
     Input::Cluster(ConnectOptions {
         kubeconfig: global.kubeconfig.clone(),
@@ -131,10 +134,10 @@ pub fn input_of(global: &GlobalArgs) -> Input {
 pub fn fleet_of(global: &GlobalArgs) -> Option<Fleet> {
     let options = || match input_of(global) {
         Input::Cluster(options) => options,
-        Input::Files(_) => unreachable!("no -f when contexts are read"),
+        Input::Files { .. } => unreachable!("no -f when contexts are read"),
     };
     if global.fleet {
-        Some(Fleet::Files(global.filename.clone()))
+        Some(Fleet::Files { paths: global.filename.clone(), limits: limits_of(global) })
     } else if global.all_contexts {
         Some(Fleet::AllContexts(options()))
     } else if global.context.len() > 1 {

@@ -34,7 +34,7 @@ pub async fn run(args: VersionArgs, ctx: &Context) -> anyhow::Result<i32> {
             // Notes quote client errors, which can quote kubeconfig credentials.
             doc.notes = doc.notes.iter().map(|note| crate::secrets::redact(note).into_owned()).collect();
         }
-        Input::Files(_) => doc.notes.push("server: not contacted (-f)".to_string()),
+        Input::Files { .. } => doc.notes.push("server: not contacted (-f)".to_string()),
     }
     ctx.show(&doc)?;
     Ok(0)

@@ -3,20 +3,16 @@
 //! those that hold no Kubernetes objects are skipped). Bounded against archive bombs: one member
 //! at a time is parsed as it is decompressed and then dropped, so memory follows the objects
 //! kept, not the members' sizes; each member is counted as it streams against the input limit
-//! (`inputs::max_input_bytes`), the whole archive against [`max_archive_bytes()`] decompressed, and
+//! (`Limits::input_bytes`), the whole archive against [`Limits::archive_bytes`] decompressed, and
 //! at most [`MAX_ARCHIVE_MEMBERS`] members are read.
 
-use super::inputs::{self, Inputs, SkippedFile, is_manifest_name, max_input_bytes, not_manifest_reason, stream_input, streamed_member};
+use super::inputs::{self, Inputs, SkippedFile, is_manifest_name, not_manifest_reason, stream_input, streamed_member};
+use super::limits::Limits;
 use crate::error::input;
 use anyhow::Result;
 use std::io::{Read, Seek};
 use std::path::Path;
 
-/// Decompressed bytes an archive may expand to in total (members skipped unread in a zip do not
-/// count; a tar stream is decompressed whole): 16 times `--max-input-size`, 16 GiB by default.
-pub fn max_archive_bytes() -> u64 {
-    max_input_bytes().saturating_mul(16)
-}
 /// Members an archive may list.
 pub const MAX_ARCHIVE_MEMBERS: usize = 1_000_000;
 
@@ -62,22 +58,23 @@ pub fn named_like_one(name: &str) -> bool {
     [".zip", ".tar", ".tar.gz", ".tgz"].iter().any(|ext| name.ends_with(ext))
 }
 
-/// Reads the members of an archive into `inputs`; `name` is the path as the user gave it.
-pub fn read(path: &Path, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<()> {
+/// Reads the members of an archive into `inputs` within `limits`; `name` is the path as the user
+/// gave it.
+pub fn read(path: &Path, name: &str, kind: Kind, inputs: &mut Inputs, limits: Limits) -> Result<()> {
     let file = std::fs::File::open(path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
-    read_from(file, name, kind, inputs)
+    read_from(file, name, kind, inputs, limits)
 }
 
 /// [`read`] of an archive's bytes from any reader (the `archive` fuzz target reads them from memory).
-pub fn read_from(reader: impl Read + Seek, name: &str, kind: Kind, inputs: &mut Inputs) -> Result<()> {
+pub fn read_from(reader: impl Read + Seek, name: &str, kind: Kind, inputs: &mut Inputs, limits: Limits) -> Result<()> {
     match kind {
-        Kind::Zip => read_zip(reader, name, inputs),
-        Kind::TarGz => read_tar(flate2::read::GzDecoder::new(reader), name, inputs),
-        Kind::Tar => read_tar(reader, name, inputs),
+        Kind::Zip => read_zip(reader, name, inputs, limits),
+        Kind::TarGz => read_tar(flate2::read::GzDecoder::new(reader), name, inputs, limits),
+        Kind::Tar => read_tar(reader, name, inputs, limits),
     }
 }
 
-fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<()> {
+fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs, limits: Limits) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| {
         input(format!(
             "{name}: not a readable zip archive ({e}): truncated or corrupt? get the sysdump again, or unzip what can be read and pass the directory with -f"
@@ -94,7 +91,7 @@ fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<(
         }
     }
     members.sort();
-    let mut budget = max_archive_bytes();
+    let mut budget = limits.archive_bytes();
     for (member, index) in members {
         if member.ends_with('/') {
             continue;
@@ -106,19 +103,19 @@ fn read_zip(file: impl Read + Seek, name: &str, inputs: &mut Inputs) -> Result<(
         }
         let entry = zip.by_index(index).map_err(|e| broken(&e))?;
         let declared = entry.size();
-        read_member(entry, declared, shown, &mut budget, inputs)?;
+        read_member(entry, declared, shown, &mut budget, inputs, limits)?;
     }
     Ok(())
 }
 
-fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs) -> Result<()> {
+fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs, limits: Limits) -> Result<()> {
     let broken = |e: &dyn std::fmt::Display| input(format!("{name}: not a readable tar archive: {e}"));
     // The whole stream is decompressed, skipped members too: bound all of it.
-    let mut archive = tar::Archive::new(Bounded { inner: reader, left: max_archive_bytes() });
+    let mut archive = tar::Archive::new(Bounded { inner: reader, left: limits.archive_bytes(), limits });
     // Members come in the archive's order; what they hold is sorted by name below, as a zip's or
     // a walked directory's is. Each is parsed as it streams and its text dropped.
     let mut read = Inputs::default();
-    let mut budget = max_archive_bytes();
+    let mut budget = limits.archive_bytes();
     for (count, entry) in archive.entries().map_err(|e| broken(&e))?.enumerate() {
         if count >= MAX_ARCHIVE_MEMBERS {
             return Err(input(format!("{name}: more than {MAX_ARCHIVE_MEMBERS} members; extract the files you need")));
@@ -138,7 +135,7 @@ fn read_tar(reader: impl Read, name: &str, inputs: &mut Inputs) -> Result<()> {
             continue;
         }
         let declared = entry.size();
-        read_member(entry, declared, shown, &mut budget, &mut read)?;
+        read_member(entry, declared, shown, &mut budget, &mut read, limits)?;
     }
     read.files.sort_by(|a, b| a.name.cmp(&b.name));
     read.skipped.sort_by(|a, b| a.name.cmp(&b.name));
@@ -161,37 +158,38 @@ fn not_a_file(kind: tar::EntryType) -> Option<&'static str> {
     }
 }
 
-/// One member, parsed as it is decompressed (at most `inputs::max_input_bytes`, and what is left
-/// of the archive's budget) and then dropped; only the objects kept of it stay. A member whose
+/// One member, parsed as it is decompressed (at most `limits.input_bytes`, and what is left of
+/// the archive's budget) and then dropped; only the objects kept of it stay. A member whose
 /// header already declares more (`declared`) is refused before a byte of it is read; one that
 /// declares less than it holds is still cut off by the count as it streams.
-fn read_member(reader: impl Read, declared: u64, shown: String, budget: &mut u64, inputs: &mut Inputs) -> Result<()> {
-    let limit = max_input_bytes().min(*budget);
+fn read_member(reader: impl Read, declared: u64, shown: String, budget: &mut u64, inputs: &mut Inputs, limits: Limits) -> Result<()> {
+    let limit = limits.input_bytes.min(*budget);
     let too_large = || {
-        if limit < max_input_bytes() {
+        if limit < limits.input_bytes {
             format!(
                 "{shown}: the archive expands to more than {} (16 × --max-input-size); extract the files you need and pass them with -f",
-                crate::bytes::show(max_archive_bytes())
+                crate::bytes::show(limits.archive_bytes())
             )
         } else {
-            inputs::too_large(&shown)
+            inputs::too_large(&shown, limits)
         }
     };
     if declared > limit {
         return Err(input(too_large()));
     }
     // An archive is only read: edits refuse it.
-    let (streamed, read) = stream_input(reader, &shown, limit, &too_large, inputs::Pools::Read)?;
+    let (streamed, read) = stream_input(reader, &shown, Limits { input_bytes: limit, ..limits }, &too_large, inputs::Pools::Read)?;
     *budget -= read;
     streamed_member(shown, streamed, inputs);
     Ok(())
 }
 
 /// A reader that fails (instead of ending) after `left` bytes, so that a truncated stream is
-/// never mistaken for a complete one.
+/// never mistaken for a complete one; its error names the archive bound of `limits`.
 pub(super) struct Bounded<R> {
     pub(super) inner: R,
     pub(super) left: u64,
+    pub(super) limits: Limits,
 }
 
 impl<R: Read> Read for Bounded<R> {
@@ -200,7 +198,7 @@ impl<R: Read> Read for Bounded<R> {
         if n as u64 > self.left {
             return Err(std::io::Error::other(format!(
                 "expands to more than {} (16 × --max-input-size)",
-                crate::bytes::show(max_archive_bytes())
+                crate::bytes::show(self.limits.archive_bytes())
             )));
         }
         self.left -= n as u64;

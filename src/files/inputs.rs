@@ -11,29 +11,12 @@ use anyhow::Result;
 use serde_json::Value;
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use super::parse::{DEFAULT_MAX_LINE_BYTES, Kept, Passed, Pools, parse_stream, set_max_line_bytes};
+pub use super::limits::{DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_LINE_BYTES, Limits};
+pub use super::parse::{Kept, Passed, Pools, parse_stream};
 
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 pub const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
-
-/// The most one input (a file, stdin, an archive member) may hold unless `--max-input-size` says
-/// otherwise. A `kubectl get -o yaml` of every pod of a large cluster is well below; `-f
-/// /dev/zero` or a runaway pipe is refused instead of filling memory.
-pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
-
-static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
-
-/// Sets `--max-input-size`; called once, before any input is read.
-pub fn set_max_input_bytes(bytes: u64) {
-    MAX_INPUT_BYTES.store(bytes, Ordering::Relaxed);
-}
-
-/// The most one input may hold (`--max-input-size`).
-pub fn max_input_bytes() -> u64 {
-    MAX_INPUT_BYTES.load(Ordering::Relaxed)
-}
 
 /// A parsed input: its name (path or `-`) and the documents it holds.
 pub struct LoadedFile {
@@ -158,13 +141,19 @@ pub enum Streamed {
     Unread(String),
 }
 
-/// Reads `reader` as it streams (at most `limit` bytes, refused past it; binary data stops it at
-/// the first NUL byte), keeping a copy of up to [`RETRY_BYTES`] when `retry` (it cannot be read
-/// again) in case the stream reader gives up; `too_large` is the refusal past the limit.
-/// `Ok((streamed, bytes read))`.
-pub fn stream_input(reader: impl Read, name: &str, limit: u64, too_large: &dyn Fn() -> String, pools: Pools) -> Result<(Streamed, u64)> {
-    let mut watched = Watched { inner: reader, left: limit, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
-    match parse_stream(&mut watched, name, pools) {
+/// Reads `reader` as it streams (at most `limits.input_bytes`, refused past it; lines bounded by
+/// `limits.line_bytes`; binary data stops it at the first NUL byte), keeping a copy of up to
+/// [`RETRY_BYTES`] in case the stream reader gives up (it cannot be read again); `too_large` is
+/// the refusal past the limit. `Ok((streamed, bytes read))`.
+pub fn stream_input(
+    reader: impl Read,
+    name: &str,
+    limits: Limits,
+    too_large: &dyn Fn() -> String,
+    pools: Pools,
+) -> Result<(Streamed, u64)> {
+    let mut watched = Watched { inner: reader, left: limits.input_bytes, read: 0, nul_at: None, failed: None, copy: Some(Vec::new()) };
+    match parse_stream(&mut watched, name, pools, limits) {
         Ok(Some(kept)) => return Ok((Streamed::Read(kept), watched.read)),
         Err(why) => return Err(input(format!("{name}: {why}"))),
         Ok(None) => {}
@@ -255,23 +244,23 @@ impl<R: Read> Read for Guarded<R> {
     }
 }
 
-/// The refusal of an input larger than [`max_input_bytes`].
-pub fn too_large(name: &str) -> String {
+/// The refusal of an input larger than `limits.input_bytes`.
+pub fn too_large(name: &str, limits: Limits) -> String {
     format!(
         "{name}: more than {} (--max-input-size); split the input (e.g. one file per resource kind) or raise --max-input-size",
-        crate::bytes::show(max_input_bytes())
+        crate::bytes::show(limits.input_bytes)
     )
 }
 
-/// Text of at most [`max_input_bytes`], refused at the first NUL byte (no manifest holds one:
+/// Text of at most `limits.input_bytes`, refused at the first NUL byte (no manifest holds one:
 /// binary data, `/dev/zero`) or past the limit, so that neither takes long.
-pub fn read_text(reader: impl Read, name: &str) -> Result<String> {
-    read_text_or_binary(reader, name)?.map_err(|why| input(format!("{name}: {why}")))
+pub fn read_text(reader: impl Read, name: &str, limits: Limits) -> Result<String> {
+    read_text_or_binary(reader, name, limits)?.map_err(|why| input(format!("{name}: {why}")))
 }
 
 /// Like [`read_text`], but binary data (a NUL byte, not UTF-8) is `Ok(Err(why))`, for files
 /// that may be skipped; only IO errors and the size limit are errors.
-pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::result::Result<String, String>> {
+pub fn read_text_or_binary(mut reader: impl Read, name: &str, limits: Limits) -> Result<std::result::Result<String, String>> {
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; 1 << 16];
     loop {
@@ -284,8 +273,8 @@ pub fn read_text_or_binary(mut reader: impl Read, name: &str) -> Result<std::res
         if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
             return Ok(Err(format!("binary data (a NUL byte at offset {}), not Kubernetes YAML or JSON", bytes.len() + at)));
         }
-        if (bytes.len() + n) as u64 > max_input_bytes() {
-            return Err(input(too_large(name)));
+        if (bytes.len() + n) as u64 > limits.input_bytes {
+            return Err(input(too_large(name, limits)));
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
@@ -309,7 +298,7 @@ mod tests {
 
     /// What `parse_stream` makes of `text`, as the whole reader's snapshot would count it.
     fn kept(text: &str, name: &str) -> Kept {
-        parse_stream(text.as_bytes(), name, Pools::Read).unwrap().expect("read as it streams")
+        parse_stream(text.as_bytes(), name, Pools::Read, Limits::default()).unwrap().expect("read as it streams")
     }
 
     #[test]

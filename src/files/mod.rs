@@ -1,6 +1,6 @@
 //! Snapshots from files (`-f`): manifests, directories, archives and sysdumps, read without a
 //! cluster (`read.rs` walks the paths, `inputs.rs` streams one input within its limits,
-//! `parse.rs` decodes it as it streams, `archive.rs` and `sysdump.rs` the archive and sysdump formats, `comments.rs` the YAML
+//! `parse.rs` decodes it as it streams, `limits.rs` what one read may cost, `archive.rs` and `sysdump.rs` the archive and sysdump formats, `comments.rs` the YAML
 //! comment filter), and the atomic, compare-and-swap writes of edited files (`atomic.rs`,
 //! `fingerprint.rs`). A new input kind is added in `inputs.rs` (what it is) and `read.rs` (where it
 //! is found).
@@ -10,18 +10,21 @@ pub mod atomic;
 pub mod comments;
 pub mod fingerprint;
 pub mod inputs;
+mod limits;
 mod parse;
 pub mod read;
 pub mod sysdump;
 
 pub use inputs::Pools;
+pub use limits::Limits;
 
 use crate::model::{Origin, Snapshot};
 use anyhow::Result;
 
-/// The snapshot the files at `paths` make, its pools kept whole or as far as they are read.
-pub fn snapshot(paths: &[String], namespace: Option<&str>, verbose: bool, pools: Pools) -> Result<Snapshot> {
-    let inputs = read::load_inputs(paths, pools)?;
+/// The snapshot the files at `paths` make, its pools kept whole or as far as they are read, each
+/// input read within `limits`.
+pub fn snapshot(paths: &[String], namespace: Option<&str>, verbose: bool, pools: Pools, limits: Limits) -> Result<Snapshot> {
+    let inputs = read::load_inputs(paths, pools, limits)?;
     let duplicates = read::duplicate_pools(&inputs.files);
     let names = inputs.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
     let mut snapshot = read::snapshot_of(inputs.files);

@@ -2,27 +2,13 @@
 //! the ones it only counts ([`Passed`]), how much of a pool it keeps ([`Pools`]), and the bound on
 //! a YAML line (`--max-line-size`, [`LineBound`]).
 
+use super::limits::Limits;
 use super::sysdump;
 use crate::manifest;
 use crate::model::Workloads;
 use crate::model::snapshot::NO_KIND;
 use serde_json::Value;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The longest line a YAML input may have unless `--max-line-size` says otherwise. The YAML
-/// parser builds a scalar whole, and a copy of it, before anything can look at it, so one long
-/// line costs about three times its length; `kubectl get -o yaml` writes one field per line, and
-/// no Kubernetes object is larger than a few MiB. JSON is not bounded by lines: compact JSON is
-/// one line.
-pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 << 20;
-
-static MAX_LINE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LINE_BYTES);
-
-/// Sets `--max-line-size`; called once, before any input is read.
-pub fn set_max_line_bytes(bytes: u64) {
-    MAX_LINE_BYTES.store(bytes, Ordering::Relaxed);
-}
 
 /// How much of a pool object a snapshot keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,10 +102,10 @@ impl Kept {
 /// read ([`Kept`]): JSON values (one, concatenated, or an array of objects) or a plain YAML
 /// stream. `name` is the input's (a sysdump file's name types its objects). `Ok(None)` on
 /// anything [`manifest::parse`] must decide from the whole text: errors, and JSON that is really
-/// YAML; `Err(why)` when a YAML line is longer than `--max-line-size` (reading it whole would cost
-/// more). Public for the `manifest` fuzz target, which checks it against [`manifest::parse`]
+/// YAML; `Err(why)` when a YAML line is longer than `limits.line_bytes` (`--max-line-size`;
+/// reading it whole would cost more). Public for the `manifest` fuzz target, which checks it against [`manifest::parse`]
 /// (docs/reliability.md).
-pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools) -> std::result::Result<Option<Kept>, String> {
+pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools, limits: Limits) -> std::result::Result<Option<Kept>, String> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let first = loop {
@@ -139,7 +125,7 @@ pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools) -> std
         Some(b'{' | b'[') if pools == Pools::Whole => slim_json::<false>(reader, &mut kept),
         Some(b'{' | b'[') => slim_json::<true>(reader, &mut kept),
         Some(_) => {
-            let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: MAX_LINE_BYTES.load(Ordering::Relaxed), over: None };
+            let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: limits.line_bytes, over: None };
             let mut filtered = super::comments::CommentRuns::new(&mut lines);
             let read = match pools {
                 Pools::Whole => slim_yaml::<false>(&mut filtered, &mut kept),
@@ -150,7 +136,7 @@ pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools) -> std
                 *kept.passed.kinds.entry(NO_KIND.to_string()).or_insert(0) += filtered.empty_maps();
             }
             if let Some(line) = lines.over {
-                return Err(long_line(line));
+                return Err(long_line(line, limits.line_bytes));
             }
             read
         }
@@ -176,11 +162,11 @@ fn slim_yaml<const READ_POOLS: bool>(mut reader: impl Read, kept: &mut Kept) -> 
     Some(())
 }
 
-/// The refusal of a YAML line longer than `--max-line-size` (`line` is its number).
-fn long_line(line: u64) -> String {
+/// The refusal of a YAML line longer than `limit` (`--max-line-size`; `line` is its number).
+fn long_line(line: u64, limit: u64) -> String {
     format!(
         "line {line} is longer than {} (--max-line-size); no Kubernetes object has such a line: pass `kubectl get -o yaml` or JSON output, or raise --max-line-size",
-        crate::bytes::show(MAX_LINE_BYTES.load(Ordering::Relaxed))
+        crate::bytes::show(limit)
     )
 }
 

@@ -9,9 +9,10 @@
 //! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
 use super::inputs::{
-    Guarded, Inputs, Kept, LoadedFile, Passed, Pools, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, max_input_bytes,
-    not_manifest_reason, parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
+    Guarded, Inputs, Kept, LoadedFile, Passed, Pools, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, not_manifest_reason,
+    parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
 };
+use super::limits::Limits;
 use super::{archive, sysdump};
 use crate::error::input;
 use crate::manifest;
@@ -49,8 +50,8 @@ pub fn snapshot_of(files: Vec<LoadedFile>) -> Snapshot {
 
 /// Reads every path for a snapshot: explicit files (and stdin) as [`load`] reads them (they must
 /// parse); files found in directories and archives that hold no Kubernetes objects are skipped.
-/// Sysdump files get the types their names imply (`sysdump`).
-pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
+/// Sysdump files get the types their names imply (`sysdump`). Every input is read within `limits`.
+pub fn load_inputs(paths: &[String], pools: Pools, limits: Limits) -> Result<Inputs> {
     let mut inputs = Inputs::default();
     for path in paths {
         let meta = (path != "-").then(|| std::fs::metadata(path).map_err(|e| input(format!("cannot read {path}: {e}")))).transpose()?;
@@ -60,14 +61,14 @@ pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
                 walk_from(Path::new(path), 0, &mut Default::default(), &mut found, &mut others)?;
                 inputs.skipped.extend(others.iter().map(|p| SkippedFile { name: p.display().to_string(), reason: not_manifest_reason(p) }));
                 // A sysdump is a few large files (pods, endpoints) among many small ones: decode them side by side.
-                let streamed = parallel_map(&found, |file| stream_file(file, pools));
+                let streamed = parallel_map(&found, |file| stream_file(file, pools, limits));
                 for (file, streamed) in found.into_iter().zip(streamed) {
                     let name = file.display().to_string();
                     match streamed? {
                         Some(kept) => kept_or_skipped(LoadedFile::streamed(name, kept), None, &mut inputs),
                         None => {
                             let reader = std::fs::File::open(&file).map_err(|e| input(format!("cannot read {name}: {e}")))?;
-                            let text = read_text_or_binary(reader, &name)?;
+                            let text = read_text_or_binary(reader, &name, limits)?;
                             walked(name, text, &mut inputs);
                         }
                     }
@@ -76,7 +77,7 @@ pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
             // Only regular files are sniffed: reading the head of a FIFO (`-f <(kubectl get ...)`) would consume it.
             Some(meta) if meta.is_file() && archive::kind_of(Path::new(path))?.is_some() => {
                 let kind = archive::kind_of(Path::new(path))?.expect("sniffed above");
-                archive::read(Path::new(path), path, kind, &mut inputs)?;
+                archive::read(Path::new(path), path, kind, &mut inputs, limits)?;
             }
             Some(meta) if meta.is_file() && archive::named_like_one(path) => {
                 return Err(input(format!(
@@ -84,7 +85,7 @@ pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
                 )));
             }
             _ => {
-                let loaded = load_one((path != "-").then(|| Path::new(path.as_str())), pools)?;
+                let loaded = load_one((path != "-").then(|| Path::new(path.as_str())), pools, limits)?;
                 inputs.files.push(LoadedFile { documents: sysdump::type_documents(&loaded.name, loaded.documents), ..loaded });
             }
         }
@@ -96,8 +97,8 @@ pub fn load_inputs(paths: &[String], pools: Pools) -> Result<Inputs> {
 /// what the snapshot needs of Pods and CiliumEndpoints (`model::slim`), so that memory follows
 /// the objects the plugin uses rather than the size of the dump; whatever that fast path does not
 /// read plainly (flow-style YAML, numbers JSON cannot hold, errors) is read again whole by
-/// [`manifest::parse`], which gives kubectl's reading or the exact error.
-pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
+/// [`manifest::parse`], which gives kubectl's reading or the exact error. Within `limits`.
+pub fn load(paths: &[String], limits: Limits) -> Result<Vec<LoadedFile>> {
     let mut inputs = Vec::new();
     each_input(paths, &mut |path| {
         inputs.push(path);
@@ -105,7 +106,7 @@ pub fn load(paths: &[String]) -> Result<Vec<LoadedFile>> {
     })?;
     // A dump is a few large files (pods, endpoints): decode them side by side. The first failing
     // input in the input order is the error reported.
-    parallel_map(&inputs, |input| load_one(input.as_deref(), Pools::Whole)).into_iter().collect()
+    parallel_map(&inputs, |input| load_one(input.as_deref(), Pools::Whole, limits)).into_iter().collect()
 }
 
 /// `f` of every item, on up to one thread per core, in the items' order.
@@ -128,36 +129,37 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     results.into_iter().map(|slot| slot.into_inner().expect("no worker panicked").expect("every item done")).collect()
 }
 
-fn load_one(path: Option<&Path>, pools: Pools) -> Result<LoadedFile> {
+fn load_one(path: Option<&Path>, pools: Pools, limits: Limits) -> Result<LoadedFile> {
     Ok(match path {
         // Streamed as a file is; what the stream reader leaves is parsed from the copy kept of it.
-        None => match stream_input(std::io::stdin().lock(), "standard input", max_input_bytes(), &|| too_large("standard input"), pools)?.0
-        {
+        None => match stream_input(std::io::stdin().lock(), "standard input", limits, &|| too_large("standard input", limits), pools)?.0 {
             Streamed::Read(kept) => LoadedFile::streamed("-".into(), kept),
             Streamed::Binary(why) => return Err(input(format!("standard input: {why}"))),
             Streamed::Whole(text) => LoadedFile::whole("-".into(), manifest::parse(&text, "-")?),
             Streamed::Unread(why) => return Err(input(format!("standard input: {why}; save it to a file and pass that with -f"))),
         },
-        Some(path) => match stream_file(path, pools)? {
+        Some(path) => match stream_file(path, pools, limits)? {
             Some(kept) => LoadedFile::streamed(path.display().to_string(), kept),
             None => {
-                let file = read_file(path.to_path_buf())?;
+                let file = read_file(path.to_path_buf(), limits)?;
                 LoadedFile::whole(file.name.clone(), manifest::parse(&file.text, &file.name)?)
             }
         },
     })
 }
 
-/// The text of every path, as read for an edit; directories are walked recursively in sorted
-/// order.
-pub fn read(paths: &[String]) -> Result<Vec<TextFile>> {
+/// The text of every path, as read for an edit (each within `limits`); directories are walked
+/// recursively in sorted order.
+pub fn read(paths: &[String], limits: Limits) -> Result<Vec<TextFile>> {
     let mut files = Vec::new();
     each_input(paths, &mut |path| {
         files.push(match path {
-            None => TextFile { name: "-".into(), path: None, text: read_text(std::io::stdin().lock(), "standard input")?, read: None },
+            None => {
+                TextFile { name: "-".into(), path: None, text: read_text(std::io::stdin().lock(), "standard input", limits)?, read: None }
+            }
             Some(path) => {
                 let name = path.display().to_string();
-                let (text, read) = super::fingerprint::read(&path, |file| read_text(file, &name))?;
+                let (text, read) = super::fingerprint::read(&path, |file| read_text(file, &name, limits))?;
                 TextFile { name, path: Some(path), text, read: Some(read) }
             }
         });
@@ -211,11 +213,11 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 
 /// The fast path of [`load`]: the file's documents decoded from a buffered stream, or `None`
 /// when anything is out of the ordinary (the caller then reads it whole); an error when reading
-/// it whole would cost too much (a line over `--max-line-size`).
-fn stream_file(path: &Path, pools: Pools) -> Result<Option<Kept>> {
+/// it whole would cost too much (a line over `limits.line_bytes`, `--max-line-size`).
+fn stream_file(path: &Path, pools: Pools, limits: Limits) -> Result<Option<Kept>> {
     let Ok(file) = std::fs::File::open(path) else { return Ok(None) };
-    parse_stream(Guarded(archive::Bounded { inner: file, left: max_input_bytes() }), &path.display().to_string(), pools)
-        .map_err(|why| input(format!("{}: {why}", path.display())))
+    let bounded = archive::Bounded { inner: file, left: limits.input_bytes, limits };
+    parse_stream(Guarded(bounded), &path.display().to_string(), pools, limits).map_err(|why| input(format!("{}: {why}", path.display())))
 }
 
 /// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory
@@ -333,10 +335,10 @@ pub fn duplicate_pools(files: &[LoadedFile]) -> Vec<DuplicatePool> {
         .collect()
 }
 
-fn read_file(path: PathBuf) -> Result<TextFile> {
+fn read_file(path: PathBuf, limits: Limits) -> Result<TextFile> {
     let name = path.display().to_string();
     let reader = std::fs::File::open(&path).map_err(|e| input(format!("cannot read {name}: {e}")))?;
-    let text = read_text(reader, &name)?;
+    let text = read_text(reader, &name, limits)?;
     Ok(TextFile { name, path: Some(path), text, read: None })
 }
 

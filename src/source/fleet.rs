@@ -10,8 +10,8 @@ use futures::StreamExt;
 /// Where the clusters of a fleet come from.
 #[derive(Clone, Debug)]
 pub enum Fleet {
-    /// One cluster per `-f` input.
-    Files(Vec<String>),
+    /// One cluster per `-f` input, each read within `limits`.
+    Files { paths: Vec<String>, limits: crate::files::Limits },
     /// One cluster per context, the other connection flags shared.
     Contexts(ConnectOptions, Vec<String>),
     /// Every context of the kubeconfig.
@@ -50,8 +50,8 @@ pub struct Planned {
 /// Reads every cluster of `fleet`. A file that cannot be read fails the whole command (bad input,
 /// exit 2); a cluster that cannot be read is reported in its `Read` and the others still are.
 pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
-    if let Fleet::Files(paths) = fleet {
-        return from_files(paths, namespace, verbose);
+    if let Fleet::Files { paths, limits } = fleet {
+        return from_files(paths, *limits, namespace, verbose);
     }
     // Each read runs under its own request deadlines (cluster/limits.rs): a cluster that does not
     // answer ends its own read, not the others'. At most CLUSTERS_AT_ONCE are read together, in
@@ -113,7 +113,7 @@ pub fn connections(fleet: &Fleet) -> Result<Vec<(String, ConnectOptions)>> {
 /// the first of them; a warning line names the others.
 pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
     let (options, contexts) = match fleet {
-        Fleet::Files(_) => return Ok(Vec::new()),
+        Fleet::Files { .. } => return Ok(Vec::new()),
         Fleet::Contexts(options, contexts) => (options, contexts.clone()),
         Fleet::AllContexts(options) => (options, crate::cluster::client::context_names(options.kubeconfig.as_deref())?),
     };
@@ -149,10 +149,10 @@ pub fn plan(fleet: &Fleet) -> Result<Vec<Planned>> {
 
 /// One snapshot per path, named after its cilium-config `cluster-name`, or after the path when
 /// it has none or another input has the same one (names must tell the clusters apart).
-fn from_files(paths: &[String], namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
+fn from_files(paths: &[String], limits: crate::files::Limits, namespace: Option<&str>, verbose: bool) -> Result<Vec<Read>> {
     let snapshots = paths
         .iter()
-        .map(|path| crate::files::snapshot(std::slice::from_ref(path), namespace, verbose, crate::files::Pools::Read))
+        .map(|path| crate::files::snapshot(std::slice::from_ref(path), namespace, verbose, crate::files::Pools::Read, limits))
         .collect::<Result<Vec<_>>>()?;
     let declared = |s: &Snapshot| s.ipam.as_ref().and_then(|c| c.cluster_name.clone());
     let names: Vec<Option<String>> = snapshots.iter().map(declared).collect();

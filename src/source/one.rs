@@ -1,14 +1,15 @@
 //! One snapshot: from files (`-f`) or from one cluster, whichever the command was given.
 
 use crate::cluster::ConnectOptions;
-use crate::files::Pools;
+use crate::files::{Limits, Pools};
 use crate::model::Snapshot;
 use anyhow::Result;
 
-/// Where snapshots come from: files (`-f`, no cluster is contacted) or a cluster.
+/// Where snapshots come from: files (`-f`, no cluster is contacted, each input read within
+/// `limits`) or a cluster.
 #[derive(Clone, Debug)]
 pub enum Input {
-    Files(Vec<String>),
+    Files { paths: Vec<String>, limits: Limits },
     Cluster(ConnectOptions),
 }
 
@@ -16,7 +17,7 @@ pub enum Input {
 /// `verbose` reports what was read on stderr.
 pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> Result<Snapshot> {
     let options = match input {
-        Input::Files(paths) => return crate::files::snapshot(paths, namespace, verbose, Pools::Read),
+        Input::Files { paths, limits } => return crate::files::snapshot(paths, namespace, verbose, Pools::Read, *limits),
         Input::Cluster(options) => options,
     };
     let (snapshot, layout) = crate::cluster::read::Cluster::connect(options, namespace).await?.read().await?;

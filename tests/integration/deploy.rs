@@ -124,9 +124,14 @@ fn example_families() -> Vec<metrics::Family> {
         "spec": {"ipv4": {"cidrs": ["10.250.0.0/24"], "maskSize": 26}}}"#;
     std::fs::write(dir.path().join("hostile.json"), hostile).unwrap();
     let example = support::repo_root().join("examples/snapshot").to_string_lossy().into_owned();
-    let snapshot =
-        ciliumpool::files::snapshot(&[example, dir.path().to_string_lossy().into_owned()], None, false, ciliumpool::files::Pools::Read)
-            .unwrap();
+    let snapshot = ciliumpool::files::snapshot(
+        &[example, dir.path().to_string_lossy().into_owned()],
+        None,
+        false,
+        ciliumpool::files::Pools::Read,
+        ciliumpool::files::Limits::default(),
+    )
+    .unwrap();
     let report = ciliumpool::allocator::analyze(&snapshot);
     assert!(report.pools.iter().any(|p| p.name.contains('\n')), "the hostile pool is read");
     let pools: Vec<_> = report.pools.iter().collect();

@@ -215,8 +215,14 @@ fn usage_json() -> Value {
 }
 
 fn report() -> ciliumpool::allocator::Report {
-    let snapshot =
-        ciliumpool::files::snapshot(&[snapshot_dir().display().to_string()], None, false, ciliumpool::files::Pools::Read).unwrap();
+    let snapshot = ciliumpool::files::snapshot(
+        &[snapshot_dir().display().to_string()],
+        None,
+        false,
+        ciliumpool::files::Pools::Read,
+        ciliumpool::files::Limits::default(),
+    )
+    .unwrap();
     ciliumpool::allocator::analyze(&snapshot)
 }
 

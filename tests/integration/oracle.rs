@@ -1588,8 +1588,14 @@ fn compare(expected: &Expected, actual: &Value, runway: &BTreeMap<(String, Strin
 
 /// The runway of every pool family as the library computes it (it is not in the JSON).
 fn library_runway(dir: &Path) -> BTreeMap<(String, String), Option<u128>> {
-    let snapshot =
-        ciliumpool::files::snapshot(&[dir.display().to_string()], None, false, ciliumpool::files::Pools::Read).expect("the snapshot loads");
+    let snapshot = ciliumpool::files::snapshot(
+        &[dir.display().to_string()],
+        None,
+        false,
+        ciliumpool::files::Pools::Read,
+        ciliumpool::files::Limits::default(),
+    )
+    .expect("the snapshot loads");
     let report = ciliumpool::allocator::analyze(&snapshot);
     report
         .pools

@@ -250,9 +250,11 @@ async fn read_pools(completed: &[String]) -> Vec<Pool> {
             Ok(cluster) => cluster.pools().await.unwrap_or_default(),
             Err(_) => Vec::new(),
         },
-        Input::Files(paths) => crate::files::snapshot(&paths, global.namespace.as_deref(), false, crate::files::Pools::Read)
-            .map(|snapshot| snapshot.pools)
-            .unwrap_or_default(),
+        Input::Files { paths, limits } => {
+            crate::files::snapshot(&paths, global.namespace.as_deref(), false, crate::files::Pools::Read, limits)
+                .map(|snapshot| snapshot.pools)
+                .unwrap_or_default()
+        }
     }
 }
 

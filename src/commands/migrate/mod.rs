@@ -29,7 +29,7 @@ const STATUS_CHECK: &str = "check with `kubectl ciliumpool migrate --status`";
 
 pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
     let options = match &ctx.input {
-        Input::Files(paths) => return offline::run(&args, paths, ctx),
+        Input::Files { paths, limits } => return offline::run(&args, paths, *limits, ctx),
         Input::Cluster(options) => options,
     };
     let conn = client::connect(options).await?;

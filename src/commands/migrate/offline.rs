@@ -8,7 +8,7 @@ use crate::error::input;
 use crate::escape::{Field, field};
 use crate::files::fingerprint::Fingerprint;
 use crate::files::inputs::LoadedFile;
-use crate::files::{atomic, read as files};
+use crate::files::{Limits, atomic, read as files};
 use crate::migrate::manifests::{self, changed_documents, unified_diff};
 use crate::model::Dialect;
 use crate::model::pool::pool_objects;
@@ -23,13 +23,13 @@ struct ConvertedFile {
     outcome: manifests::Outcome,
 }
 
-pub fn run(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
+pub fn run(args: &MigrateArgs, paths: &[String], limits: Limits, ctx: &Context) -> Result<i32> {
     let target = match args.schema {
         Schema::Upstream => Dialect::UpstreamV2,
         Schema::Cfp => Dialect::CfpV2,
     };
     let writes = args.in_place && args.dry_run == DryRun::None;
-    let results = convert_all(paths, target, args.in_place)?;
+    let results = convert_all(paths, limits, target, args.in_place)?;
     if args.check {
         return check_manifests(&results, target, ctx);
     }
@@ -60,8 +60,8 @@ pub fn run(args: &MigrateArgs, paths: &[String], ctx: &Context) -> Result<i32> {
 
 /// Reads, parses and converts every file, and checks every pool, before anything is shown or
 /// written: a later invalid document must not leave a half-converted set (exit 2).
-fn convert_all(paths: &[String], target: Dialect, in_place: bool) -> Result<Vec<ConvertedFile>> {
-    let texts = files::read(paths)?;
+fn convert_all(paths: &[String], limits: Limits, target: Dialect, in_place: bool) -> Result<Vec<ConvertedFile>> {
+    let texts = files::read(paths, limits)?;
     let parsed = texts
         .iter()
         .map(|f| Ok(LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?)))

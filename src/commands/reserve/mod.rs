@@ -41,10 +41,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
         ));
     }
     let (snapshot, cluster) = match &ctx.input {
-        Input::Files(paths) => {
+        Input::Files { paths, limits } => {
             files::read::refuse_archives(paths)?;
             // The plan edits the pool object: every field of it is kept.
-            (files::snapshot(paths, ctx.namespace.as_deref(), ctx.verbose, files::Pools::Whole)?, None)
+            (files::snapshot(paths, ctx.namespace.as_deref(), ctx.verbose, files::Pools::Whole, *limits)?, None)
         }
         Input::Cluster(options) => {
             let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
@@ -72,7 +72,7 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     require_pools(&snapshot, std::slice::from_ref(&request.pool))?;
     match (cluster, &ctx.input) {
         (Some(cluster), _) => live_edit(&args, ctx, &cluster, snapshot, &request).await,
-        (None, Input::Files(paths)) => offline_edit(&args, ctx, paths, snapshot, &request),
+        (None, Input::Files { paths, limits }) => offline_edit(&args, ctx, (paths, *limits), snapshot, &request),
         (None, Input::Cluster(_)) => unreachable!("a cluster input is connected above"),
     }
 }
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn confirmation_rules() {
-        let not_tty = Context::plain(crate::source::Input::Files(Vec::new()));
+        let not_tty = Context::plain(crate::source::Input::Files { paths: Vec::new(), limits: Default::default() });
         let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue").unwrap_err();
         assert_eq!(crate::error::exit_code(&err), 2);
         assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue").unwrap());

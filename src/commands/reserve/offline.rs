@@ -29,7 +29,15 @@ pub(super) fn offline_dialect(pool: &Pool, crd: Option<&CrdInfo>) -> Result<Dial
     Ok(pool.dialect)
 }
 
-pub(super) fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], snapshot: Snapshot, request: &Request) -> Result<i32> {
+/// `inputs`: the `-f` paths and the limits they are read within.
+pub(super) fn offline_edit(
+    args: &ReserveArgs,
+    ctx: &Context,
+    inputs: (&[String], files::Limits),
+    snapshot: Snapshot,
+    request: &Request,
+) -> Result<i32> {
+    let (paths, limits) = inputs;
     let pool = snapshot.pool(&request.pool).expect("checked by require_pools");
     let dialect = offline_dialect(pool, snapshot.crd.as_ref())?;
     let api_version = pool.api_version.clone();
@@ -49,8 +57,8 @@ pub(super) fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], 
         emit(&text)?;
         return Ok(0);
     }
-    let path = locate(paths, &is_pool)?;
-    let read = read_unchanged(&path, &pool.raw, &is_pool)?;
+    let path = locate(paths, limits, &is_pool)?;
+    let read = read_unchanged(&path, limits, &pool.raw, &is_pool)?;
     let rewritten = manifest::splice_rewritten(&read.text, &path, &is_pool, &prepared.edited)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
     if let Some(note) = manifest::uncommented_note(&path, &rewritten.uncommented) {
@@ -81,8 +89,8 @@ pub(super) fn offline_edit(args: &ReserveArgs, ctx: &Context, paths: &[String], 
 /// The text of `path` to edit, read once more, now remembering what was read (`fingerprint`).
 /// Its pool document must still be the one analysed (`raw`, read with the snapshot, maybe a
 /// guided flow ago): else the edit would write back the pool as it was then.
-fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::read::TextFile> {
-    let file = files::read::read(&[path.to_string()])?.remove(0);
+fn read_unchanged(path: &str, limits: files::Limits, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::read::TextFile> {
+    let file = files::read::read(&[path.to_string()], limits)?.remove(0);
     let documents = manifest::parse(&file.text, path)?;
     let now = documents.iter().flat_map(pool::pool_objects).find(|v| is_pool(v));
     if now != Some(raw) {
@@ -92,9 +100,9 @@ fn read_unchanged(path: &str, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> 
 }
 
 /// The file (not stdin) holding the pool document.
-fn locate(paths: &[String], is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
+fn locate(paths: &[String], limits: files::Limits, is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
     let holds = |v: &Value| pool::pool_objects(v).into_iter().any(is_pool);
-    let loaded = files::read::load(paths)?;
+    let loaded = files::read::load(paths, limits)?;
     files::read::refuse_duplicates(&loaded)?;
     let file = loaded.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
     match file {
