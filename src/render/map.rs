@@ -4,14 +4,12 @@
 //! with any colour vision. Interval arithmetic over the report's figures only: no block is
 //! enumerated and no block geometry is computed here (docs/architecture.md).
 
-use super::{Style, Tone, human};
+pub use super::map_cells::{Cells, Changed, State, changed};
+use super::map_cells::{CidrCells, FILL, GROUP, MARK, marks, paint_run};
+use super::{Style, human};
 use crate::allocator::{CidrReport, Count, FamilyReport, PoolReport};
 use crate::escape::Field;
 use crate::model::Addr;
-use owo_colors::{OwoColorize, XtermColors};
-
-mod changes;
-pub use changes::{Cells, Changed, cells, changed};
 
 /// What the map is drawn for.
 pub struct MapOptions<'a> {
@@ -23,74 +21,8 @@ pub struct MapOptions<'a> {
     pub changed: Option<&'a Changed>,
 }
 
-/// A block's state as the map draws it; every block has exactly one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    Node,
-    Next,
-    Grandfathered,
-    Allocated,
-    Draining,
-    Withheld,
-    Free,
-    /// Free as far as the input shows, without CiliumNodes: allocation unknown.
-    Unknown,
-    Orphan,
-}
-
-/// Allocated cells: the higher, the fuller (addresses in use, or blocks allocated of a cell).
-const FILL: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-/// Cells per group in a row (a space between groups).
-const GROUP: usize = 16;
 /// The most rows one CIDR takes before its cells stand for several blocks.
 const MAX_ROWS: u128 = 16;
-
-impl State {
-    pub fn glyph(self) -> char {
-        match self {
-            State::Node => '●',
-            State::Next => '▸',
-            State::Grandfathered => '◆',
-            State::Allocated => FILL[7],
-            State::Draining => '≡',
-            State::Withheld => '×',
-            State::Free => '·',
-            State::Unknown => '?',
-            State::Orphan => '!',
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            State::Node => "node",
-            State::Next => "next block",
-            State::Grandfathered => "grandfathered",
-            State::Allocated => "allocated",
-            State::Draining => "draining",
-            State::Withheld => "withheld",
-            State::Free => "free",
-            State::Unknown => "unknown",
-            State::Orphan => "orphan",
-        }
-    }
-
-    /// `text` in the state's colour (Okabe–Ito: sky blue, orange, yellow, vermillion, reddish
-    /// purple, bluish green); free dimmed, the highlighted node bold.
-    fn paint(self, text: &str, style: &Style) -> String {
-        let colour = match self {
-            State::Allocated => XtermColors::ShakespeareBlue,
-            State::Withheld => XtermColors::YellowSea,
-            State::Draining => XtermColors::Dandelion,
-            State::Orphan => XtermColors::TennOrange,
-            State::Grandfathered => XtermColors::CanCanPink,
-            State::Next => XtermColors::PersianGreen,
-            State::Free => return style.paint(text, Tone::Dim),
-            State::Node => return style.paint(text, Tone::Bold),
-            State::Unknown => return text.to_string(),
-        };
-        if style.color { text.color(colour).to_string() } else { text.to_string() }
-    }
-}
 
 /// What one cell holds: blocks by state, and the fill of a lone allocated block.
 #[derive(Clone, Debug, Default)]
@@ -166,6 +98,24 @@ fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -
         out.push_str(&super::fit_prose(note, options.width));
     }
     out
+}
+
+/// The cells of `pool`'s map as [`draw`] lays them out for `options`.
+pub fn cells(pool: &PoolReport, options: &MapOptions) -> Cells {
+    let mut out = Vec::new();
+    for fam in &pool.families {
+        let next = next_block(fam);
+        for (at, cidr) in fam.cidrs.iter().enumerate() {
+            if capacity(cidr) == 0 {
+                continue;
+            }
+            let (grid, _) = laid_out(cidr, options.width);
+            let next = next.filter(|(i, _)| *i == at).map(|(_, index)| index);
+            let cells = states(cidr, fam, grid, next, options.node, &mut Counts::default());
+            out.push(CidrCells { cidr: cidr.cidr.clone(), shift: grid.shift, cells });
+        }
+    }
+    Cells(out)
 }
 
 /// The CIDR and block index of the next block the operator hands out, when known.
@@ -258,10 +208,10 @@ fn cidr_map(cidr: &CidrReport, fam: &FamilyReport, next: Option<u128>, options: 
             }
             let at = first + group * GROUP;
             let marked = |i| changed.is_some_and(|c| c.contains(&(at + i)));
-            out.push_str(&changes::paint_run(cells.iter().enumerate().map(|(i, &(s, g))| (s, g, marked(i))), style));
+            out.push_str(&paint_run(cells.iter().enumerate().map(|(i, &(s, g))| (s, g, marked(i))), style));
         }
         out.push('\n');
-        out.push_str(&changes::marks(label_width, first, cells.len(), changed));
+        out.push_str(&marks(label_width, first, cells.len(), changed));
     }
     out
 }
@@ -382,7 +332,7 @@ fn legend(fam: &FamilyReport, counts: &Counts, next: Option<String>, options: &M
     }
     if let Some(changed) = options.changed {
         let cells: usize = fam.cidrs.iter().filter_map(|c| changed.of(&c.cidr)).map(|c| c.len()).sum();
-        items.push(format!("{} {cells} cell(s) changed since the previous frame", changes::MARK));
+        items.push(format!("{} {cells} cell(s) changed since the previous frame", MARK));
     }
     items.push(format!("({fill})"));
     let mut out = String::new();

@@ -1,12 +1,79 @@
-//! `usage POOL --map --watch`: which cells of the map changed since the previous frame. The cells
-//! are the map's own model (each cell's [`State`] and glyph, per CIDR); comparing two of them is a
-//! pure function, and the map marks what it returns: reverse video with colour, and always a `^`
-//! under each changed cell, so that `--color never`, a pipe and a log show it too.
+//! The cells of `usage POOL --map` (render/map.rs): each cell's state and glyph, and for
+//! `--map --watch` which cells changed since the previous frame. Comparing two maps' cells is a
+//! pure function; the map marks what it returns: reverse video with colour, and always a `^` under
+//! each changed cell, so that `--color never`, a pipe and a log show it too.
 
-use super::{Counts, MapOptions, State, Style};
-use crate::allocator::PoolReport;
-use owo_colors::OwoColorize;
+use super::{Style, Tone};
+use owo_colors::{OwoColorize, XtermColors};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Cells per group in a row (a space between groups).
+pub const GROUP: usize = 16;
+
+/// A block's state as the map draws it; every block has exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Node,
+    Next,
+    Grandfathered,
+    Allocated,
+    Draining,
+    Withheld,
+    Free,
+    /// Free as far as the input shows, without CiliumNodes: allocation unknown.
+    Unknown,
+    Orphan,
+}
+
+/// Allocated cells: the higher, the fuller (addresses in use, or blocks allocated of a cell).
+pub const FILL: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+impl State {
+    pub fn glyph(self) -> char {
+        match self {
+            State::Node => '●',
+            State::Next => '▸',
+            State::Grandfathered => '◆',
+            State::Allocated => FILL[7],
+            State::Draining => '≡',
+            State::Withheld => '×',
+            State::Free => '·',
+            State::Unknown => '?',
+            State::Orphan => '!',
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Node => "node",
+            State::Next => "next block",
+            State::Grandfathered => "grandfathered",
+            State::Allocated => "allocated",
+            State::Draining => "draining",
+            State::Withheld => "withheld",
+            State::Free => "free",
+            State::Unknown => "unknown",
+            State::Orphan => "orphan",
+        }
+    }
+
+    /// `text` in the state's colour (Okabe–Ito: sky blue, orange, yellow, vermillion, reddish
+    /// purple, bluish green); free dimmed, the highlighted node bold.
+    pub fn paint(self, text: &str, style: &Style) -> String {
+        let colour = match self {
+            State::Allocated => XtermColors::ShakespeareBlue,
+            State::Withheld => XtermColors::YellowSea,
+            State::Draining => XtermColors::Dandelion,
+            State::Orphan => XtermColors::TennOrange,
+            State::Grandfathered => XtermColors::CanCanPink,
+            State::Next => XtermColors::PersianGreen,
+            State::Free => return style.paint(text, Tone::Dim),
+            State::Node => return style.paint(text, Tone::Bold),
+            State::Unknown => return text.to_string(),
+        };
+        if style.color { text.color(colour).to_string() } else { text.to_string() }
+    }
+}
 
 /// The mark under a changed cell, and in the legend.
 pub const MARK: char = '^';
@@ -39,24 +106,6 @@ impl Changed {
     }
 }
 
-/// The cells of `pool`'s map as [`super::draw`] lays them out for `options`.
-pub fn cells(pool: &PoolReport, options: &MapOptions) -> Cells {
-    let mut out = Vec::new();
-    for fam in &pool.families {
-        let next = super::next_block(fam);
-        for (at, cidr) in fam.cidrs.iter().enumerate() {
-            if super::capacity(cidr) == 0 {
-                continue;
-            }
-            let (grid, _) = super::laid_out(cidr, options.width);
-            let next = next.filter(|(i, _)| *i == at).map(|(_, index)| index);
-            let cells = super::states(cidr, fam, grid, next, options.node, &mut Counts::default());
-            out.push(CidrCells { cidr: cidr.cidr.clone(), shift: grid.shift, cells });
-        }
-    }
-    Cells(out)
-}
-
 /// The cells of `after` whose state or glyph differs from `before`'s: every cell of a CIDR that
 /// appeared; none of a CIDR whose cells stand for other blocks now (a narrower terminal
 /// aggregates more blocks a cell: nothing to compare).
@@ -83,7 +132,7 @@ pub fn marks(label_width: usize, first: usize, cells: usize, changed: Option<&BT
     };
     let mut line = " ".repeat(label_width + 1);
     for i in 0..cells {
-        if i > 0 && i % super::GROUP == 0 {
+        if i > 0 && i % GROUP == 0 {
             line.push(' ');
         }
         line.push(if changed.contains(&(first + i)) { MARK } else { ' ' });
@@ -92,7 +141,7 @@ pub fn marks(label_width: usize, first: usize, cells: usize, changed: Option<&BT
 }
 
 /// Consecutive cells painted in one colour span each; changed ones (`true`) in reverse video.
-pub(super) fn paint_run(cells: impl Iterator<Item = (State, char, bool)>, style: &Style) -> String {
+pub fn paint_run(cells: impl Iterator<Item = (State, char, bool)>, style: &Style) -> String {
     let mut out = String::new();
     let mut run: Option<(State, bool, String)> = None;
     let paint = |s: State, marked: bool, text: &str| match s.paint(text, style) {
