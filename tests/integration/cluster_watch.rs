@@ -28,30 +28,11 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
     }
     cluster.create_objects(objects);
 
-    // The size is set on the pseudo-terminal before the plugin starts, as a real terminal has one.
-    let plugin = cluster.plugin_process();
-    let mut script = format!("stty rows {ROWS} cols {COLUMNS} && exec {}", shell_quote(plugin.get_program().to_str().unwrap()));
-    for arg in plugin.get_args().chain(["usage", "--watch", "--by", "node"].iter().map(std::ffi::OsStr::new)) {
-        script.push(' ');
-        script.push_str(&shell_quote(arg.to_str().unwrap()));
-    }
-    let mut shell = Command::new("sh");
-    shell.args(["-c", &script]);
-    for (key, value) in plugin.get_envs() {
-        match value {
-            Some(value) => shell.env(key, value),
-            None => shell.env_remove(key),
-        };
-    }
-    let mut term = terminal(shell, Duration::from_secs(60));
+    let mut term = on_terminal(&cluster, ROWS, COLUMNS, &["usage", "--watch", "--by", "node"]);
 
     // Everything the plugin wrote, in order, up to and including each awaited text.
     let mut written = String::new();
-    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| {
-        let before = term.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; so far:\n{written}"));
-        written.push_str(&before);
-        written.push_str(text);
-    };
+    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| wait_for(term, &mut written, text);
     wait_for(&mut term, "do not fit this terminal");
     // Another block for node-000: 70 -> 71 allocated, and its row shows 2 blocks.
     cluster.kubectl(&[
@@ -94,6 +75,33 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
     press(&mut term, "\x03");
     let (code, _) = finish(term);
     assert_eq!(code, 0, "Ctrl-C ends --watch with exit 0");
+}
+
+/// The plugin with `args` in a pseudo-terminal of `rows` × `columns`: the size is set before the
+/// plugin starts, as a real terminal has one.
+fn on_terminal(cluster: &TestCluster, rows: u16, columns: u16, args: &[&str]) -> rexpect::session::PtySession {
+    let plugin = cluster.plugin_process();
+    let mut script = format!("stty rows {rows} cols {columns} && exec {}", shell_quote(plugin.get_program().to_str().unwrap()));
+    for arg in plugin.get_args().map(|a| a.to_str().unwrap()).chain(args.iter().copied()) {
+        script.push(' ');
+        script.push_str(&shell_quote(arg));
+    }
+    let mut shell = Command::new("sh");
+    shell.args(["-c", &script]);
+    for (key, value) in plugin.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    terminal(shell, Duration::from_secs(60))
+}
+
+/// Waits for `text` in the terminal, everything shown up to and including it added to `written`.
+fn wait_for(term: &mut rexpect::session::PtySession, written: &mut String, text: &str) {
+    let before = term.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; so far:\n{written}"));
+    written.push_str(&before);
+    written.push_str(text);
 }
 
 fn shell_quote(text: &str) -> String {
@@ -192,27 +200,9 @@ fn a_watched_map_marks_the_cell_of_a_new_block() {
     let mut piped = cluster.plugin_process().args(watch).args(["--color", "never"]).stdout(Stdio::piped()).spawn().expect("spawn");
     let stdout = LineReader::new(piped.stdout.take().unwrap());
     let _piped = KillOnDrop(piped);
-    let plugin = cluster.plugin_process();
-    let mut script = format!("stty rows {MAP_ROWS} cols {MAP_COLUMNS} && exec {}", shell_quote(plugin.get_program().to_str().unwrap()));
-    for arg in plugin.get_args().map(|a| a.to_str().unwrap()).chain(watch).chain(["--color", "always"]) {
-        script.push(' ');
-        script.push_str(&shell_quote(arg));
-    }
-    let mut shell = Command::new("sh");
-    shell.args(["-c", &script]);
-    for (key, value) in plugin.get_envs() {
-        match value {
-            Some(value) => shell.env(key, value),
-            None => shell.env_remove(key),
-        };
-    }
-    let mut term = terminal(shell, Duration::from_secs(60));
+    let mut term = on_terminal(&cluster, MAP_ROWS, MAP_COLUMNS, &[&watch[..], &["--color", "always"]].concat());
     let mut written = String::new();
-    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| {
-        let before = term.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; so far:\n{written}"));
-        written.push_str(&before);
-        written.push_str(text);
-    };
+    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| wait_for(term, &mut written, text);
     // The first frames, whole: the map's legend, then the end of the screen.
     wait_for(&mut term, "withheld 0");
     wait_for(&mut term, "\x1b[J");
