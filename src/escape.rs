@@ -20,9 +20,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// The SGR sequences `render::Style::paint` emits (owo-colors: green, yellow, red, dim, bold and
-/// their resets) and the six xterm-256 colours of `render::map` (the Okabe–Ito palette). With
-/// colour on, [`block`] and [`cell`] let exactly these through.
-const OWN_SGR: [&str; 14] = [
+/// their resets), the six xterm-256 colours of `render::map` (the Okabe–Ito palette) and the
+/// reverse video of its changed cells. With colour on, [`block`] and [`cell`] let exactly these through.
+const OWN_SGR: [&str; 15] = [
     "\x1b[32m",
     "\x1b[33m",
     "\x1b[31m",
@@ -37,6 +37,7 @@ const OWN_SGR: [&str; 14] = [
     "\x1b[38;5;166m",
     "\x1b[38;5;175m",
     "\x1b[38;5;36m",
+    "\x1b[7m",
 ];
 
 /// The most a table cell shows of a value: 253 characters, the longest legal Kubernetes object

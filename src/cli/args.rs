@@ -71,8 +71,8 @@ pub struct UsageArgs {
     /// Re-render when pools, CiliumNodes or pods change (live cluster only)
     #[arg(short = 'w', long)]
     pub watch: bool,
-    /// Draw one pool's CIDRs as a map of its blocks: allocated, free, withheld, draining, orphan, grandfathered, next
-    #[arg(long, conflicts_with_all = ["by", "show_blocks", "fail_above", "min_free_blocks", "watch"])]
+    /// Draw one pool's CIDRs as a map of its blocks: allocated, free, withheld, draining, orphan, grandfathered, next (with --watch: the cells that changed marked)
+    #[arg(long, conflicts_with_all = ["by", "show_blocks", "fail_above", "min_free_blocks"])]
     pub map: bool,
     /// With --map: highlight the blocks this node holds
     #[arg(long, value_name = "NAME", requires = "map")]

@@ -15,7 +15,7 @@ use anyhow::Result;
 use std::time::Duration;
 
 pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
-    if args.map {
+    if args.map && !args.watch {
         return super::map::run(&args, ctx).await;
     }
     if args.watch {
@@ -51,25 +51,33 @@ const DEBOUNCE: Duration = Duration::from_secs(1);
 /// `--watch`: render, then re-render whenever the figures change, until Ctrl-C (exit 0).
 async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses --watch with -f") };
+    let mut map = args.map.then(super::map::Frames::default);
+    if map.is_some() {
+        super::map::one_pool(&args)?;
+    }
     let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;
     let (snapshot, layout) = cluster.read().await?;
     warn_unread(&snapshot);
     require_pools(&snapshot, &args.pools)?;
     let report = crate::allocator::analyze(&snapshot);
+    if map.is_some() {
+        super::map::checked(&args, &report)?;
+    }
     let usage = view(&args, &snapshot, &report);
     let mut screen = Screen::new(ctx);
     // The notes once, on stderr (a terminal shows them again when the alternate screen closes).
-    let notes = render::notes(&usage, ctx.format, &ctx.stderr_style);
+    let notes = if map.is_some() { String::new() } else { render::notes(&usage, ctx.format, &ctx.stderr_style) };
     if !screen.terminal {
         ctx.note(&notes);
     }
-    screen.show(&render::output(&usage, ctx.format, &ctx.style), &[], &pool_figures(&usage))?;
+    let (text, same) = frame(&args, ctx, &usage, &mut map);
+    screen.show(&text, &same, &[], &pool_figures(&usage))?;
     // The watch lists every object again into its own stores: the first read's are not kept.
     drop((report, snapshot));
     // serve's stall detection: a stalled API server is said on stderr within about a minute.
     let options = WatchOptions { watch_timeout: Some(STALL_WATCH_TIMEOUT), ..WatchOptions::default() };
     let mut watch = Watch::start(&cluster, &layout, options);
-    let result = follow(&args, ctx, &mut screen, &mut watch, &layout).await;
+    let result = follow(&args, ctx, &mut screen, &mut watch, &layout, &mut map).await;
     screen.close();
     if screen.terminal {
         ctx.note(&notes);
@@ -84,6 +92,7 @@ async fn follow(
     screen: &mut Screen,
     watch: &mut Watch,
     layout: &crate::cluster::read::Layout,
+    map: &mut Option<super::map::Frames>,
 ) -> Result<i32> {
     let interrupted = crate::commands::steps::interrupted();
     tokio::pin!(interrupted);
@@ -101,7 +110,20 @@ async fn follow(
         let usage = view(args, &snapshot, &report);
         let figures = pool_figures(&usage);
         let changes = render::watch::changes(&screen.figures, &figures);
-        screen.show(&render::output(&usage, ctx.format, &ctx.style), &changes, &figures)?;
+        let (text, same) = frame(args, ctx, &usage, map);
+        screen.show(&text, &same, &changes, &figures)?;
+    }
+}
+
+/// A frame's text, and the text that says whether it differs from the one shown: the table
+/// itself, or with `--map` the map with its changed cells marked, compared unmarked.
+fn frame(args: &UsageArgs, ctx: &Context, usage: &Usage, map: &mut Option<super::map::Frames>) -> (String, String) {
+    match map {
+        Some(frames) => frames.next(args, ctx, usage.report),
+        None => {
+            let text = render::output(usage, ctx.format, &ctx.style);
+            (text.clone(), text)
+        }
     }
 }
 
@@ -140,10 +162,10 @@ impl Screen {
         }
     }
 
-    /// Shows `text` unless it is what is already shown (events that change no figure).
-    fn show(&mut self, text: &str, changes: &[Change], figures: &[render::watch::Figures]) -> Result<()> {
+    /// Shows `text` unless `same` is what is already shown (events that change no figure).
+    fn show(&mut self, text: &str, same: &str, changes: &[Change], figures: &[render::watch::Figures]) -> Result<()> {
         self.figures = figures.to_vec();
-        if self.shown.as_deref() == Some(text) {
+        if self.shown.as_deref() == Some(same) {
             return Ok(());
         }
         let safe = if self.machine { text.into() } else { block(text, self.colour) };
@@ -168,11 +190,12 @@ impl Screen {
             render::watch::block(&status, &safe, self.shown.is_none(), self.records)
         };
         emit(&bytes)?;
-        self.shown = Some(text.to_string());
+        self.shown = Some(same.to_string());
         Ok(())
     }
 
-    /// Leaves the alternate screen, the last frame printed to the normal screen so it stays.
+    /// Leaves the alternate screen, the last frame printed to the normal screen so it stays
+    /// (a map unmarked).
     fn close(&mut self) {
         if self.opened {
             let last = self.shown.as_deref().map(|t| block(t, self.colour).into_owned()).unwrap_or_default();

@@ -4,11 +4,12 @@
 //! with any colour vision. Interval arithmetic over the report's figures only: no block is
 //! enumerated and no block geometry is computed here (docs/architecture.md).
 
-use super::{Style, Tone, human};
+pub use super::map_cells::{Cells, Changed, State, changed};
+use super::map_cells::{CidrCells, FILL, GROUP, MARK, marks, paint_run};
+use super::{Style, human};
 use crate::allocator::{CidrReport, Count, FamilyReport, PoolReport};
 use crate::escape::Field;
 use crate::model::Addr;
-use owo_colors::{OwoColorize, XtermColors};
 
 /// What the map is drawn for.
 pub struct MapOptions<'a> {
@@ -16,76 +17,12 @@ pub struct MapOptions<'a> {
     pub width: usize,
     /// `--node`: this node's blocks are highlighted.
     pub node: Option<&'a str>,
+    /// `--watch`: these cells are marked, changed since the previous frame.
+    pub changed: Option<&'a Changed>,
 }
 
-/// A block's state as the map draws it; every block has exactly one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    Node,
-    Next,
-    Grandfathered,
-    Allocated,
-    Draining,
-    Withheld,
-    Free,
-    /// Free as far as the input shows, without CiliumNodes: allocation unknown.
-    Unknown,
-    Orphan,
-}
-
-/// Allocated cells: the higher, the fuller (addresses in use, or blocks allocated of a cell).
-const FILL: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-/// Cells per group in a row (a space between groups).
-const GROUP: usize = 16;
 /// The most rows one CIDR takes before its cells stand for several blocks.
 const MAX_ROWS: u128 = 16;
-
-impl State {
-    pub fn glyph(self) -> char {
-        match self {
-            State::Node => '●',
-            State::Next => '▸',
-            State::Grandfathered => '◆',
-            State::Allocated => FILL[7],
-            State::Draining => '≡',
-            State::Withheld => '×',
-            State::Free => '·',
-            State::Unknown => '?',
-            State::Orphan => '!',
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            State::Node => "node",
-            State::Next => "next block",
-            State::Grandfathered => "grandfathered",
-            State::Allocated => "allocated",
-            State::Draining => "draining",
-            State::Withheld => "withheld",
-            State::Free => "free",
-            State::Unknown => "unknown",
-            State::Orphan => "orphan",
-        }
-    }
-
-    /// `text` in the state's colour (Okabe–Ito: sky blue, orange, yellow, vermillion, reddish
-    /// purple, bluish green); free dimmed, the highlighted node bold.
-    fn paint(self, text: &str, style: &Style) -> String {
-        let colour = match self {
-            State::Allocated => XtermColors::ShakespeareBlue,
-            State::Withheld => XtermColors::YellowSea,
-            State::Draining => XtermColors::Dandelion,
-            State::Orphan => XtermColors::TennOrange,
-            State::Grandfathered => XtermColors::CanCanPink,
-            State::Next => XtermColors::PersianGreen,
-            State::Free => return style.paint(text, Tone::Dim),
-            State::Node => return style.paint(text, Tone::Bold),
-            State::Unknown => return text.to_string(),
-        };
-        if style.color { text.color(colour).to_string() } else { text.to_string() }
-    }
-}
 
 /// What one cell holds: blocks by state, and the fill of a lone allocated block.
 #[derive(Clone, Debug, Default)]
@@ -161,6 +98,24 @@ fn family(pool: &str, fam: &FamilyReport, options: &MapOptions, style: &Style) -
         out.push_str(&super::fit_prose(note, options.width));
     }
     out
+}
+
+/// The cells of `pool`'s map as [`draw`] lays them out for `options`.
+pub fn cells(pool: &PoolReport, options: &MapOptions) -> Cells {
+    let mut out = Vec::new();
+    for fam in &pool.families {
+        let next = next_block(fam);
+        for (at, cidr) in fam.cidrs.iter().enumerate() {
+            if capacity(cidr) == 0 {
+                continue;
+            }
+            let (grid, _) = laid_out(cidr, options.width);
+            let next = next.filter(|(i, _)| *i == at).map(|(_, index)| index);
+            let cells = states(cidr, fam, grid, next, options.node, &mut Counts::default());
+            out.push(CidrCells { cidr: cidr.cidr.clone(), shift: grid.shift, cells });
+        }
+    }
+    Cells(out)
 }
 
 /// The CIDR and block index of the next block the operator hands out, when known.
@@ -240,41 +195,38 @@ fn cidr_map(cidr: &CidrReport, fam: &FamilyReport, next: Option<u128>, options: 
         heading.push_str(", draining (all reserved)");
     }
     counts.aggregated |= grid.shift > 0;
-    let tallies = tallies(cidr, fam, grid, next, options.node, counts);
+    let states = states(cidr, fam, grid, next, options.node, counts);
+    let changed = options.changed.and_then(|c| c.of(&cidr.cidr));
     let mut out = super::fit_prose(&format!("{heading}\n"), options.width);
     let label_width = labels.iter().map(String::len).max().unwrap_or(0);
-    for (row, label) in tallies.chunks(grid.per_row).zip(&labels) {
+    for ((row, cells), label) in states.chunks(grid.per_row).enumerate().zip(&labels) {
         out.push_str(&format!("{label:>label_width$} "));
-        for (group, cells) in row.chunks(GROUP).enumerate() {
+        let first = row * grid.per_row;
+        for (group, cells) in cells.chunks(GROUP).enumerate() {
             if group > 0 {
                 out.push(' ');
             }
-            out.push_str(&paint_run(cells.iter().map(|t| cell(t, grid.shift, cidr.draining, fam.allocation_known)), style));
+            let at = first + group * GROUP;
+            let marked = |i| changed.is_some_and(|c| c.contains(&(at + i)));
+            out.push_str(&paint_run(cells.iter().enumerate().map(|(i, &(s, g))| (s, g, marked(i))), style));
         }
         out.push('\n');
+        out.push_str(&marks(label_width, first, cells.len(), changed));
     }
     out
 }
 
-/// Consecutive cells painted in one colour span each.
-fn paint_run(cells: impl Iterator<Item = (State, char)>, style: &Style) -> String {
-    let mut out = String::new();
-    let mut run: Option<(State, String)> = None;
-    for (state, glyph) in cells {
-        match run.as_mut() {
-            Some((s, text)) if *s == state => text.push(glyph),
-            _ => {
-                if let Some((s, text)) = run.take() {
-                    out.push_str(&s.paint(&text, style));
-                }
-                run = Some((state, glyph.to_string()));
-            }
-        }
-    }
-    if let Some((s, text)) = run {
-        out.push_str(&s.paint(&text, style));
-    }
-    out
+/// The state and glyph of each cell of `cidr`, its blocks counted into `counts`.
+fn states(
+    cidr: &CidrReport,
+    fam: &FamilyReport,
+    grid: Layout,
+    next: Option<u128>,
+    node: Option<&str>,
+    counts: &mut Counts,
+) -> Vec<(State, char)> {
+    let tallies = tallies(cidr, fam, grid, next, node, counts);
+    tallies.iter().map(|t| cell(t, grid.shift, cidr.draining, fam.allocation_known)).collect()
 }
 
 /// The cells of `cidr`, and its blocks counted by state. Held blocks one by one (there are as many
@@ -378,6 +330,10 @@ fn legend(fam: &FamilyReport, counts: &Counts, next: Option<String>, options: &M
     if let Some(node) = options.node {
         items.push(format!("{} {} {}", State::Node.paint("●", style), Field(node), human(counts.get(State::Node))));
     }
+    if let Some(changed) = options.changed {
+        let cells: usize = fam.cidrs.iter().filter_map(|c| changed.of(&c.cidr)).map(|c| c.len()).sum();
+        items.push(format!("{} {cells} cell(s) changed since the previous frame", MARK));
+    }
     items.push(format!("({fill})"));
     let mut out = String::new();
     let mut line = String::new();
@@ -410,6 +366,11 @@ mod tests {
     /// pods in it), 10.0.1.0/24 and fd00::/120; n2 holds 10.0.2.0/24, 10.1.3.0/24 (grandfathered)
     /// and 10.9.9.0/24 (an orphan: in no CIDR of the pool).
     fn report(v6: &str) -> Report {
+        report_with(v6, &["10.0.2.0/24", "10.1.3.0/24", "10.9.9.0/24"])
+    }
+
+    /// [`report`] with n2 holding the blocks `n2`.
+    fn report_with(v6: &str, n2: &[&str]) -> Report {
         let mut objects = vec![
             json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "p"}, "spec": {
                 "ipv4": {"cidrs": ["10.0.0.0/16", "10.1.0.0/16"], "maskSize": 24, "pool": [
@@ -419,7 +380,7 @@ mod tests {
             json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"},
                 "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/24", "10.0.1.0/24", "fd00::/120"]}]}}}}),
             json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2"},
-                "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": ["10.0.2.0/24", "10.1.3.0/24", "10.9.9.0/24"]}]}}}}),
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": n2}]}}}}),
         ];
         objects.extend((1..=128).map(|i| -> Value {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{i}"), "namespace": "a"},
@@ -429,7 +390,7 @@ mod tests {
     }
 
     fn map(report: &Report, width: usize, node: Option<&str>) -> String {
-        draw(report.pool("p").unwrap(), &MapOptions { width, node }, &Style::plain())
+        draw(report.pool("p").unwrap(), &MapOptions { width, node, changed: None }, &Style::plain())
     }
 
     /// The grid lines of the CIDR whose heading starts with `cidr`.
@@ -532,8 +493,11 @@ mod tests {
         assert_eq!(distinct.len(), glyphs.len(), "{glyphs:?}");
         let report = report("fd00::/104");
         let plain = map(&report, 80, Some("n1"));
-        let coloured =
-            draw(report.pool("p").unwrap(), &MapOptions { width: 80, node: Some("n1") }, &Style { color: true, ..Style::plain() });
+        let coloured = draw(
+            report.pool("p").unwrap(),
+            &MapOptions { width: 80, node: Some("n1"), changed: None },
+            &Style { color: true, ..Style::plain() },
+        );
         assert_ne!(plain, coloured);
         assert_eq!(console::strip_ansi_codes(&coloured), plain);
         // The map's colours are the plugin's own: the output filter keeps them.
@@ -541,5 +505,35 @@ mod tests {
         for colour in ["\x1b[38;5;74m", "\x1b[38;5;214m", "\x1b[38;5;221m", "\x1b[38;5;175m", "\x1b[38;5;36m"] {
             assert!(coloured.contains(colour), "{colour:?}");
         }
+    }
+
+    #[test]
+    fn a_watched_map_marks_the_cells_changed_since_the_previous_frame() {
+        let before = report("fd00::/104");
+        // n2 takes the next block, 10.0.3.0/24: cell 3 is allocated, the next block is cell 4.
+        let after = report_with("fd00::/104", &["10.0.2.0/24", "10.0.3.0/24", "10.1.3.0/24", "10.9.9.0/24"]);
+        let plain = MapOptions { width: 80, node: None, changed: None };
+        let (old, new) = (cells(before.pool("p").unwrap(), &plain), cells(after.pool("p").unwrap(), &plain));
+        let changed = changed(&old, &new);
+        assert_eq!((changed.of("10.0.0.0/16").map(|c| c.iter().copied().collect::<Vec<_>>()), changed.count()), (Some(vec![3, 4]), 2));
+        let options = MapOptions { changed: Some(&changed), ..plain };
+        let text = draw(after.pool("p").unwrap(), &options, &Style::plain());
+        let lines: Vec<&str> = text.lines().collect();
+        let row = lines.iter().position(|l| l.trim_start().starts_with("10.0.0.0 ")).unwrap();
+        assert!(lines[row].trim_start().strip_prefix("10.0.0.0 ").unwrap().starts_with("▅▁▁▁▸·"), "{text}");
+        // The marks line up under cells 3 and 4, past the labels, 10 wide (10.0.192.0); one line, only there.
+        assert_eq!(lines[row + 1], format!("{}^^", " ".repeat(14)), "{text}");
+        assert_eq!(text.matches('^').count(), 2 + 2, "the marks and the two legends' ^:\n{text}");
+        assert!(text.contains("^ 2 cell(s) changed since the previous frame") && text.contains("^ 0 cell(s) changed"), "{text}");
+        // With colour, the changed cells are in reverse video too, and the text is the same.
+        let coloured = draw(after.pool("p").unwrap(), &options, &Style { color: true, ..Style::plain() });
+        assert!(
+            coloured.contains("\x1b[7m")
+                && !draw(after.pool("p").unwrap(), &plain, &Style { color: true, ..Style::plain() }).contains("\x1b[7m")
+        );
+        assert_eq!(console::strip_ansi_codes(&coloured), text);
+        assert_eq!(crate::escape::block(&coloured, true), coloured, "the output filter keeps reverse video");
+        // Without a previous frame nothing is marked, and the legend says nothing of changes.
+        assert!(!draw(after.pool("p").unwrap(), &plain, &Style::plain()).contains('^'));
     }
 }

@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod ip;
 pub mod legend;
 pub mod map;
+pub mod map_cells;
 pub mod metrics;
 pub mod migrate;
 mod prose;

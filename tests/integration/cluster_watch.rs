@@ -28,30 +28,11 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
     }
     cluster.create_objects(objects);
 
-    // The size is set on the pseudo-terminal before the plugin starts, as a real terminal has one.
-    let plugin = cluster.plugin_process();
-    let mut script = format!("stty rows {ROWS} cols {COLUMNS} && exec {}", shell_quote(plugin.get_program().to_str().unwrap()));
-    for arg in plugin.get_args().chain(["usage", "--watch", "--by", "node"].iter().map(std::ffi::OsStr::new)) {
-        script.push(' ');
-        script.push_str(&shell_quote(arg.to_str().unwrap()));
-    }
-    let mut shell = Command::new("sh");
-    shell.args(["-c", &script]);
-    for (key, value) in plugin.get_envs() {
-        match value {
-            Some(value) => shell.env(key, value),
-            None => shell.env_remove(key),
-        };
-    }
-    let mut term = terminal(shell, Duration::from_secs(60));
+    let mut term = on_terminal(&cluster, ROWS, COLUMNS, &["usage", "--watch", "--by", "node"]);
 
     // Everything the plugin wrote, in order, up to and including each awaited text.
     let mut written = String::new();
-    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| {
-        let before = term.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; so far:\n{written}"));
-        written.push_str(&before);
-        written.push_str(text);
-    };
+    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| wait_for(term, &mut written, text);
     wait_for(&mut term, "do not fit this terminal");
     // Another block for node-000: 70 -> 71 allocated, and its row shows 2 blocks.
     cluster.kubectl(&[
@@ -94,6 +75,33 @@ fn a_frame_taller_than_the_terminal_is_cut_to_fit_and_redrawn_in_place() {
     press(&mut term, "\x03");
     let (code, _) = finish(term);
     assert_eq!(code, 0, "Ctrl-C ends --watch with exit 0");
+}
+
+/// The plugin with `args` in a pseudo-terminal of `rows` × `columns`: the size is set before the
+/// plugin starts, as a real terminal has one.
+fn on_terminal(cluster: &TestCluster, rows: u16, columns: u16, args: &[&str]) -> rexpect::session::PtySession {
+    let plugin = cluster.plugin_process();
+    let mut script = format!("stty rows {rows} cols {columns} && exec {}", shell_quote(plugin.get_program().to_str().unwrap()));
+    for arg in plugin.get_args().map(|a| a.to_str().unwrap()).chain(args.iter().copied()) {
+        script.push(' ');
+        script.push_str(&shell_quote(arg));
+    }
+    let mut shell = Command::new("sh");
+    shell.args(["-c", &script]);
+    for (key, value) in plugin.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    terminal(shell, Duration::from_secs(60))
+}
+
+/// Waits for `text` in the terminal, everything shown up to and including it added to `written`.
+fn wait_for(term: &mut rexpect::session::PtySession, written: &mut String, text: &str) {
+    let before = term.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}; so far:\n{written}"));
+    written.push_str(&before);
+    written.push_str(text);
 }
 
 fn shell_quote(text: &str) -> String {
@@ -171,4 +179,66 @@ fn a_stalled_api_server_is_said_once_and_followed_again_after() {
 
 fn allocated(cidrs: &[&str]) -> String {
     json!({"spec": {"ipam": {"pools": {"allocated": [{"pool": "default", "cidrs": cidrs}]}}}}).to_string()
+}
+
+/// `usage POOL --map --watch` (issue 42): a block allocated to a CiliumNode under a running
+/// watch. On an 80×40 pseudo-terminal (replayed through vt100) the map is redrawn in place with
+/// that one cell in reverse video and a `^` under it, the legend counting it; in a pipe with
+/// `--color never` the new frame follows a blank line and a `#` status line, with the same `^`
+/// and no escape sequence — and an event that changes nothing of the map prints no frame.
+#[test]
+fn a_watched_map_marks_the_cell_of_a_new_block() {
+    const MAP_ROWS: u16 = 40;
+    const MAP_COLUMNS: u16 = 80;
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
+               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
+    ]);
+    let watch = ["usage", "default", "--map", "--watch"];
+    let mut piped = cluster.plugin_process().args(watch).args(["--color", "never"]).stdout(Stdio::piped()).spawn().expect("spawn");
+    let stdout = LineReader::new(piped.stdout.take().unwrap());
+    let _piped = KillOnDrop(piped);
+    let mut term = on_terminal(&cluster, MAP_ROWS, MAP_COLUMNS, &[&watch[..], &["--color", "always"]].concat());
+    let mut written = String::new();
+    let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| wait_for(term, &mut written, text);
+    // The first frames, whole: the map's legend, then the end of the screen.
+    wait_for(&mut term, "withheld 0");
+    wait_for(&mut term, "\x1b[J");
+    let first = stdout.read_until(Duration::from_secs(30), "the first piped frame", |l| l.contains("withheld 0"));
+    // A change the map does not show (an annotation), given time to be followed on its own.
+    cluster.kubectl(&["annotate", "ciliumnode", "node-a", "example.com/touched=yes"]);
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.5.0/24"])]);
+    wait_for(&mut term, "cell(s) changed since the previous frame");
+    wait_for(&mut term, "\x1b[J");
+    let next = stdout.read_until(Duration::from_secs(30), "the marked piped frame", |l| l.contains("cell(s) changed"));
+
+    let mut parser = vt100::Parser::new(MAP_ROWS, MAP_COLUMNS, 0);
+    // rexpect hands each byte over as one char: the map's UTF-8 glyphs are bytes again here.
+    parser.process(&written.chars().map(|c| u8::try_from(c).expect("one byte a char")).collect::<Vec<u8>>());
+    let screen = parser.screen();
+    let lines: Vec<String> = screen.rows(0, MAP_COLUMNS).collect();
+    assert!(screen.alternate_screen() && lines[0].contains("default ipv4 allocated 1->2"), "{lines:#?}");
+    let row = lines.iter().position(|l| l.trim_start().starts_with("10.10.0.0 ")).unwrap_or_else(|| panic!("{lines:#?}"));
+    // Cell 5 (10.10.5.0/24): allocated now, reversed, a ^ under it and nowhere else.
+    let at = (lines[row].find("10.10.0.0 ").unwrap() + "10.10.0.0 ".len()) as u16 + 5;
+    let cell = |r: usize, c: u16| screen.cell(r as u16, c).unwrap();
+    assert!(cell(row, at).inverse() && cell(row, at).contents() != "·", "{lines:#?}");
+    assert!(!cell(row, at - 1).inverse() && !cell(row, at + 1).inverse(), "{lines:#?}");
+    assert_eq!(lines[row + 1], format!("{}^", " ".repeat(at.into())), "{lines:#?}");
+    assert!(lines.iter().any(|l| l.contains("^ 1 cell(s) changed since the previous frame")), "{lines:#?}");
+    press(&mut term, "\x03");
+    assert_eq!(finish(term).0, 0, "Ctrl-C ends --watch with exit 0");
+
+    // Piped: the first frame, then only the changed one, after a blank line and its status.
+    let all: Vec<&String> = first.iter().chain(&next).collect();
+    assert!(all.iter().all(|l| !l.contains('\x1b')), "{all:#?}");
+    let status: Vec<usize> = (0..all.len()).filter(|&i| all[i].starts_with("# ")).collect();
+    assert_eq!(status.len(), 2, "one frame for the annotation-free start, one for the block: {all:#?}");
+    assert!(all[status[1] - 1].is_empty() && all[status[1]].contains("default ipv4 allocated 1->2"), "{all:#?}");
+    let row = (status[1]..all.len()).find(|&i| all[i].trim_start().starts_with("10.10.0.0 ")).unwrap();
+    assert_eq!(all[row + 1].as_str(), format!("{}^", " ".repeat(at.into())), "{all:#?}");
+    assert!(all.last().unwrap().contains("^ 1 cell(s) changed since the previous frame"), "{all:#?}");
 }
