@@ -63,7 +63,7 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     if !screen.terminal {
         ctx.note(&notes);
     }
-    screen.show(&render::output(&usage, ctx.format, &ctx.style), &[], &pool_figures(&usage))?;
+    screen.show(&ctx.render(&usage), &[], &pool_figures(&usage))?;
     // The watch lists every object again into its own stores: the first read's are not kept.
     drop((report, snapshot));
     // serve's stall detection: a stalled API server is said on stderr within about a minute.
@@ -101,7 +101,7 @@ async fn follow(
         let usage = view(args, &snapshot, &report);
         let figures = pool_figures(&usage);
         let changes = render::watch::changes(&screen.figures, &figures);
-        screen.show(&render::output(&usage, ctx.format, &ctx.style), &changes, &figures)?;
+        screen.show(&ctx.render(&usage), &changes, &figures)?;
     }
 }
 

@@ -42,19 +42,19 @@ pub enum Format {
     OpenMetrics,
     // kubectl's script formats over the `-o json` document (`render::script`); each takes its
     // template after `=` (`-o jsonpath='{.pools[*].name}'`).
-    /// jsonpath=TEMPLATE: kubectl's JSONPath template over the JSON document
+    /// kubectl's JSONPath template over the JSON document: -o jsonpath='{.pools[*].name}'
     #[cfg_attr(feature = "cli", value(name = "jsonpath"))]
     JsonPath,
-    /// jsonpath-as-json=TEMPLATE: the values the template selects, as a JSON array
+    /// the values a JSONPath template selects, as one JSON array: -o jsonpath-as-json=TEMPLATE
     #[cfg_attr(feature = "cli", value(name = "jsonpath-as-json"))]
     JsonPathAsJson,
-    /// jsonpath-file=FILE: the template read from FILE
+    /// a JSONPath template read from a file: -o jsonpath-file=FILE
     #[cfg_attr(feature = "cli", value(name = "jsonpath-file"))]
     JsonPathFile,
-    /// custom-columns=NAME:.path,...: one column per path, one row per element of the command's rows
+    /// kubectl's custom columns over the rows of the JSON document: -o custom-columns=POOL:.name,NEXT:.families[0].nextBlock
     #[cfg_attr(feature = "cli", value(name = "custom-columns"))]
     CustomColumns,
-    /// custom-columns-file=FILE: the headers, then their paths, read from FILE
+    /// custom columns read from a file (a line of headers, a line of paths): -o custom-columns-file=FILE
     #[cfg_attr(feature = "cli", value(name = "custom-columns-file"))]
     CustomColumnsFile,
 }

@@ -25,13 +25,16 @@ impl Path {
             Some('.' | '[') => format!("${text}"),
             _ => return Err(format!("unrecognized expression {:?}: a path starts with '.', '[', '$' or '@'", escape::field(text))),
         };
-        let query = jsonpath_rust::parser::parse_json_path(&rfc).map_err(|e| format!("{:?} is no JSONPath: {}", escape::field(text), one_line(&e.to_string())))?;
+        let query = jsonpath_rust::parser::parse_json_path(&rfc)
+            .map_err(|e| format!("{:?} is no JSONPath: {}", escape::field(text), one_line(&e.to_string())))?;
         Ok(Path { source: text.to_string(), query })
     }
 
     /// The values the path selects in `value`, in document order (none when it matches nothing).
     pub fn select<'a>(&self, value: &'a Value) -> Vec<&'a Value> {
-        jsonpath_rust::query::js_path_process(&self.query, value).map(|found| found.into_iter().map(|r| r.val).collect()).unwrap_or_default()
+        jsonpath_rust::query::js_path_process(&self.query, value)
+            .map(|found| found.into_iter().map(|r| r.val).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -246,10 +249,7 @@ mod tests {
 
     #[test]
     fn range_quoted_text_and_filters() {
-        assert_eq!(
-            run(r#"{range .pools[*]}{.name}{"\t"}{.families[0].utilization}{"\n"}{end}"#),
-            "blue\t0.5\ngreen\tnull\n"
-        );
+        assert_eq!(run(r#"{range .pools[*]}{.name}{"\t"}{.families[0].utilization}{"\n"}{end}"#), "blue\t0.5\ngreen\tnull\n");
         assert_eq!(run(r#"{.pools[?(@.name=="green")].families[*].freeAddresses}"#), "7 340282366920938463463374607431768211456");
         assert_eq!(run(r#"{range .pools[*]}{range .families[*]}{.family},{end};{end}"#), "ipv4,;ipv4,ipv6,;");
         // A brace inside a quoted filter value does not close the action.
@@ -280,7 +280,10 @@ mod tests {
         assert!(error("{.pools.}").starts_with("error parsing jsonpath {.pools.}: \".pools.\" is no JSONPath: "), "{}", error("{.pools.}"));
         assert_eq!(error("{range .pools[*]}{.name}"), "error parsing jsonpath {range .pools[*]}: a {range} without an {end}");
         assert_eq!(error("{.a}{end}"), "error parsing jsonpath {end}: an {end} without a {range}");
-        assert_eq!(error("{pools}"), "error parsing jsonpath {pools}: unrecognized expression \"pools\": a path starts with '.', '[', '$' or '@'");
+        assert_eq!(
+            error("{pools}"),
+            "error parsing jsonpath {pools}: unrecognized expression \"pools\": a path starts with '.', '[', '$' or '@'"
+        );
         assert_eq!(error("{}"), "error parsing jsonpath {}: an empty action");
         assert_eq!(error("{\"abc}"), "error parsing jsonpath {\"abc}: unclosed action: no '}'");
         for template in ["{.pools.}", "{.a[?(@.b==)]}", "{range .x[0}{end}"] {
