@@ -53,15 +53,17 @@ impl Columns {
     }
 
     /// The table of `rows`: a header row unless `--no-headers`; every cell escaped as a table
-    /// cell is (`escape::cell`: one line, one word when the headers are off into a pipe).
+    /// cell is (one line, one word when the headers are off into a pipe, but the last column).
     pub fn render(&self, rows: &[&Value], style: &Style) -> String {
         let words = !style.headers && !style.terminal;
         let mut grid: Vec<Vec<String>> = Vec::new();
         if style.headers {
             grid.push(self.columns.iter().map(|(header, _)| escape::cell(header, false, false).into_owned()).collect());
         }
+        // The last column keeps its spaces, as tables' do (docs/design/escaping.md).
+        let last = self.columns.len() - 1;
         for row in rows {
-            grid.push(self.columns.iter().map(|(_, path)| cell(path, row, words)).collect());
+            grid.push(self.columns.iter().enumerate().map(|(c, (_, path))| cell(path, row, words && c < last)).collect());
         }
         layout(&grid)
     }
@@ -135,6 +137,8 @@ mod tests {
         // --no-headers into a pipe: no header row, one word per cell.
         let bare = table("NAME:.name,N:.families[0].freeAddresses", &Style { headers: false, ..Style::plain() });
         assert_eq!(bare, "blue            512\ngreen\\x20pool   <none>\n");
+        let last = table("N:.families[0].family,NAME:.name", &Style { headers: false, ..Style::plain() });
+        assert_eq!(last, "ipv4     blue\n<none>   green pool\n");
     }
 
     #[test]
