@@ -59,15 +59,14 @@ fn supported_run_failures(invocation: &Invocation, ran: &Ran, table: &Ran) -> Ve
     let mut failed = Vec::new();
     match format_name(&invocation.format) {
         // kubectl's script formats over the JSON document (cli_scripts.rs compares their values).
-        "jsonpath-as-json" if !ran.stdout.is_empty() => {
-            if !serde_json::from_str::<Value>(&ran.stdout).is_ok_and(|v| v.is_array()) {
-                failed.push(format!("not a JSON array: {:.200}", ran.stdout));
-            }
+        "jsonpath-as-json" if !ran.stdout.is_empty() && !serde_json::from_str::<Value>(&ran.stdout).is_ok_and(|v| v.is_array()) => {
+            failed.push(format!("not a JSON array: {:.200}", ran.stdout));
         }
-        "custom-columns" | "custom-columns-file" if !invocation.no_headers => {
-            if ran.stdout.lines().next().map(|l| l.split_whitespace().collect::<Vec<_>>()) != Some(vec!["NAME", "POOL", "OBJECT"]) {
-                failed.push(format!("no header row of the columns asked for: {:.200}", ran.stdout));
-            }
+        "custom-columns" | "custom-columns-file"
+            if !invocation.no_headers
+                && ran.stdout.lines().next().map(|l| l.split_whitespace().collect::<Vec<_>>()) != Some(vec!["NAME", "POOL", "OBJECT"]) =>
+        {
+            failed.push(format!("no header row of the columns asked for: {:.200}", ran.stdout));
         }
         "json" | "yaml" => {
             let doc: Result<Value, String> = if invocation.format == "json" {

@@ -200,7 +200,7 @@ fn values_with_control_characters_never_reach_the_terminal_raw() {
     ] {
         let (code, stdout, stderr) = run(&["usage", "-o", format, "-f", &path]);
         assert_eq!(code, 0, "{format}: {stderr}");
-        assert!(!stdout.chars().any(|c| support::hostile::is_raw_control(c)), "{format}: {stdout:?}");
+        assert!(!stdout.chars().any(support::hostile::is_raw_control), "{format}: {stdout:?}");
         assert!(stdout.contains(r"a\x1b[2J\nb\u{202e}") || stdout.contains(r"a\u001b[2J\nb\u202e"), "{format}: {stdout:?}");
     }
 }
