@@ -9,6 +9,7 @@ pub use args::*;
 use crate::render::Format;
 use clap::{Args, Parser, ValueEnum, ValueHint};
 use std::time::Duration;
+pub use values::Output;
 use values::parse_timeout;
 
 #[derive(Debug, Parser)]
@@ -89,8 +90,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub fleet: bool,
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table, help_heading = INPUT_OUTPUT)]
-    pub output: Format,
+    #[arg(short = 'o', long, global = true, value_parser = values::OutputParser { shown: ALL }, default_value = "table", help_heading = INPUT_OUTPUT)]
+    pub output: Output,
     /// Do not print table headers (and footers)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub no_headers: bool,
@@ -104,11 +105,16 @@ pub struct GlobalArgs {
 
 // The output contract (docs/design/json-contract.md#formats): the `-o` formats each view prints.
 // A command line asking for another is refused before anything is read or written.
-const USAGE: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, Format::OpenMetrics];
-const LISTS: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name];
-const INSPECT: &[Format] = &[Format::Table, Format::Json, Format::Yaml, Format::Name];
+// Every view that prints JSON also takes kubectl's script formats over it (`render::script`).
+use Format::{CustomColumns as CC, CustomColumnsFile as CCF, JsonPath as JP, JsonPathAsJson as JPJ, JsonPathFile as JPF};
+const USAGE: &[Format] =
+    &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, Format::OpenMetrics, JP, JPJ, JPF, CC, CCF];
+const LISTS: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, JP, JPJ, JPF, CC, CCF];
+const INSPECT: &[Format] = &[Format::Table, Format::Json, Format::Yaml, Format::Name, JP, JPJ, JPF, CC, CCF];
 const RESERVE: &[Format] = INSPECT;
-const DOCUMENTS: &[Format] = &[Format::Table, Format::Json, Format::Yaml];
+const DOCUMENTS: &[Format] = &[Format::Table, Format::Json, Format::Yaml, JP, JPJ, JPF, CC, CCF];
+/// Every format (the global flag's parser; each subcommand lists its own).
+const ALL: &[Format] = USAGE;
 const TEXT: &[Format] = &[Format::Table];
 
 /// What a command line prints, as far as `-o` goes: its name in a refusal and the formats it supports.
@@ -179,10 +185,7 @@ fn formats_of(subcommand: &str) -> &'static [Format] {
 /// only the formats the command prints (clap does not propagate a global flag a subcommand has).
 /// The other formats still parse, so that `Context::from_cli` refuses them in one line.
 fn with_formats(subcommand: clap::Command) -> clap::Command {
-    use clap::builder::TypedValueParser;
-    let formats = formats_of(subcommand.get_name());
-    let values = Format::value_variants().iter().map(|o| o.to_possible_value().expect("no variant is skipped").hide(!formats.contains(o)));
-    let output = clap::builder::PossibleValuesParser::new(values).map(|v| Format::from_str(&v, false).expect("a listed value"));
+    let output = values::OutputParser { shown: formats_of(subcommand.get_name()) };
     let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
     globals.get_arguments().fold(subcommand, |subcommand, arg| {
         let arg = if arg.get_id() == "output" { arg.clone().value_parser(output.clone()) } else { arg.clone() };

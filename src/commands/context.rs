@@ -4,7 +4,7 @@
 
 use crate::cli::{Cli, Command, DryRun, GlobalArgs};
 use crate::error::input;
-use crate::render::{self, Format, Render, Style};
+use crate::render::{self, Format, Render, Script, Style};
 use crate::source::fleet::Fleet;
 use crate::source::{ConnectOptions, Input};
 use anyhow::Result;
@@ -22,6 +22,8 @@ pub struct Context {
     /// `-v`: diagnostics on stderr.
     pub verbose: bool,
     pub format: Format,
+    /// `-o jsonpath=…`, `-o custom-columns=…`: the script over the JSON document, parsed once.
+    pub script: Option<Script>,
     /// How stdout is styled.
     pub style: Style,
     /// How text on stderr is styled while stdout carries the result.
@@ -49,7 +51,9 @@ impl Context {
     /// depend on whether `-f` was given) are refused here, before anything is read (exit 2).
     pub fn from_cli(cli: &Cli, terminal: Terminal) -> Result<Context> {
         let global = &cli.global;
-        check_combinations(&cli.command, !global.filename.is_empty(), global.output)?;
+        let format = global.output.format;
+        check_combinations(&cli.command, !global.filename.is_empty(), format)?;
+        let script = super::script::of(&global.output)?;
         let headers = !global.no_headers;
         check_fleet_flags(&cli.command, global)?;
         Ok(Context {
@@ -57,8 +61,9 @@ impl Context {
             fleet: fleet_of(global),
             namespace: global.namespace.clone(),
             verbose: global.verbosity > 0,
-            format: global.output,
-            style: Style { color: terminal.color, headers, width: table_width(terminal, global.output), terminal: terminal.stdout },
+            format,
+            script,
+            style: Style { color: terminal.color, headers, width: table_width(terminal, format), terminal: terminal.stdout },
             stderr_style: Style { color: terminal.stderr_color, headers, width: notes_width(), terminal: notes_width().is_some() },
             stdout_terminal: terminal.stdout,
             interactive: terminal.interactive,
@@ -73,6 +78,7 @@ impl Context {
             namespace: None,
             verbose: false,
             format: Format::Table,
+            script: None,
             style: Style::plain(),
             stderr_style: Style::plain(),
             stdout_terminal: false,
@@ -213,9 +219,18 @@ fn check_combinations(command: &Command, offline: bool, output: Format) -> Resul
 impl Context {
     /// Prints a command's result in the format `-o` asked for.
     pub fn show(&self, result: &impl Render) -> Result<()> {
-        self.print(&render::output(result, self.format, &self.style))?;
+        self.print(&self.render(result))?;
         self.note(&render::notes(result, self.format, &self.stderr_style));
         Ok(())
+    }
+
+    /// A command's result as `-o` asks: through the script of `-o jsonpath|custom-columns`, else
+    /// `render::output`.
+    pub fn render(&self, result: &impl Render) -> String {
+        match &self.script {
+            Some(script) => render::scripted(result, script, &self.style),
+            None => render::output(result, self.format, &self.style),
+        }
     }
 
     /// Writes human notes to stderr, escaped.

@@ -10,6 +10,7 @@ pub mod ip;
 pub mod map;
 pub mod migrate;
 pub mod reserve;
+mod script;
 pub mod serve;
 pub mod steps;
 pub mod usage;

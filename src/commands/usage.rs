@@ -121,7 +121,7 @@ fn frame(args: &UsageArgs, ctx: &Context, usage: &Usage, map: &mut Option<super:
     match map {
         Some(frames) => frames.next(args, ctx, usage.report),
         None => {
-            let text = render::output(usage, ctx.format, &ctx.style);
+            let text = ctx.render(usage);
             (text.clone(), text)
         }
     }

@@ -19,6 +19,10 @@ impl Render for Check<'_> {
         Sourced { source: self.origin, key: "problems", value: &self.problems }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("problems")
+    }
+
     fn names(&self) -> Option<String> {
         // Only Kubernetes objects: an `Input/<kind>` caveat is no object `kubectl get` could name.
         let objects: Vec<(&str, &str)> = self.problems.iter().filter_map(|p| kubectl_object(&p.object)).collect();

@@ -40,6 +40,23 @@ pub enum Format {
     /// OpenMetrics text (usage): for the Prometheus textfile collector or a Pushgateway
     #[cfg_attr(feature = "cli", value(name = "openmetrics"))]
     OpenMetrics,
+    // kubectl's script formats over the `-o json` document (`render::script`); each takes its
+    // template after `=` (`-o jsonpath='{.pools[*].name}'`).
+    /// kubectl's JSONPath template over the JSON document: -o jsonpath='{.pools[*].name}'
+    #[cfg_attr(feature = "cli", value(name = "jsonpath"))]
+    JsonPath,
+    /// the values a JSONPath template selects, as one JSON array: -o jsonpath-as-json=TEMPLATE
+    #[cfg_attr(feature = "cli", value(name = "jsonpath-as-json"))]
+    JsonPathAsJson,
+    /// a JSONPath template read from a file: -o jsonpath-file=FILE
+    #[cfg_attr(feature = "cli", value(name = "jsonpath-file"))]
+    JsonPathFile,
+    /// kubectl's custom columns over the rows of the JSON document: -o custom-columns=POOL:.name,NEXT:.families[0].nextBlock
+    #[cfg_attr(feature = "cli", value(name = "custom-columns"))]
+    CustomColumns,
+    /// custom columns read from a file (a line of headers, a line of paths): -o custom-columns-file=FILE
+    #[cfg_attr(feature = "cli", value(name = "custom-columns-file"))]
+    CustomColumnsFile,
 }
 
 impl Format {
@@ -52,12 +69,28 @@ impl Format {
             Format::Yaml => "yaml",
             Format::Name => "name",
             Format::OpenMetrics => "openmetrics",
+            Format::JsonPath => "jsonpath",
+            Format::JsonPathAsJson => "jsonpath-as-json",
+            Format::JsonPathFile => "jsonpath-file",
+            Format::CustomColumns => "custom-columns",
+            Format::CustomColumnsFile => "custom-columns-file",
         }
     }
 
-    /// JSON or YAML: stdout carries one machine-readable document and nothing else.
+    /// JSON, YAML or a script over the JSON document: stdout carries machine-readable output,
+    /// escaped by its renderer, and nothing else.
     pub fn is_document(self) -> bool {
-        matches!(self, Format::Json | Format::Yaml)
+        matches!(self, Format::Json | Format::Yaml) || self.is_script()
+    }
+
+    /// kubectl's script formats (`-o jsonpath=…`, `-o custom-columns=…`): they take an argument.
+    pub fn is_script(self) -> bool {
+        matches!(self, Format::JsonPath | Format::JsonPathAsJson | Format::JsonPathFile | Format::CustomColumns | Format::CustomColumnsFile)
+    }
+
+    /// The script formats read their argument from a file.
+    pub fn reads_file(self) -> bool {
+        matches!(self, Format::JsonPathFile | Format::CustomColumnsFile)
     }
 }
 
@@ -67,6 +100,11 @@ pub trait Render {
     fn document(&self) -> impl Serialize;
     /// `-o name`: [`name_records`]; `None` for results without names (the view refuses `-o name`).
     fn names(&self) -> Option<String> {
+        None
+    }
+    /// `-o custom-columns`: the array of the document whose elements are the rows (`pools`);
+    /// `None`: the document is the one row, as kubectl shows a single object.
+    fn rows(&self) -> Option<&'static str> {
         None
     }
     /// `-o table` (and `-o wide` when `wide`).
@@ -98,6 +136,9 @@ pub fn output(result: &impl Render, format: Format, style: &Style) -> String {
         Format::Name => result.names().unwrap_or_else(|| result.text(false, style)),
         Format::Table | Format::Wide => result.text(format == Format::Wide, style),
         Format::OpenMetrics => result.openmetrics().unwrap_or_else(|| result.text(false, style)),
+        // The script is applied by `render::scripted` (`commands::Context` holds it); without
+        // one, the document it reads.
+        _ => serialize(&result.document(), false),
     }
 }
 

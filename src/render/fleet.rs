@@ -68,6 +68,10 @@ impl<R: Member> Render for Fleet<'_, R> {
         FleetDocument { schema_version: SCHEMA_VERSION, clusters, fleet_problems: &self.problems }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("clusters")
+    }
+
     /// `CLUSTER RESOURCE.GROUP/NAME`, one record per line (docs/fleet.md): the same pool name in two
     /// clusters is two objects, and `while read cluster name` gets both fields (the cluster name
     /// escaped as one word, as the object's is).

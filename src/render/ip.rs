@@ -19,6 +19,10 @@ impl Render for Ip<'_> {
         Sourced { source: self.origin, key: "addresses", value: self.answers }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("addresses")
+    }
+
     fn names(&self) -> Option<String> {
         // Only pools that exist: an orphan's or a mode's pool name has no CiliumPodIPPool (and an
         // address is in a pool's CIDR exactly when that pool exists).

@@ -78,6 +78,10 @@ impl Render for PlanView<'_> {
         PlanDocument { schema_version: SCHEMA_VERSION, counts: self.plan.counts(), plan: self.plan, server_dry_run: self.server }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("pools")
+    }
+
     fn text(&self, _wide: bool, style: &Style) -> String {
         plan_table(self.plan, self.server, style)
     }
@@ -115,6 +119,10 @@ impl Render for Status<'_> {
             v2alpha1_writers: self.writers,
             verdict: self.verdict,
         }
+    }
+
+    fn rows(&self) -> Option<&'static str> {
+        Some("pools")
     }
 
     fn text(&self, _wide: bool, style: &Style) -> String {

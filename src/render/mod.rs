@@ -3,12 +3,14 @@
 //! [`output`] in the format asked for, so that `-o` means the same for every command.
 
 pub mod check;
+mod columns;
 mod document;
 mod figures;
 mod fit;
 pub mod fleet;
 pub mod inspect;
 pub mod ip;
+pub mod jsonpath;
 pub mod legend;
 pub mod map;
 pub mod map_cells;
@@ -16,6 +18,7 @@ pub mod metrics;
 pub mod migrate;
 mod prose;
 pub mod reserve;
+mod script;
 mod shorten;
 mod style;
 pub mod table;
@@ -26,6 +29,7 @@ pub mod watch;
 pub use document::{Format, POOL_RESOURCE, Render, SCHEMA_VERSION, Sourced, name_records, notes, output};
 pub use figures::{bar, human, percent, utilization, utilization_bar};
 pub use prose::fit_prose;
+pub use script::{Script, scripted};
 pub use style::{Style, TABLE_WIDTH, Tone, line};
 pub use table::{Grid, table, table_shedding};
 

@@ -92,6 +92,10 @@ impl Render for Reservations<'_> {
         Sourced { source: self.origin, key: "reservedRanges", value: &self.ranges }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("reservedRanges")
+    }
+
     fn names(&self) -> Option<String> {
         // Ranges are not objects: the pools holding them are.
         Some(super::name_records(self.ranges.iter().map(|r| (super::POOL_RESOURCE, r.pool.as_str()))))

@@ -10,7 +10,7 @@ use crate::support;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use support::cli::{output, plugin};
-use support::hostile::{Hostile, Invocation, Names, formats, invocations};
+use support::hostile::{Hostile, Invocation, Names, format_name, formats, invocations};
 
 struct Ran {
     code: i32,
@@ -57,7 +57,17 @@ fn help_formats(subcommand: &str) -> BTreeSet<String> {
 /// What is wrong with a run the view accepted, judged by its format alone (and the table run).
 fn supported_run_failures(invocation: &Invocation, ran: &Ran, table: &Ran) -> Vec<String> {
     let mut failed = Vec::new();
-    match invocation.format.as_str() {
+    match format_name(&invocation.format) {
+        // kubectl's script formats over the JSON document (cli_scripts.rs compares their values).
+        "jsonpath-as-json" if !ran.stdout.is_empty() && !serde_json::from_str::<Value>(&ran.stdout).is_ok_and(|v| v.is_array()) => {
+            failed.push(format!("not a JSON array: {:.200}", ran.stdout));
+        }
+        "custom-columns" | "custom-columns-file"
+            if !invocation.no_headers
+                && ran.stdout.lines().next().map(|l| l.split_whitespace().collect::<Vec<_>>()) != Some(vec!["NAME", "POOL", "OBJECT"]) =>
+        {
+            failed.push(format!("no header row of the columns asked for: {:.200}", ran.stdout));
+        }
         "json" | "yaml" => {
             let doc: Result<Value, String> = if invocation.format == "json" {
                 serde_json::from_str(&ran.stdout).map_err(|e| e.to_string())
@@ -119,8 +129,9 @@ fn every_command_and_format_is_printed_as_documented_or_refused_in_one_line() {
         let table = &runs[&(invocation.args.clone(), "table".to_string(), invocation.no_headers)];
         if ran.code == 2 && invocation.format != "table" && table.code != 2 {
             // Refused: one line naming the view's formats, which do not include this one; nothing written.
-            match refused_formats(&ran.stderr, &invocation.format) {
-                Some(allowed) if allowed.contains("table") && !allowed.contains(&invocation.format) => {}
+            let format = format_name(&invocation.format);
+            match refused_formats(&ran.stderr, format) {
+                Some(allowed) if allowed.contains("table") && !allowed.contains(format) => {}
                 _ => failed.push(format!("{what}: exit 2 without a one-line refusal naming the formats: {:?}", ran.stderr)),
             }
             if !ran.stdout.is_empty() {
@@ -132,7 +143,7 @@ fn every_command_and_format_is_printed_as_documented_or_refused_in_one_line() {
             failed.push(format!("{what}: exit {}: {:.200}", ran.code, ran.stderr));
             continue;
         }
-        printed.entry(invocation.subcommand().to_string()).or_default().insert(invocation.format.clone());
+        printed.entry(invocation.subcommand().to_string()).or_default().insert(format_name(&invocation.format).to_string());
         failed.extend(supported_run_failures(invocation, ran, table).into_iter().map(|f| format!("{what}: {f}")));
     }
     for (subcommand, formats) in &printed {
@@ -149,8 +160,8 @@ fn every_command_and_format_is_printed_as_documented_or_refused_in_one_line() {
 fn the_matrix_covers_every_format() {
     // The matrix runs each `-o` value the CLI accepts: a new format is checked above.
     let all = formats();
-    for format in ["table", "wide", "json", "yaml", "name", "openmetrics"] {
-        assert!(all.iter().any(|f| f == format), "{format} missing from {all:?}");
+    for format in ["table", "wide", "json", "yaml", "name", "openmetrics", "jsonpath", "jsonpath-as-json", "custom-columns"] {
+        assert!(all.iter().any(|f| format_name(f) == format), "{format} missing from {all:?}");
     }
     assert!(invocations(&Names { v2_pool: "blue" }).iter().all(|i| all.contains(&i.format)));
 }
@@ -162,15 +173,15 @@ fn a_refused_format_reads_nothing() {
     assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
     assert_eq!(
         stderr,
-        "error: unable to match a printer suitable for the output format \"wide\" of inspect, allowed formats are: table, json, yaml, name\n"
+        "error: unable to match a printer suitable for the output format \"wide\" of inspect, allowed formats are: table, json, yaml, name, jsonpath, jsonpath-as-json, jsonpath-file, custom-columns, custom-columns-file\n"
     );
     // Live-only views are refused before connecting (no kubeconfig here).
     let (code, _, stderr) = output(plugin().args(["usage", "--watch", "-o", "openmetrics"]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("of usage --watch, allowed formats are: table, wide, json, yaml, name"), "{stderr}");
+    assert!(stderr.contains("of usage --watch, allowed formats are: table, wide, json, yaml, name, jsonpath,"), "{stderr}");
     let (code, _, stderr) = output(plugin().args(["migrate", "--status", "-o", "name"]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("of migrate --status, allowed formats are: table, json, yaml"), "{stderr}");
+    assert!(stderr.contains("of migrate --status, allowed formats are: table, json, yaml, jsonpath,"), "{stderr}");
 }
 
 /// Tables and prose use the terminal's whole width (issue 42: a 100-column cap cut what a wider

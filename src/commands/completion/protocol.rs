@@ -320,9 +320,13 @@ mod tests {
     #[test]
     fn enum_values() {
         let (values, directive, _) = offered(&["usage", "-o", ""]);
-        assert_eq!(values, ["table", "wide", "json", "yaml", "name", "openmetrics"]);
+        let scripts = ["jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file"];
+        assert_eq!(values, [&["table", "wide", "json", "yaml", "name", "openmetrics"][..], &scripts].concat());
         assert_eq!(directive, NO_FILE_COMPLETION);
-        assert_eq!(offered(&["-o", "j"]).0, ["json"]);
+        assert_eq!(offered(&["-o", "j"]).0, ["json", "jsonpath", "jsonpath-as-json", "jsonpath-file"]);
+        // kubectl's script formats where the view prints JSON, and only there.
+        assert_eq!(offered(&["check", "-o", "cu"]).0, ["custom-columns", "custom-columns-file"]);
+        assert_eq!(offered(&["completion", "-o", "j"]).0, Vec::<String>::new());
         assert_eq!(offered(&["usage", "--output=y"]).0, ["--output=yaml"]);
         assert_eq!(offered(&["check", "--severity", "w"]).0, ["warning"]);
         assert_eq!(offered(&["completion", "f"]).0, ["fish"]);

@@ -50,8 +50,10 @@ pub(super) fn offline_edit(
     if !args.in_place {
         // stdout carries the edited manifest; the preview goes to stderr.
         stderr::block(&view::preview(&prepared.impact, &ctx.stderr_style), false);
-        let text = match ctx.format {
-            Format::Json => crate::escape::json_pretty(&prepared.edited)? + "\n",
+        let text = match (&ctx.script, ctx.format) {
+            // A script reads the edited pool object, as kubectl's would.
+            (Some(script), _) => script.apply(&prepared.edited, None, &ctx.style),
+            (None, Format::Json) => crate::escape::json_pretty(&prepared.edited)? + "\n",
             _ => manifest::to_yaml(&prepared.edited),
         };
         emit(&text)?;

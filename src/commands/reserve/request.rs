@@ -6,7 +6,6 @@ use crate::commands::context::Context;
 use crate::error::input;
 use crate::model::{Dialect, Snapshot};
 use crate::render::reserve::{self as view, Outcome};
-use crate::render::{self};
 use crate::terminal::Prompter;
 use anyhow::Result;
 
@@ -36,7 +35,7 @@ pub(super) fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared
         DryRun::Client => "client",
         DryRun::Server => "server",
     };
-    render::output(&view::Edited { origin, prepared, dry_run, outcome }, ctx.format, &ctx.style)
+    ctx.render(&view::Edited { origin, prepared, dry_run, outcome })
 }
 
 /// Asks before writing (see [`crate::commands::steps::confirm`]).

@@ -66,6 +66,10 @@ impl Render for Inspect<'_> {
         super::Sourced { source: &self.snapshot.origin, key: "pools", value: pools }
     }
 
+    fn rows(&self) -> Option<&'static str> {
+        Some("pools")
+    }
+
     fn names(&self) -> Option<String> {
         Some(pool_names(&self.pools()))
     }

@@ -149,6 +149,12 @@ impl Render for Usage<'_> {
         UsageDocument::new(self.report, &self.pools(), &self.snapshot.origin, self.names.is_empty())
     }
 
+    /// `--by node`: a row per node; else a row per pool (`--show-blocks` too: blocks are no array
+    /// of the document).
+    fn rows(&self) -> Option<&'static str> {
+        Some(if matches!(self.table, Table::Nodes) { "nodes" } else { "pools" })
+    }
+
     fn names(&self) -> Option<String> {
         let mut pools = self.pools();
         if self.thresholds.any() {

@@ -77,11 +77,25 @@ fn views(subcommand: &str, names: &Names) -> Vec<Vec<String>> {
     }
 }
 
-/// Every `-o` value the CLI accepts.
+/// Every `-o` value the CLI accepts; kubectl's script formats with a script that prints every
+/// name (hostile ones too) and the pool and object of each row.
 pub fn formats() -> Vec<String> {
     let command = Cli::command();
     let output = command.get_arguments().find(|a| a.get_id() == "output").expect("the -o flag");
-    output.get_possible_values().iter().map(|v| v.get_name().to_string()).collect()
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scripts");
+    let with_script = |name: &str| match name {
+        "jsonpath" | "jsonpath-as-json" => format!("{name}={{..name}}"),
+        "jsonpath-file" => format!("{name}={}", scripts.join("names.jsonpath").display()),
+        "custom-columns" => format!("{name}=NAME:.name,POOL:.pool,OBJECT:.object"),
+        "custom-columns-file" => format!("{name}={}", scripts.join("columns.txt").display()),
+        other => other.to_string(),
+    };
+    output.get_possible_values().iter().map(|v| with_script(v.get_name())).collect()
+}
+
+/// The format of a `-o` value: its name, without the script after `=`.
+pub fn format_name(value: &str) -> &str {
+    value.split_once('=').map_or(value, |(name, _)| name)
 }
 
 /// The matrix: every subcommand of the CLI × its views × every `-o` × with and without headers.
