@@ -225,3 +225,47 @@ fn ip_uses_the_terminals_width() {
 fn reserve_range_list_uses_the_terminals_width() {
     check_view(&["reserve-range", "--list"], "POOL");
 }
+
+/// What a legend line defines: its first word, when the piped table has such a column.
+fn legend_labels<'a>(text: &'a str, header: &[String]) -> Vec<&'a str> {
+    let label = |l: &'a str| l.split_once("  ").map(|(label, _)| label).filter(|label| header.iter().any(|h| h == label));
+    text.lines().skip_while(|l| !l.is_empty()).filter_map(label).collect()
+}
+
+/// Issue 42: under a table a narrow terminal left columns out of, the legend defines only the
+/// columns printed and one line names those left out and how to see them; at full width no
+/// such line.
+#[test]
+fn the_legend_defines_only_the_printed_columns() {
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot");
+    let mut failed = Vec::new();
+    for (view, first) in [(&["usage"][..], "POOL"), (&["usage", "--by", "node"], "NODE"), (&["usage", "--show-blocks"], "BLOCK")] {
+        let mut args: Vec<String> = view.iter().map(|a| a.to_string()).collect();
+        args.extend(["--color", "never", "-f", snapshot.to_str().unwrap()].map(String::from));
+        let (_, piped, piped_notes) = cli::output(cli::plugin().args(&args));
+        let (header, _) = piped_table(&piped, first);
+        assert!(!legend_labels(&format!("\n{piped_notes}"), &header).is_empty(), "{view:?}: no legend in a pipe:\n{piped_notes}");
+        let mut shed_somewhere = false;
+        for width in WIDTHS {
+            let shown = cli::on_terminal(&args, width);
+            let table = terminal_table(&shown, first, &header);
+            let printed: Vec<&String> = if table.header.len() == 1 { header.iter().collect() } else { table.header.iter().collect() };
+            let left_out: Vec<&str> = header.iter().filter(|h| !h.is_empty() && !printed.contains(h)).map(String::as_str).collect();
+            shed_somewhere |= !left_out.is_empty();
+            let what = format!("{view:?} at {width} columns:\n{shown}");
+            if let Some(label) = legend_labels(&shown, &header).into_iter().find(|l| left_out.contains(l)) {
+                failed.push(format!("{what}\n  the legend defines {label}, which is not printed"));
+            }
+            let note: Vec<&str> = shown.lines().skip_while(|l| !l.starts_with("Not shown for width:")).take_while(|l| !l.is_empty()).collect();
+            let note = note.iter().take(1).chain(note.iter().skip(1).take_while(|l| l.starts_with(' '))).map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+            let expected = (!left_out.is_empty())
+                .then(|| format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", ")))
+                .unwrap_or_default();
+            if note != expected {
+                failed.push(format!("{what}\n  the left-out line is {note:?}, expected {expected:?}"));
+            }
+        }
+        assert!(shed_somewhere, "{view:?}: no width left a column out; the test proves nothing");
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
