@@ -169,7 +169,10 @@ mod tests {
         let legend = lines_as_printed(&[(GridKind::Pools, pools)], "multi-pool", &narrow);
         assert!(legend.iter().all(|l| !l.starts_with("TOTAL")), "{legend:?}");
         let last = legend.last().unwrap();
-        assert!(last.starts_with("Not shown for width: MASK, TOTAL, RESERVED") && last.ends_with("; widen the terminal or use -o wide"), "{legend:?}");
+        assert!(
+            last.starts_with("Not shown for width: MASK, TOTAL, RESERVED") && last.ends_with("; widen the terminal or use -o wide"),
+            "{legend:?}"
+        );
     }
 
     #[test]

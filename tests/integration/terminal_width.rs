@@ -256,8 +256,15 @@ fn the_legend_defines_only_the_printed_columns() {
             if let Some(label) = legend_labels(&shown, &header).into_iter().find(|l| left_out.contains(l)) {
                 failed.push(format!("{what}\n  the legend defines {label}, which is not printed"));
             }
-            let note: Vec<&str> = shown.lines().skip_while(|l| !l.starts_with("Not shown for width:")).take_while(|l| !l.is_empty()).collect();
-            let note = note.iter().take(1).chain(note.iter().skip(1).take_while(|l| l.starts_with(' '))).map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+            let note: Vec<&str> =
+                shown.lines().skip_while(|l| !l.starts_with("Not shown for width:")).take_while(|l| !l.is_empty()).collect();
+            let note = note
+                .iter()
+                .take(1)
+                .chain(note.iter().skip(1).take_while(|l| l.starts_with(' ')))
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
             let expected = (!left_out.is_empty())
                 .then(|| format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", ")))
                 .unwrap_or_default();
@@ -268,4 +275,42 @@ fn the_legend_defines_only_the_printed_columns() {
         assert!(shed_somewhere, "{view:?}: no width left a column out; the test proves nothing");
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// Issue 42: `inspect` on a terminal of 60 and 80 columns never breaks an annotation key, and
+/// wraps a value only after its spaces and commas.
+#[test]
+fn inspect_wraps_annotations_between_words() {
+    let key = "kubectl.kubernetes.io/last-applied-configuration";
+    let json = r#"{"apiVersion":"cilium.io/v2alpha1","kind":"CiliumPodIPPool","metadata":{"name":"blue"}}"#;
+    let description = "pods of the blue team, the ones in eu-west-1, and their batch jobs, kept apart";
+    let dir = tempfile::tempdir().unwrap();
+    let pools = dir.path().join("pools.yaml");
+    let yaml = format!(
+        "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n  annotations:\n    ipam.cilium.io/skip-masquerade: \"true\"\n    \
+         example.com/description: \"{description}\"\n    {key}: '{json}'\nspec: {{ipv4: {{cidrs: [10.40.0.0/16], maskSize: 24}}}}\n"
+    );
+    std::fs::write(&pools, yaml).unwrap();
+    let args: Vec<String> = ["inspect", "blue", "--color", "never", "-f", pools.to_str().unwrap()].map(String::from).into();
+    for width in [60, 80] {
+        let shown = cli::on_terminal(&args, width);
+        let lines: Vec<&str> =
+            shown.lines().skip_while(|l| !l.starts_with("Annotations:")).take_while(|l| !l.starts_with("Migrated:")).collect();
+        let text = lines.join("\n");
+        assert!(lines.iter().all(|l| l.chars().count() <= usize::from(width)), "{width}:\n{text}");
+        for whole in [key, "example.com/description", "ipam.cilium.io/skip-masquerade=true"] {
+            assert!(lines.iter().any(|l| l.contains(whole)), "{width}: {whole} split:\n{text}");
+        }
+        // Read back, the value lines give the values: joined with a space (description) or
+        // nothing (the JSON, broken after commas).
+        let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert!(words.join(" ").contains(description), "{width}: the description broken inside a word:\n{text}");
+        assert!(words.concat().contains(json), "{width}:\n{text}");
+        let json_lines: Vec<&str> = lines.iter().map(|l| l.trim()).filter(|l| l.starts_with('{') || l.starts_with('"')).collect();
+        let (last, before) = json_lines.split_last().expect("the JSON wraps");
+        assert!(
+            !before.is_empty() && before.iter().all(|l| l.ends_with(',')) && last.ends_with("}}"),
+            "{width}: the JSON broken after commas:\n{text}"
+        );
+    }
 }

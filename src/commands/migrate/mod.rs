@@ -111,8 +111,11 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if asks_or_writes(args, ctx) {
         warn_line!("{}", view::counts_line(&live.plan));
     }
-    let question =
-        format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", destination(conn), backup_path.display());
+    let question = format!(
+        "Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?",
+        destination(conn),
+        backup_path.display()
+    );
     if !confirm(args, ctx, &question, &format!("migrate {writes} CiliumPodIPPool(s) to cilium.io/v2"))? {
         return crate::commands::steps::declined();
     }
@@ -326,8 +329,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     if asks_or_writes(args, ctx) {
         warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     }
-    let question =
-        format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2] on {}?", stored.join(", "), destination(conn));
+    let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2] on {}?", stored.join(", "), destination(conn));
     if !confirm(args, ctx, &question, &format!("set status.storedVersions of {POOL_CRD_NAME} to [v2]"))? {
         return crate::commands::steps::declined();
     }
