@@ -321,7 +321,7 @@ mod tests {
         assert!(!line.contains("run `kubectl ciliumpool migrate`,"), "{line}");
         let alpha = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "b"},
             "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}});
-        let line = verdict(&crd, &plan(&crd, std::slice::from_ref(&alpha), &[alpha.clone()]), &[]).line();
+        let line = verdict(&crd, &plan(&crd, std::slice::from_ref(&alpha), std::slice::from_ref(&alpha)), &[]).line();
         assert!(line.contains("run `kubectl ciliumpool migrate`, then `migrate --finalize`"), "{line}");
     }
 

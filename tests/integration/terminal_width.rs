@@ -265,9 +265,11 @@ fn the_legend_defines_only_the_printed_columns() {
                 .map(|l| l.trim())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let expected = (!left_out.is_empty())
-                .then(|| format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", ")))
-                .unwrap_or_default();
+            let expected = if left_out.is_empty() {
+                String::new()
+            } else {
+                format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", "))
+            };
             if note != expected {
                 failed.push(format!("{what}\n  the left-out line is {note:?}, expected {expected:?}"));
             }
