@@ -115,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
             for table in [Table::Pools, Table::Nodes, Table::Blocks] {
                 // Without thresholds, and with both (the breach column and its markers).
                 for thresholds in [Thresholds::default(), Thresholds { fail_above: Some(50.0), min_free_blocks: Some(4) }] {
-                    check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds }, format, &style), format);
+                    check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds, table_width: None }, format, &style), format);
                 }
             }
             check(

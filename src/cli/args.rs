@@ -232,7 +232,7 @@ pub enum Schema {
     kubectl ciliumpool migrate -f manifests/ --in-place\n\n\
 Runbook: docs/migration.md. Offline (-f): prints only the documents that change (each after a `# Source:` line), a diff with --diff, or rewrites the files with --in-place; --dry-run writes nothing.")]
 pub struct MigrateArgs {
-    /// Print the plan and stop (with -f: show the changes, write nothing); =server also sends every write as a server-side dry run
+    /// Print the plan and stop (with -f: show the changes, write nothing); exit 1 when it would write, as kubectl diff; =server also sends every write as a server-side dry run
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None)]
     pub dry_run: DryRun,
     /// Do not ask for confirmation (required when not on a terminal)
@@ -247,7 +247,7 @@ pub struct MigrateArgs {
     /// Once every pool is migrated: set the CRD's status.storedVersions to [v2]
     #[arg(long, conflicts_with_all = ["dry_run", "backup"])]
     pub finalize: bool,
-    /// With --dry-run: exit 1 when the plan would write something (for CI)
+    /// With --dry-run: exit 1 when the plan would write something (what --dry-run does; kept for scripts)
     #[arg(long, requires = "dry_run")]
     pub exit_code: bool,
     /// List pools in pages of this many objects

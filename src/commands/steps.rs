@@ -21,6 +21,17 @@ pub fn confirm(ctx: &Context, yes: bool, prompter: &dyn Prompter, question: &str
     prompter.confirm(question)
 }
 
+/// Where a write to a live cluster goes, as every question before one names it: `context NAME
+/// (SERVER)`, or the server alone when no kubeconfig context was used (in-cluster configuration).
+/// The server is the kubeconfig's URL without credentials (`secrets::safe_url`); the prompt
+/// escapes the whole question (`terminal::Dialoguer`).
+pub fn destination(conn: &crate::cluster::client::Connection) -> String {
+    match &conn.context {
+        Some(context) => format!("context {context} ({})", conn.server),
+        None => conn.server.clone(),
+    }
+}
+
 /// The end of every command whose question was answered no (`n`, Enter, Esc) or whose picker
 /// or prompt was cancelled (Esc): one line on stderr, nothing written, exit
 /// [`crate::error::DECLINED`].

@@ -23,7 +23,7 @@ pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
     }
     let (snapshot, report) = analyze(ctx).await?;
     require_pools(&snapshot, &args.pools)?;
-    let usage = view(&args, &snapshot, &report);
+    let usage = Usage { table_width: ctx.style.width, ..view(&args, &snapshot, &report) };
     ctx.show(&usage)?;
     let breaches = usage.thresholds.breach_lines(&usage.pools());
     for line in &breaches {
@@ -42,7 +42,7 @@ pub(super) fn view<'a>(args: &'a UsageArgs, snapshot: &'a Snapshot, report: &'a 
         Table::Pools
     };
     let thresholds = Thresholds { fail_above: args.fail_above, min_free_blocks: args.min_free_blocks };
-    Usage { snapshot, report, names: &args.pools, table, thresholds }
+    Usage { snapshot, report, names: &args.pools, table, thresholds, table_width: None }
 }
 
 /// How long a burst of changes may last before the figures are recomputed once.
@@ -63,7 +63,7 @@ async fn watch(args: UsageArgs, ctx: &Context) -> Result<i32> {
     if map.is_some() {
         super::map::checked(&args, &report)?;
     }
-    let usage = view(&args, &snapshot, &report);
+    let usage = Usage { table_width: ctx.style.width, ..view(&args, &snapshot, &report) };
     let mut screen = Screen::new(ctx);
     // The notes once, on stderr (a terminal shows them again when the alternate screen closes).
     let notes = if map.is_some() { String::new() } else { render::notes(&usage, ctx.format, &ctx.stderr_style) };

@@ -168,11 +168,7 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
     match (&crd.stored_versions, plan.storage) {
         _ if plan.blocked.is_some() => {}
         (_, StorageState::V2) => {}
-        (Some(stored), _) => pending.push(format!(
-            "status.storedVersions is [{}]: objects may still be stored as v2alpha1 (the operator of Cilium 1.21, on main today, rewrites every pool and \
-             trims it itself; or run `kubectl ciliumpool migrate`, then `migrate --finalize`)",
-            stored.join(", ")
-        )),
+        (Some(stored), _) => pending.push(stored_versions_pending(stored, unmigrated)),
         (None, _) => pending.push("status.storedVersions could not be read".to_string()),
     }
     let still: Vec<String> = writers.iter().filter(|w| w.after_migration).map(|w| format!("{} ({})", w.manager, w.operation)).collect();
@@ -195,6 +191,22 @@ pub fn verdict(crd: &CrdInfo, plan: &Plan, writers: &[AlphaWriter]) -> Verdict {
         notes.push(downgrade_note(crd.cluster_dialect()).to_string());
     }
     Verdict { safe_to_remove_v2alpha1: pending.is_empty(), pending, notes }
+}
+
+/// Why `status.storedVersions` still holds v2alpha1, and what to run: `migrate` then `--finalize`
+/// while pools are not migrated; only `--finalize` once every pool is (its pools then hold
+/// nothing stored as v2alpha1 that `migrate` would rewrite).
+fn stored_versions_pending(stored: &[String], unmigrated: usize) -> String {
+    let run = if unmigrated > 0 {
+        "or run `kubectl ciliumpool migrate`, then `migrate --finalize`"
+    } else {
+        "or, every pool being migrated, run `kubectl ciliumpool migrate --finalize`"
+    };
+    format!(
+        "status.storedVersions is [{}]: objects may still be stored as v2alpha1 (the operator of Cilium 1.21, on main today, rewrites every pool and \
+         trims it itself; {run})",
+        stored.join(", ")
+    )
 }
 
 /// Where the runbook explains a downgrade in full.
@@ -294,6 +306,23 @@ mod tests {
             AlphaWriter { manager: "argocd".into(), operation: "Apply".into(), pools: 1, last_write: "t".into(), after_migration: true };
         let v = verdict(&finished, &plan(&finished, &[], &[]), &[still]);
         assert!(v.line().contains("argocd (Apply) still write"), "{}", v.line());
+    }
+
+    /// Issue 42: after a full `migrate`, `--status` advised running `migrate` again.
+    #[test]
+    fn every_pool_migrated_advises_only_finalize() {
+        let crd = CrdInfo::decode(&json!({"spec": {"versions": [
+            {"name": "v2alpha1", "served": true, "storage": false}, {"name": "v2", "served": true, "storage": true}]},
+            "status": {"storedVersions": ["v2alpha1", "v2"]}}));
+        let done = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "a", "annotations": {MIGRATED_ANNOTATION: "true"}},
+            "spec": {"ipv4": {"cidrs": ["10.0.0.0/16"], "maskSize": 24}}});
+        let line = verdict(&crd, &plan(&crd, &[], &[done]), &[]).line();
+        assert!(line.ends_with("run `kubectl ciliumpool migrate --finalize`)"), "{line}");
+        assert!(!line.contains("run `kubectl ciliumpool migrate`,"), "{line}");
+        let alpha = json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "b"},
+            "spec": {"ipv4": {"cidrs": ["10.1.0.0/16"], "maskSize": 24}}});
+        let line = verdict(&crd, &plan(&crd, std::slice::from_ref(&alpha), std::slice::from_ref(&alpha)), &[]).line();
+        assert!(line.contains("run `kubectl ciliumpool migrate`, then `migrate --finalize`"), "{line}");
     }
 
     #[test]

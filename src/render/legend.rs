@@ -2,7 +2,7 @@
 //! from the grids as built, so it names exactly the columns shown (the ENI table's, the wide
 //! pool table's) and, for NOTE, exactly the notes that occur.
 
-use super::Grid;
+use super::{Grid, Style};
 
 /// Which table a grid is: the same header means different things in different tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +93,30 @@ pub fn lines(grids: &[(GridKind, Grid)], mode: &str) -> Vec<String> {
     entries.into_iter().map(|(label, text)| format!("{label:<width$}{text}")).collect()
 }
 
+/// [`lines`] for the tables as they print at `style`'s width: only the printed columns are
+/// defined, and one more line names the columns a narrow terminal left out and how to see them
+/// (`-o wide` prints the full text, unfitted).
+pub fn lines_as_printed(grids: &[(GridKind, Grid)], mode: &str, style: &Style) -> Vec<String> {
+    let mut left_out: Vec<String> = Vec::new();
+    let mut printed = Vec::new();
+    for (kind, grid) in grids {
+        let shown = grid.printed_columns(style);
+        let kept: Vec<usize> = (0..grid.header.len()).filter(|&i| shown.contains(&grid.header[i])).collect();
+        for column in grid.header.iter().filter(|h| !h.is_empty() && !shown.contains(h)) {
+            if !left_out.contains(column) {
+                left_out.push(column.clone());
+            }
+        }
+        let rows = grid.rows.iter().map(|row| kept.iter().filter_map(|&i| row.get(i).cloned()).collect()).collect();
+        printed.push((*kind, Grid { header: kept.iter().map(|&i| grid.header[i].clone()).collect(), rows, shed_first: Vec::new() }));
+    }
+    let mut out = lines(&printed, mode);
+    if !left_out.is_empty() {
+        out.push(format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", ")));
+    }
+    out
+}
+
 /// The NOTE values that occur in column `at`, each with its meaning (`None` when none occur).
 fn notes_text(grid: &Grid, at: usize, mode: &str) -> Option<String> {
     let mut notes: Vec<&str> = grid.rows.iter().filter_map(|row| row.get(at)).flat_map(|cell| cell.split(',')).collect();
@@ -127,6 +151,28 @@ mod tests {
         assert!(legend[0].contains("; node-ignored: the operator skips the node") && !legend[0].contains("pool-missing"), "{legend:?}");
         let quiet = grid(&["NODE", "NOTE"], &[&["a", "-"]]);
         assert!(lines(&[(GridKind::Nodes, quiet)], "multi-pool").is_empty());
+    }
+
+    /// Issue 42: a column a narrow terminal leaves out is not defined, and one line says which
+    /// were left out and how to see them.
+    #[test]
+    fn columns_left_out_for_width_are_named_not_defined() {
+        let row = |name: &str| vec![name.to_string(), "ipv4".into(), "/24".into(), "1/2".into(), "100".into(), "0".into(), "50".into()];
+        let header = ["POOL", "FAMILY", "MASK", "BLOCKS", "TOTAL", "RESERVED", "ALLOCATED"];
+        let pools = Grid::new(&header, vec![row("a-rather-long-pool-name-here"), row("b")]).shedding_first(&["TOTAL", "MASK", "RESERVED"]);
+        let wide = Style { width: Some(200), ..Style::plain() };
+        let all = lines_as_printed(&[(GridKind::Pools, pools.clone())], "multi-pool", &wide);
+        assert!(all.iter().all(|l| !l.starts_with("Not shown")) && all[1].starts_with("TOTAL"), "{all:?}");
+        let narrow = Style { width: Some(60), ..Style::plain() };
+        let printed = pools.printed_columns(&narrow);
+        assert!(!printed.contains(&"TOTAL".to_string()), "the test needs TOTAL shed: {printed:?}");
+        let legend = lines_as_printed(&[(GridKind::Pools, pools)], "multi-pool", &narrow);
+        assert!(legend.iter().all(|l| !l.starts_with("TOTAL")), "{legend:?}");
+        let last = legend.last().unwrap();
+        assert!(
+            last.starts_with("Not shown for width: MASK, TOTAL, RESERVED") && last.ends_with("; widen the terminal or use -o wide"),
+            "{legend:?}"
+        );
     }
 
     #[test]

@@ -45,6 +45,19 @@ impl Grid {
         fields(&header, &self.rows.iter().map(|row| row.iter().map(cell).collect()).collect::<Vec<_>>())
     }
 
+    /// The columns [`Grid::render`] prints at `style`'s width, by header: every column when the
+    /// table goes one field a line; without those a narrow terminal left out (shed, or empty,
+    /// or past the `…` column) and without the unnamed decoration column when it gave way.
+    pub fn printed_columns(&self, style: &Style) -> Vec<String> {
+        let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
+        let (mut printed, mut rows) = escaped_cells(&header, &self.rows, style);
+        let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
+        if fitted(&mut printed, &mut rows, style, &shed).vertical {
+            return self.header.clone();
+        }
+        self.header.iter().filter(|h| printed.contains(&escape::cell(h, style.color, false).into_owned())).cloned().collect()
+    }
+
     /// Laid out by [`table`].
     pub fn render(self, style: &Style) -> String {
         let shed: Vec<&str> = self.shed_first.iter().map(String::as_str).collect();
@@ -68,20 +81,9 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     // one word each under --no-headers into a pipe, so that `awk` splits the columns — but the
     // last column (prose: `awk` can take `$N` to the end, `grep` must match its words) and a
     // terminal keep their spaces. An empty cell is `-`, so that every row has a field per column.
-    let last = header.len().saturating_sub(1);
-    let words = |i: usize| !style.headers && !style.terminal && i != last;
-    let cell = |(i, c): (usize, &String)| {
-        if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, words(i)).into_owned() }
-    };
-    // A header may name data too (the reserve-range preview's `POOL <name>`).
-    let mut header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
-    let mut rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect();
-    let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
+    let (mut header, mut rows) = escaped_cells(header, &rows, style);
     let whole = (header.clone(), rows.clone());
-    let Fit { gap, numeric, notes, vertical } = match style.width {
-        Some(width) => fit_columns(&mut header, &mut rows, numeric, width, style.headers, shed_first),
-        None => Fit { gap: GAP, numeric, notes: Vec::new(), vertical: false },
-    };
+    let Fit { gap, numeric, notes, vertical } = fitted(&mut header, &mut rows, style, shed_first);
     if vertical {
         return fields(&whole.0, &whole.1);
     }
@@ -114,6 +116,28 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
         out.push('\n');
     }
     out
+}
+
+/// The header and cells as [`table_shedding`] prints them: an empty cell is `-`, and each is
+/// escaped as one line.
+fn escaped_cells(header: &[&str], rows: &[Vec<String>], style: &Style) -> (Vec<String>, Vec<Vec<String>>) {
+    let last = header.len().saturating_sub(1);
+    let words = |i: usize| !style.headers && !style.terminal && i != last;
+    let cell = |(i, c): (usize, &String)| {
+        if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, words(i)).into_owned() }
+    };
+    // A header may name data too (the reserve-range preview's `POOL <name>`).
+    let header: Vec<String> = header.iter().map(|h| escape::cell(h, style.color, false).into_owned()).collect();
+    (header, rows.iter().map(|row| row.iter().enumerate().map(cell).collect()).collect())
+}
+
+/// The escaped cells fitted to `style`'s width ([`fit_columns`]); unchanged without a width.
+fn fitted(header: &mut Vec<String>, rows: &mut [Vec<String>], style: &Style, shed_first: &[&str]) -> Fit {
+    let numeric: Vec<bool> = header.iter().map(|h| NUMERIC_COLUMNS.contains(&h.as_str())).collect();
+    match style.width {
+        Some(width) => fit_columns(header, rows, numeric, width, style.headers, shed_first),
+        None => Fit { gap: GAP, numeric, notes: Vec::new(), vertical: false },
+    }
 }
 
 /// A table one field a line, as `kubectl describe` prints an object: `HEADER:  value`, the values

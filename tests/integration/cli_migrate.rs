@@ -164,8 +164,9 @@ fn dry_run_with_files_shows_and_writes_nothing() {
     std::fs::copy(EXAMPLE, tmp.path().join("pools.yaml")).unwrap();
     let before = snapshot_dir(tmp.path());
     let shown = plugin().args(["migrate", "-f"]).arg(tmp.path()).assert().success().get_output().stdout.clone();
+    // A dry run exits as `kubectl diff` does: 1 when something would change.
     for extra in [&["--dry-run"][..], &["--in-place", "--dry-run"]] {
-        let assert = plugin().arg("migrate").args(extra).arg("-f").arg(tmp.path()).assert().success();
+        let assert = plugin().arg("migrate").args(extra).arg("-f").arg(tmp.path()).assert().code(1);
         assert_eq!(assert.get_output().stdout, shown, "{extra:?} shows the changed documents");
         assert_eq!(snapshot_dir(tmp.path()), before, "{extra:?} writes nothing");
     }
@@ -175,6 +176,9 @@ fn dry_run_with_files_shows_and_writes_nothing() {
     plugin().args(["migrate", "--dry-run", "--exit-code", "-f"]).arg(tmp.path()).assert().code(1);
     assert_eq!(snapshot_dir(tmp.path()), before);
     plugin().args(["migrate", "--dry-run=server", "-f"]).arg(tmp.path()).assert().code(2).stdout("");
+    // Converted: nothing left to show, exit 0.
+    plugin().args(["migrate", "--in-place", "-f"]).arg(tmp.path()).assert().success();
+    plugin().args(["migrate", "--dry-run", "-f"]).arg(tmp.path()).assert().success().stdout("");
 }
 
 #[test]

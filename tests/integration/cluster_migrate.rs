@@ -119,14 +119,14 @@ fn upstream_plan_apply_rerun_status_finalize() {
     assert!(out.contains("safe to remove v2alpha1: no"), "{out}");
 
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "writes pending, as kubectl diff: {err}");
     assert!(out.contains("40 pools: 0 migrated, 40 rewrite, 0 convert, 0 conflict, 0 blocked"), "{out}");
     // Pages of 7 objects (pagination through both versions); --exit-code: 1 = something to write.
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run", "--exit-code", "--chunk-size", "7"]);
     assert_eq!(code, 1, "{err}");
     assert!(out.contains("40 pools: 0 migrated, 40 rewrite"), "{out}");
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run=server", "-o", "json"]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     let plan: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plan["counts"]["rewrite"], 40);
     assert!(plan["serverDryRun"].as_object().unwrap().values().all(|v| v == "accepted"), "{out}");
@@ -204,7 +204,7 @@ fn cfp_converts_cidrs_and_the_backup_restores_the_previous_state() {
     let before_alpha = pools(&cluster, "v2alpha1");
 
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(out.contains("40 pools: 0 migrated, 0 rewrite, 40 convert"), "{out}");
     let backup = dir.path().join("backup.yaml");
     let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", backup.to_str().unwrap()]);
@@ -405,6 +405,34 @@ fn confirmation_on_a_terminal() {
     let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "y\r");
     assert_eq!(code, 0, "{prompt}");
     assert!(pools(&cluster, "v2").values().all(|p| p["metadata"]["annotations"][MIGRATED_ANNOTATION] == "true"));
+}
+
+/// Issue 42: every question before a live write names the kubeconfig context and the API server;
+/// `--dry-run` exits as `kubectl diff` (1 while writes are pending, 0 after); after a full
+/// migration `--status` advises `--finalize` only, not `migrate` again.
+#[test]
+fn questions_name_the_cluster_and_dry_run_exits_as_kubectl_diff() {
+    let mut cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects((0..2).map(test_pool).collect());
+    cluster.move_pools_to_v2_storage(Dialect::UpstreamV2);
+    let dir = tempfile::tempdir().unwrap();
+    let on = format!("on context testenv ({})", cluster.server);
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert_eq!(code, 1, "writes pending: {out}{err}");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--backup", "b.yaml"], "n\r");
+    assert_eq!(code, 1, "{prompt}");
+    assert!(prompt.contains(&format!("Migrate 2 CiliumPodIPPool(s) {on} to cilium.io/v2 (backup first to b.yaml)? [y/N]")), "{prompt}");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--yes", "--backup", "b.yaml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = plugin(&cluster, dir.path(), &["migrate", "--dry-run"]);
+    assert_eq!(code, 0, "nothing to write: {out}{err}");
+    let (code, out, _) = plugin(&cluster, dir.path(), &["migrate", "--status"]);
+    assert_eq!(code, 1, "finalize is pending: {out}");
+    assert!(out.contains("run `kubectl ciliumpool migrate --finalize`") && !out.contains("run `kubectl ciliumpool migrate`,"), "{out}");
+    let (code, prompt) = plugin_on_terminal(&cluster, dir.path(), &["migrate", "--finalize"], "n\r");
+    assert_eq!(code, 1, "{prompt}");
+    let question = format!("Set status.storedVersions of ciliumpodippools.cilium.io from [v2alpha1, v2] to [v2] {on}? [y/N]");
+    assert!(prompt.contains(&question), "{prompt}");
 }
 
 #[test]

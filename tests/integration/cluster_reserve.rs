@@ -148,8 +148,10 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     // A concurrent writer between read and write: the plugin has read the pool when it asks for
     // confirmation, so a label written then makes its replace conflict (409). It re-reads,
     // re-validates and writes again, without asking again; both changes survive.
+    // Every question names the kubeconfig context and the API server (issue 42).
+    let question = format!("Write this change to ciliumpodippool blue on context testenv ({})? [y/N]", cluster.server);
     let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.0.0/28", "-o", "json"]);
-    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
+    term.exp_string(&question).unwrap();
     cluster.kubectl(&["label", "ciliumpodippools.v2.cilium.io", "blue", "raced=yes", "--overwrite"]);
     press(&mut term, "y\r");
     let (code, shown) = cli::finish(term);
@@ -167,7 +169,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     term.exp_string("Range to reserve in 10.40.0.0/16").unwrap();
     press(&mut term, "10.40.2.0/28\r");
     term.exp_string("Blocks newly withheld: 10.40.2.0/24").unwrap();
-    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
+    term.exp_string(&question).unwrap();
     let version = resource_version(&cluster, "blue");
     press(&mut term, "y\r");
     term.exp_string("edited: reserved 10.40.2.0-10.40.2.15 in 10.40.0.0/16").unwrap();
@@ -182,7 +184,7 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     // Answering no writes nothing.
     let version = resource_version(&cluster, "blue");
     let mut term = terminal(&cluster, &["reserve-range", "blue", "10.40.3.0"]);
-    term.exp_string("Write this change to ciliumpodippool blue?").unwrap();
+    term.exp_string(&question).unwrap();
     press(&mut term, "n\r");
     term.exp_string("aborted; nothing was written").unwrap();
     term.exp_eof().unwrap();

@@ -318,7 +318,7 @@ fn reserve_range_killed_at_the_prompt_or_inside_its_write_writes_nothing_and_a_r
             barrier.release();
         } else {
             let (mut term, shown) = cluster.plugin_at_prompt(dir.path(), &["reserve-range", "blue", &range]);
-            assert!(shown.contains("Write this change to ciliumpodippool blue?"), "{shown}");
+            assert!(shown.contains("Write this change to ciliumpodippool blue on context testenv ("), "{shown}");
             kill(&mut term);
         }
         points.push(if in_write { "write" } else { "prompt" });

@@ -225,3 +225,94 @@ fn ip_uses_the_terminals_width() {
 fn reserve_range_list_uses_the_terminals_width() {
     check_view(&["reserve-range", "--list"], "POOL");
 }
+
+/// What a legend line defines: its first word, when the piped table has such a column.
+fn legend_labels<'a>(text: &'a str, header: &[String]) -> Vec<&'a str> {
+    let label = |l: &'a str| l.split_once("  ").map(|(label, _)| label).filter(|label| header.iter().any(|h| h == label));
+    text.lines().skip_while(|l| !l.is_empty()).filter_map(label).collect()
+}
+
+/// Issue 42: under a table a narrow terminal left columns out of, the legend defines only the
+/// columns printed and one line names those left out and how to see them; at full width no
+/// such line.
+#[test]
+fn the_legend_defines_only_the_printed_columns() {
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/snapshot");
+    let mut failed = Vec::new();
+    for (view, first) in [(&["usage"][..], "POOL"), (&["usage", "--by", "node"], "NODE"), (&["usage", "--show-blocks"], "BLOCK")] {
+        let mut args: Vec<String> = view.iter().map(|a| a.to_string()).collect();
+        args.extend(["--color", "never", "-f", snapshot.to_str().unwrap()].map(String::from));
+        let (_, piped, piped_notes) = cli::output(cli::plugin().args(&args));
+        let (header, _) = piped_table(&piped, first);
+        assert!(!legend_labels(&format!("\n{piped_notes}"), &header).is_empty(), "{view:?}: no legend in a pipe:\n{piped_notes}");
+        let mut shed_somewhere = false;
+        for width in WIDTHS {
+            let shown = cli::on_terminal(&args, width);
+            let table = terminal_table(&shown, first, &header);
+            let printed: Vec<&String> = if table.header.len() == 1 { header.iter().collect() } else { table.header.iter().collect() };
+            let left_out: Vec<&str> = header.iter().filter(|h| !h.is_empty() && !printed.contains(h)).map(String::as_str).collect();
+            shed_somewhere |= !left_out.is_empty();
+            let what = format!("{view:?} at {width} columns:\n{shown}");
+            if let Some(label) = legend_labels(&shown, &header).into_iter().find(|l| left_out.contains(l)) {
+                failed.push(format!("{what}\n  the legend defines {label}, which is not printed"));
+            }
+            let note: Vec<&str> =
+                shown.lines().skip_while(|l| !l.starts_with("Not shown for width:")).take_while(|l| !l.is_empty()).collect();
+            let note = note
+                .iter()
+                .take(1)
+                .chain(note.iter().skip(1).take_while(|l| l.starts_with(' ')))
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let expected = if left_out.is_empty() {
+                String::new()
+            } else {
+                format!("Not shown for width: {}; widen the terminal or use -o wide", left_out.join(", "))
+            };
+            if note != expected {
+                failed.push(format!("{what}\n  the left-out line is {note:?}, expected {expected:?}"));
+            }
+        }
+        assert!(shed_somewhere, "{view:?}: no width left a column out; the test proves nothing");
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// Issue 42: `inspect` on a terminal of 60 and 80 columns never breaks an annotation key, and
+/// wraps a value only after its spaces and commas.
+#[test]
+fn inspect_wraps_annotations_between_words() {
+    let key = "kubectl.kubernetes.io/last-applied-configuration";
+    let json = r#"{"apiVersion":"cilium.io/v2alpha1","kind":"CiliumPodIPPool","metadata":{"name":"blue"}}"#;
+    let description = "pods of the blue team, the ones in eu-west-1, and their batch jobs, kept apart";
+    let dir = tempfile::tempdir().unwrap();
+    let pools = dir.path().join("pools.yaml");
+    let yaml = format!(
+        "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata:\n  name: blue\n  annotations:\n    ipam.cilium.io/skip-masquerade: \"true\"\n    \
+         example.com/description: \"{description}\"\n    {key}: '{json}'\nspec: {{ipv4: {{cidrs: [10.40.0.0/16], maskSize: 24}}}}\n"
+    );
+    std::fs::write(&pools, yaml).unwrap();
+    let args: Vec<String> = ["inspect", "blue", "--color", "never", "-f", pools.to_str().unwrap()].map(String::from).into();
+    for width in [60, 80] {
+        let shown = cli::on_terminal(&args, width);
+        let lines: Vec<&str> =
+            shown.lines().skip_while(|l| !l.starts_with("Annotations:")).take_while(|l| !l.starts_with("Migrated:")).collect();
+        let text = lines.join("\n");
+        assert!(lines.iter().all(|l| l.chars().count() <= usize::from(width)), "{width}:\n{text}");
+        for whole in [key, "example.com/description", "ipam.cilium.io/skip-masquerade=true"] {
+            assert!(lines.iter().any(|l| l.contains(whole)), "{width}: {whole} split:\n{text}");
+        }
+        // Read back, the value lines give the values: joined with a space (description) or
+        // nothing (the JSON, broken after commas).
+        let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert!(words.join(" ").contains(description), "{width}: the description broken inside a word:\n{text}");
+        assert!(words.concat().contains(json), "{width}:\n{text}");
+        let json_lines: Vec<&str> = lines.iter().map(|l| l.trim()).filter(|l| l.starts_with('{') || l.starts_with('"')).collect();
+        let (last, before) = json_lines.split_last().expect("the JSON wraps");
+        assert!(
+            !before.is_empty() && before.iter().all(|l| l.ends_with(',')) && last.ends_with("}}"),
+            "{width}: the JSON broken after commas:\n{text}"
+        );
+    }
+}

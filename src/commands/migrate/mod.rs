@@ -8,6 +8,7 @@ use crate::cli::{DryRun, MigrateArgs};
 use crate::cluster::client;
 use crate::cluster::writes::{self, Permission, PoolViews, Replaced, RetryError, Target, Wording};
 use crate::commands::context::Context;
+use crate::commands::steps::destination;
 use crate::error::{cluster, condition, input};
 use crate::files::atomic;
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
@@ -110,8 +111,11 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     if asks_or_writes(args, ctx) {
         warn_line!("{}", view::counts_line(&live.plan));
     }
-    let question =
-        format!("Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?", conn.server, backup_path.display());
+    let question = format!(
+        "Migrate {writes} CiliumPodIPPool(s) on {} to cilium.io/v2 (backup first to {})?",
+        destination(conn),
+        backup_path.display()
+    );
     if !confirm(args, ctx, &question, &format!("migrate {writes} CiliumPodIPPool(s) to cilium.io/v2"))? {
         return crate::commands::steps::declined();
     }
@@ -121,7 +125,8 @@ async fn apply(args: &MigrateArgs, conn: &client::Connection, mut live: ClusterV
     summary(&outcomes, &live.plan, &backup_path, ctx)
 }
 
-/// `--dry-run`: the plan, and with `=server` what the API server says to each write.
+/// `--dry-run`: the plan, and with `=server` what the API server says to each write; exit 1 when
+/// the plan would write.
 async fn dry_run(args: &MigrateArgs, conn: &client::Connection, plan: &Plan, ctx: &Context) -> Result<i32> {
     let mut server = BTreeMap::new();
     if args.dry_run == DryRun::Server {
@@ -134,7 +139,9 @@ async fn dry_run(args: &MigrateArgs, conn: &client::Connection, plan: &Plan, ctx
         }
     }
     print_plan(plan, &server, ctx)?;
-    Ok(if args.exit_code && plan.writes() > 0 { 1 } else { 0 })
+    // As `kubectl diff`: 1 when writes are pending, 0 when nothing would be written (`--status`
+    // says 1 for the same plan); `--exit-code` is kept for the scripts that pass it.
+    Ok(if plan.writes() > 0 { 1 } else { 0 })
 }
 
 /// Writes every pool the plan converts, one line each as it is written.
@@ -322,7 +329,7 @@ async fn finalize(args: &MigrateArgs, conn: &client::Connection, live: &ClusterV
     if asks_or_writes(args, ctx) {
         warn_line!("{}", finalize_warning(live.plan.dialect, ctx.verbose));
     }
-    let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2]?", stored.join(", "));
+    let question = format!("Set status.storedVersions of {POOL_CRD_NAME} from [{}] to [v2] on {}?", stored.join(", "), destination(conn));
     if !confirm(args, ctx, &question, &format!("set status.storedVersions of {POOL_CRD_NAME} to [v2]"))? {
         return crate::commands::steps::declined();
     }

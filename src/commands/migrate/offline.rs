@@ -54,8 +54,10 @@ pub fn run(args: &MigrateArgs, paths: &[String], limits: Limits, ctx: &Context) 
         summarise_unchanged(&results, args.in_place);
     }
     // As `kubectl diff`: 1 when something differs (and was not written); the same for a dry run
-    // asked for `--exit-code`.
-    Ok(if changed && !writes && (args.diff || args.exit_code) { 1 } else { 0 })
+    // (`--exit-code` is kept for the scripts that pass it). Printing the converted documents is
+    // the command's output, not a preview: exit 0.
+    let previewed = args.diff || args.exit_code || args.dry_run != DryRun::None;
+    Ok(if changed && !writes && previewed { 1 } else { 0 })
 }
 
 /// Reads, parses and converts every file, and checks every pool, before anything is shown or

@@ -7,6 +7,7 @@ use crate::cli::{DryRun, ReserveArgs};
 use crate::cluster::read::Cluster;
 use crate::cluster::writes::{self, Replaced, Wording};
 use crate::commands::context::Context;
+use crate::commands::steps;
 use crate::error::{self, input};
 use crate::model::{Dialect, Pool, Snapshot};
 use crate::render::reserve::{self as view, Outcome};
@@ -59,7 +60,7 @@ pub(super) async fn live_edit(
         ctx.record(&result_text(ctx, &snapshot.origin, &planned.prepared, args.dry_run, outcome))?;
         return Ok(0);
     }
-    if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool)? {
+    if args.dry_run == DryRun::None && !confirmed(args, ctx, &Dialoguer, &request.pool, &steps::destination(connection))? {
         return crate::commands::steps::declined();
     }
     let mut write = ConfirmedWrite { snapshot: &mut snapshot, v2_shape, request, force: args.force, confirmed: planned, conflicts: 0 };

@@ -188,12 +188,12 @@ mod tests {
     #[test]
     fn confirmation_rules() {
         let not_tty = Context::plain(crate::source::Input::Files { paths: Vec::new(), limits: Default::default() });
-        let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue").unwrap_err();
+        let err = confirmed(&args(&["blue", "10.40.0.1"]), &not_tty, &Scripted::default(), "blue", "context prod").unwrap_err();
         assert_eq!(crate::error::exit_code(&err), 2);
-        assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue").unwrap());
+        assert!(confirmed(&args(&["blue", "10.40.0.1", "--yes"]), &not_tty, &Scripted::default(), "blue", "context prod").unwrap());
         let tty = Context { interactive: true, ..not_tty };
         let no = Scripted { confirmations: RefCell::new(vec![false]), ..Default::default() };
-        assert!(!confirmed(&args(&["blue", "10.40.0.1"]), &tty, &no, "blue").unwrap());
+        assert!(!confirmed(&args(&["blue", "10.40.0.1"]), &tty, &no, "blue", "context prod").unwrap());
     }
 
     #[test]

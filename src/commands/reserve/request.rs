@@ -38,10 +38,11 @@ pub(super) fn result_text(ctx: &Context, origin: &crate::model::Origin, prepared
     ctx.render(&view::Edited { origin, prepared, dry_run, outcome })
 }
 
-/// Asks before writing (see [`crate::commands::steps::confirm`]).
-pub(super) fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str) -> Result<bool> {
+/// Asks before writing (see [`crate::commands::steps::confirm`]); the question names where the
+/// pool is written (`on`: [`crate::commands::steps::destination`]).
+pub(super) fn confirmed(args: &ReserveArgs, ctx: &Context, prompter: &dyn Prompter, pool: &str, on: &str) -> Result<bool> {
     let refusal = format!(
         "refusing to change ciliumpodippool {pool} without confirmation: not on a terminal; pass --yes (or --dry-run to preview); nothing was written"
     );
-    crate::commands::steps::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool}?"), &refusal)
+    crate::commands::steps::confirm(ctx, args.yes, prompter, &format!("Write this change to ciliumpodippool {pool} on {on}?"), &refusal)
 }

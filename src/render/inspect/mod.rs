@@ -1,5 +1,6 @@
 //! `inspect` output: one pool in depth (docs/usage.md).
 
+mod annotations;
 mod document;
 mod pools;
 
@@ -136,12 +137,9 @@ pub fn pool_details(
 fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
     let mut out = String::new();
     // Every line goes through `line`: names, annotations and messages are data, escaped as one line.
-    let mut field = |name: &str, value: String| {
-        let label = if name.is_empty() { String::new() } else { format!("{name}:") };
-        out.push_str(&line(&format!("{label:<15}{value}"), style))
-    };
-    field("Pool", style.paint(&pool.name, Tone::Bold));
-    field("API version", format!("{} (dialect {})", pool.api_version, pool.dialect.name()));
+    let field = |out: &mut String, name: &str, value: String| out.push_str(&line(&format!("{:<15}{value}", format!("{name}:")), style));
+    field(&mut out, "Pool", style.paint(&pool.name, Tone::Bold));
+    field(&mut out, "API version", format!("{} (dialect {})", pool.api_version, pool.dialect.name()));
     if let Some(crd) = crd {
         let versions: Vec<String> = crd
             .versions
@@ -149,21 +147,17 @@ fn pool_fields(pool: &Pool, crd: Option<&CrdInfo>, style: &Style) -> String {
             .map(|v| format!("{}{}{}", v.name, if v.served { " served" } else { " not served" }, if v.storage { ", storage" } else { "" }))
             .collect();
         let stored = crd.stored_versions.as_ref().map_or("unknown".to_string(), |s| s.join(","));
-        field("CRD", format!("{}; storedVersions {stored}", versions.join("; ")));
+        field(&mut out, "CRD", format!("{}; storedVersions {stored}", versions.join("; ")));
     }
-    // One annotation a line, as `kubectl describe` prints them: a value's own commas and spaces
-    // never read as a second annotation.
-    let mut annotations = pool.annotations.iter().map(|(k, v)| format!("{k}={v}"));
-    field("Annotations", annotations.next().unwrap_or_else(|| "<none>".into()));
-    for more in annotations {
-        field("", more);
+    for text in annotations::lines(&pool.annotations, style.width) {
+        out.push_str(&line(&text, style));
     }
-    field("Migrated", if pool.is_migrated() { "yes (cilium.io/migrated-to-v2=true)".into() } else { "no".into() });
+    field(&mut out, "Migrated", if pool.is_migrated() { "yes (cilium.io/migrated-to-v2=true)".into() } else { "no".into() });
     let selector = |s: &Option<serde_json::Value>| s.as_ref().map_or("<none>".to_string(), |v| v.to_string());
-    field("podSelector", selector(&pool.pod_selector));
-    field("nsSelector", selector(&pool.namespace_selector));
-    field("allowFirstIP", pool.allow_first_ip.to_string());
-    field("allowLastIP", pool.allow_last_ip.to_string());
+    field(&mut out, "podSelector", selector(&pool.pod_selector));
+    field(&mut out, "nsSelector", selector(&pool.namespace_selector));
+    field(&mut out, "allowFirstIP", pool.allow_first_ip.to_string());
+    field(&mut out, "allowLastIP", pool.allow_last_ip.to_string());
 
     out
 }

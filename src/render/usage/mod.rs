@@ -32,6 +32,9 @@ pub struct Usage<'a> {
     pub names: &'a [String],
     pub table: Table,
     pub thresholds: Thresholds,
+    /// The width the tables are fitted to (stdout's, `Context::style`): the legend on stderr
+    /// defines only the columns printed at it.
+    pub table_width: Option<usize>,
 }
 
 /// `--fail-above` and `--min-free-blocks`: when a pool family counts as breaching.
@@ -176,7 +179,8 @@ impl Render for Usage<'_> {
         }
         let snapshot = self.snapshot;
         let mut out = String::from("\n");
-        for line in legend::lines(&self.kinded_grids(wide, style), &self.report.ipam.mode) {
+        let table_style = Style { width: self.table_width, ..*style };
+        for line in legend::lines_as_printed(&self.kinded_grids(wide, style), &self.report.ipam.mode, &table_style) {
             out.push_str(&style.paint(&line, Tone::Dim));
             out.push('\n');
         }
