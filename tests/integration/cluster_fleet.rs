@@ -144,7 +144,7 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
     }
 
     // serve follows the fleet: each cluster's series are its own usage figures.
-    let serve = Serve::start(&config);
+    let serve = Serve::start(&config, Stdio::null());
     serve.wait_readyz(200);
     let metrics = serve.metrics();
     for (i, part) in parts.iter().enumerate() {
@@ -226,7 +226,7 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(kubeconfig: &Path) -> Serve {
+    fn start(kubeconfig: &Path, stderr: Stdio) -> Serve {
         let address = format!("127.0.0.1:{}", free_port());
         let mut command = support::cli::plugin_process();
         command
@@ -234,7 +234,7 @@ impl Serve {
             .arg(kubeconfig)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(stderr);
         Serve { address, _process: KillOnDrop(command.spawn().expect("start serve")) }
     }
 
@@ -457,4 +457,55 @@ fn routing_checks_on_live_clusters_and_one_cluster_by_id_and_name() {
         assert_eq!(kinds(&doc), [same], "{args:?}: no overlap, no duplicate name or id between c1 and c3");
         assert!(stderr.contains("warning: contexts c1, c3 reach clusters with the same cluster-id 1 and cluster-name east"), "{stderr}");
     }
+}
+
+/// Issue 43 §1 for `serve`: one control plane reached by two contexts with different server URLs
+/// (`127.0.0.1` and `localhost`), whose cilium-config has one cluster-id and cluster-name.
+/// `serve --all-contexts` follows it once, under the first context: each pool's series appear
+/// once, labelled `cluster="c1"`, nothing is labelled `c2`, a warning names both contexts and the
+/// fleet problem series count one `fleet-same-cluster`. (Before, both contexts were followed: every
+/// series twice, and the cluster overlapped itself.)
+#[test]
+fn serve_follows_two_urls_of_one_cluster_once_as_the_first_context() {
+    let cluster = start(&CLUSTERS[0]);
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("kubeconfig");
+    kubeconfig(std::slice::from_ref(&cluster), &config);
+    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    for list in ["clusters", "users", "contexts"] {
+        let mut second = merged[list][0].clone();
+        second["name"] = json!("c2");
+        merged[list].as_array_mut().unwrap().push(second);
+    }
+    merged["contexts"][1]["context"] = json!({"cluster": "c2", "user": "c2"});
+    let server = merged["clusters"][0]["cluster"]["server"].as_str().unwrap().replace("127.0.0.1", "localhost");
+    merged["clusters"][1]["cluster"]["server"] = json!(server);
+    std::fs::write(&config, merged.to_string()).unwrap();
+    let (_, alone, stderr) = plugin(&config, &["usage", "-o", "json", "--context", "c1"]);
+    let want = figures(&alone);
+    assert!(!want.is_empty(), "{alone}\n{stderr}");
+
+    let log = scratch.path().join("serve.stderr");
+    let serve = Serve::start(&config, Stdio::from(std::fs::File::create(&log).unwrap()));
+    serve.wait_readyz(200);
+    let same = (String::from("fleet-same-cluster"), String::from("warning"));
+    let deadline = Instant::now() + BOUND;
+    let metrics = loop {
+        let metrics = serve.metrics();
+        if fleet_problem_series(&metrics).contains_key(&same) {
+            break metrics;
+        }
+        assert!(Instant::now() < deadline, "no fleet-same-cluster series within {BOUND:?}:\n{metrics}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(series(&metrics, "c1"), want, "c1's series are its usage figures\n{metrics}");
+    assert!(!metrics.contains("cluster=\"c2\""), "nothing is served under the second context:\n{metrics}");
+    let capacity: Vec<&str> = metrics.lines().filter(|l| l.starts_with("ciliumpool_capacity_blocks{")).collect();
+    assert_eq!(capacity.len(), 1, "the pool's series once: {capacity:?}");
+    assert_eq!(fleet_problem_series(&metrics), BTreeMap::from([(same, 1.0)]), "the cluster is not compared with itself\n{metrics}");
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        stderr.contains("warning: contexts c1, c2 reach clusters with the same cluster-id 1 and cluster-name alpha: one cluster, followed once as c1"),
+        "{stderr}"
+    );
 }
