@@ -505,7 +505,9 @@ fn serve_follows_two_urls_of_one_cluster_once_as_the_first_context() {
     assert_eq!(fleet_problem_series(&metrics), BTreeMap::from([(same, 1.0)]), "the cluster is not compared with itself\n{metrics}");
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(
-        stderr.contains("warning: contexts c1, c2 reach clusters with the same cluster-id 1 and cluster-name alpha: one cluster, followed once as c1"),
+        stderr.contains(
+            "warning: contexts c1, c2 reach clusters with the same cluster-id 1 and cluster-name alpha: one cluster, followed once as c1"
+        ),
         "{stderr}"
     );
 }
