@@ -49,8 +49,8 @@ pub(super) struct Followed {
     /// The API server it is read from, and the other contexts of that server (not followed).
     pub(super) server: Option<String>,
     pub(super) aliases: Vec<String>,
-    /// Its Cluster Mesh identity, once its first read gave one (`twins.rs`).
-    pub(super) identity: Option<super::twins::Identity>,
+    /// Its Cluster Mesh identity (`cluster-id`, `cluster-name`), once its first read gave one.
+    pub(super) identity: Option<(u32, String)>,
     /// An earlier context reaches the same cluster (the same identity): this one is not followed,
     /// has no series and does not count for readiness.
     pub(super) same_as: Option<usize>,
