@@ -64,6 +64,22 @@ fn kubeconfig(clusters: &[TestCluster], path: &Path) {
     std::fs::write(path, serde_json::to_string_pretty(&merged).unwrap()).unwrap();
 }
 
+/// Adds context `name` to the kubeconfig at `path`: its own cluster and user entries, copies of
+/// the first context's, with the server URL `server` makes of the first one's.
+fn add_context(path: &Path, name: &str, server: impl Fn(&str) -> String) {
+    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for list in ["clusters", "users", "contexts"] {
+        let mut copy = merged[list][0].clone();
+        copy["name"] = json!(name);
+        merged[list].as_array_mut().unwrap().push(copy);
+    }
+    let last = merged["contexts"].as_array().unwrap().len() - 1;
+    merged["contexts"][last]["context"] = json!({"cluster": name, "user": name});
+    let url = server(merged["clusters"][0]["cluster"]["server"].as_str().unwrap());
+    merged["clusters"][last]["cluster"]["server"] = json!(url);
+    std::fs::write(path, merged.to_string()).unwrap();
+}
+
 fn plugin(kubeconfig: &Path, args: &[&str]) -> (i32, Value, String) {
     let out = support::cli::plugin().args(["--kubeconfig", kubeconfig.to_str().unwrap()]).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -321,14 +337,7 @@ fn two_contexts_of_one_control_plane_print_once_and_a_typo_asks_nothing() {
     let scratch = tempfile::tempdir().unwrap();
     let config = scratch.path().join("kubeconfig");
     kubeconfig(std::slice::from_ref(&cluster), &config);
-    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    for list in ["clusters", "users", "contexts"] {
-        let mut second = merged[list][0].clone();
-        second["name"] = json!("viewer");
-        merged[list].as_array_mut().unwrap().push(second);
-    }
-    merged["contexts"][1]["context"] = json!({"cluster": "viewer", "user": "viewer"});
-    std::fs::write(&config, merged.to_string()).unwrap();
+    add_context(&config, "viewer", str::to_string);
 
     let same = ("warning".to_string(), "fleet-same-cluster".to_string(), json!(["c1", "viewer"]));
     for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"], &["ip", CLUSTERS[0].5, "-o", "json"]] {
@@ -438,16 +447,7 @@ fn routing_checks_on_live_clusters_and_one_cluster_by_id_and_name() {
     assert_eq!(code, 0, "{stderr}");
 
     // A third context: east by name instead of address.
-    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    for list in ["clusters", "users", "contexts"] {
-        let mut third = merged[list][0].clone();
-        third["name"] = json!("c3");
-        merged[list].as_array_mut().unwrap().push(third);
-    }
-    merged["contexts"][2]["context"] = json!({"cluster": "c3", "user": "c3"});
-    let server = merged["clusters"][0]["cluster"]["server"].as_str().unwrap().replace("127.0.0.1", "localhost");
-    merged["clusters"][2]["cluster"]["server"] = json!(server);
-    std::fs::write(&config, merged.to_string()).unwrap();
+    add_context(&config, "c3", |server| server.replace("127.0.0.1", "localhost"));
     for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"]] {
         let (code, doc, stderr) = plugin(&config, &[args, &["--context", "c1,c2,c3"]].concat());
         assert_eq!(code, i32::from(args[0] == "check"), "{args:?}: {stderr}");
@@ -471,16 +471,7 @@ fn serve_follows_two_urls_of_one_cluster_once_as_the_first_context() {
     let scratch = tempfile::tempdir().unwrap();
     let config = scratch.path().join("kubeconfig");
     kubeconfig(std::slice::from_ref(&cluster), &config);
-    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    for list in ["clusters", "users", "contexts"] {
-        let mut second = merged[list][0].clone();
-        second["name"] = json!("c2");
-        merged[list].as_array_mut().unwrap().push(second);
-    }
-    merged["contexts"][1]["context"] = json!({"cluster": "c2", "user": "c2"});
-    let server = merged["clusters"][0]["cluster"]["server"].as_str().unwrap().replace("127.0.0.1", "localhost");
-    merged["clusters"][1]["cluster"]["server"] = json!(server);
-    std::fs::write(&config, merged.to_string()).unwrap();
+    add_context(&config, "c2", |server| server.replace("127.0.0.1", "localhost"));
     let (_, alone, stderr) = plugin(&config, &["usage", "-o", "json", "--context", "c1"]);
     let want = figures(&alone);
     assert!(!want.is_empty(), "{alone}\n{stderr}");
