@@ -68,7 +68,13 @@ pub async fn read(fleet: &Fleet, namespace: Option<&str>, verbose: bool) -> Resu
 /// A cluster's Cluster Mesh identity, when its `cilium-config` sets one: a non-zero `cluster-id`
 /// and a `cluster-name` other than the agent's `default`.
 fn identity(read: &Read) -> Option<(u32, &str)> {
-    let config = read.snapshot.as_ref().ok()?.ipam.as_ref()?;
+    mesh_identity(read.snapshot.as_ref().ok()?)
+}
+
+/// A snapshot's Cluster Mesh identity (`cluster-id`, `cluster-name`), when its `cilium-config`
+/// sets one (`serve` tells its clusters apart by it too).
+pub fn mesh_identity(snapshot: &Snapshot) -> Option<(u32, &str)> {
+    let config = snapshot.ipam.as_ref()?;
     let id = config.cluster_id.as_deref()?.trim().parse::<u32>().ok().filter(|id| *id != 0)?;
     let name = config.cluster_name.as_deref().filter(|n| !n.is_empty() && *n != "default")?;
     Some((id, name))
@@ -100,12 +106,6 @@ pub fn one_per_identity(reads: Vec<Read>) -> Vec<Read> {
         );
     }
     kept
-}
-
-/// Each live cluster of `fleet`: its context's name and how to connect to it (none for files).
-/// Contexts that reach the same API server are one cluster, under the first of them.
-pub fn connections(fleet: &Fleet) -> Result<Vec<(String, ConnectOptions)>> {
-    Ok(plan(fleet)?.into_iter().map(|planned| (planned.name, planned.options)).collect())
 }
 
 /// The live clusters of `fleet`, before any request: every context must be in the kubeconfig

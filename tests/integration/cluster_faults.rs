@@ -218,10 +218,14 @@ struct Served {
 
 impl Served {
     fn start(kubeconfig: &std::path::Path) -> Served {
+        Served::start_contexts(kubeconfig, "healthy,faulty")
+    }
+
+    fn start_contexts(kubeconfig: &std::path::Path, contexts: &str) -> Served {
         let address = format!("127.0.0.1:{}", support::prometheus::free_port());
         let mut command = support::cli::plugin_process();
         command
-            .args(["serve", "--context", "healthy,faulty", "--listen", &address, "--request-timeout", "5s"])
+            .args(["serve", "--context", contexts, "--listen", &address, "--request-timeout", "5s"])
             .args(["--stale-after", &format!("{}s", STALE_AFTER.as_secs()), "--max-watch-objects", "20000", "--kubeconfig"])
             .arg(kubeconfig)
             .stdin(std::process::Stdio::null())
@@ -416,4 +420,38 @@ fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
     let peak = serve.peak_memory();
     eprintln!("serve's peak resident memory under a 96 MiB budget: {} MiB", peak >> 20);
     assert!(peak <= 160 << 20, "serve reached {} MiB", peak >> 20);
+}
+
+/// Issue 43 §1 for `serve`, when the first context's first read fails: `faulty` (the proxy,
+/// frozen) and `healthy` reach one cluster with one cilium-config cluster-id and cluster-name.
+/// `healthy` is not held back by a context that does not answer: it is followed under its own
+/// name. When the proxy thaws, `faulty`'s first read succeeds and it takes the cluster over: its
+/// series appear, `healthy`'s are withdrawn (its watches dropped), and the cluster is served once.
+#[test]
+fn serve_hands_one_cluster_to_the_first_context_once_that_one_is_read() {
+    let cluster = seeded_cluster();
+    cluster.create_objects(vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+        "data": {"ipam": "multi-pool", "cluster-name": "east", "cluster-id": "4"}})]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    proxy.freeze(true);
+    let mut serve = Served::start_contexts(&kubeconfig, "faulty,healthy");
+    let bound = Duration::from_secs(90);
+    serve.wait_ready("healthy", true, bound, "healthy followed while faulty does not answer");
+    assert!(serve.sample("ciliumpool_capacity_blocks", "healthy", ",pool=\"blue\",family=\"ipv4\"").is_some());
+    proxy.freeze(false);
+    serve.wait_ready("faulty", true, bound, "faulty read at last");
+    let start = Instant::now();
+    while serve.sample("ciliumpool_exporter_ready", "healthy", "").is_some() {
+        assert!(start.elapsed() < bound, "healthy still served after faulty took the cluster over");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (_, text) = support::prometheus::get(&serve.address, "/metrics", None).unwrap();
+    assert!(!text.contains("cluster=\"healthy\""), "{text}");
+    let capacity: Vec<&str> = text.lines().filter(|l| l.starts_with("ciliumpool_capacity_blocks{")).collect();
+    assert_eq!(capacity.len(), 1, "{text}");
+    assert!(capacity[0].starts_with("ciliumpool_capacity_blocks{cluster=\"faulty\",pool=\"blue\",family=\"ipv4\"} "), "{text}");
 }

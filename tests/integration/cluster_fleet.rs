@@ -64,6 +64,22 @@ fn kubeconfig(clusters: &[TestCluster], path: &Path) {
     std::fs::write(path, serde_json::to_string_pretty(&merged).unwrap()).unwrap();
 }
 
+/// Adds context `name` to the kubeconfig at `path`: its own cluster and user entries, copies of
+/// the first context's, with the server URL `server` makes of the first one's.
+fn add_context(path: &Path, name: &str, server: impl Fn(&str) -> String) {
+    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for list in ["clusters", "users", "contexts"] {
+        let mut copy = merged[list][0].clone();
+        copy["name"] = json!(name);
+        merged[list].as_array_mut().unwrap().push(copy);
+    }
+    let last = merged["contexts"].as_array().unwrap().len() - 1;
+    merged["contexts"][last]["context"] = json!({"cluster": name, "user": name});
+    let url = server(merged["clusters"][0]["cluster"]["server"].as_str().unwrap());
+    merged["clusters"][last]["cluster"]["server"] = json!(url);
+    std::fs::write(path, merged.to_string()).unwrap();
+}
+
 fn plugin(kubeconfig: &Path, args: &[&str]) -> (i32, Value, String) {
     let out = support::cli::plugin().args(["--kubeconfig", kubeconfig.to_str().unwrap()]).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -144,7 +160,7 @@ fn three_clusters_read_together_equal_each_alone_and_a_stopped_one_is_reported()
     }
 
     // serve follows the fleet: each cluster's series are its own usage figures.
-    let serve = Serve::start(&config);
+    let serve = Serve::start(&config, Stdio::null());
     serve.wait_readyz(200);
     let metrics = serve.metrics();
     for (i, part) in parts.iter().enumerate() {
@@ -226,7 +242,7 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(kubeconfig: &Path) -> Serve {
+    fn start(kubeconfig: &Path, stderr: Stdio) -> Serve {
         let address = format!("127.0.0.1:{}", free_port());
         let mut command = support::cli::plugin_process();
         command
@@ -234,7 +250,7 @@ impl Serve {
             .arg(kubeconfig)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(stderr);
         Serve { address, _process: KillOnDrop(command.spawn().expect("start serve")) }
     }
 
@@ -321,14 +337,7 @@ fn two_contexts_of_one_control_plane_print_once_and_a_typo_asks_nothing() {
     let scratch = tempfile::tempdir().unwrap();
     let config = scratch.path().join("kubeconfig");
     kubeconfig(std::slice::from_ref(&cluster), &config);
-    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    for list in ["clusters", "users", "contexts"] {
-        let mut second = merged[list][0].clone();
-        second["name"] = json!("viewer");
-        merged[list].as_array_mut().unwrap().push(second);
-    }
-    merged["contexts"][1]["context"] = json!({"cluster": "viewer", "user": "viewer"});
-    std::fs::write(&config, merged.to_string()).unwrap();
+    add_context(&config, "viewer", str::to_string);
 
     let same = ("warning".to_string(), "fleet-same-cluster".to_string(), json!(["c1", "viewer"]));
     for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"], &["ip", CLUSTERS[0].5, "-o", "json"]] {
@@ -438,16 +447,7 @@ fn routing_checks_on_live_clusters_and_one_cluster_by_id_and_name() {
     assert_eq!(code, 0, "{stderr}");
 
     // A third context: east by name instead of address.
-    let mut merged: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    for list in ["clusters", "users", "contexts"] {
-        let mut third = merged[list][0].clone();
-        third["name"] = json!("c3");
-        merged[list].as_array_mut().unwrap().push(third);
-    }
-    merged["contexts"][2]["context"] = json!({"cluster": "c3", "user": "c3"});
-    let server = merged["clusters"][0]["cluster"]["server"].as_str().unwrap().replace("127.0.0.1", "localhost");
-    merged["clusters"][2]["cluster"]["server"] = json!(server);
-    std::fs::write(&config, merged.to_string()).unwrap();
+    add_context(&config, "c3", |server| server.replace("127.0.0.1", "localhost"));
     for args in [&["usage", "-o", "json"][..], &["check", "-o", "json"]] {
         let (code, doc, stderr) = plugin(&config, &[args, &["--context", "c1,c2,c3"]].concat());
         assert_eq!(code, i32::from(args[0] == "check"), "{args:?}: {stderr}");
@@ -457,4 +457,48 @@ fn routing_checks_on_live_clusters_and_one_cluster_by_id_and_name() {
         assert_eq!(kinds(&doc), [same], "{args:?}: no overlap, no duplicate name or id between c1 and c3");
         assert!(stderr.contains("warning: contexts c1, c3 reach clusters with the same cluster-id 1 and cluster-name east"), "{stderr}");
     }
+}
+
+/// Issue 43 §1 for `serve`: one control plane reached by two contexts with different server URLs
+/// (`127.0.0.1` and `localhost`), whose cilium-config has one cluster-id and cluster-name.
+/// `serve --all-contexts` follows it once, under the first context: each pool's series appear
+/// once, labelled `cluster="c1"`, nothing is labelled `c2`, a warning names both contexts and the
+/// fleet problem series count one `fleet-same-cluster`. (Before, both contexts were followed: every
+/// series twice, and the cluster overlapped itself.)
+#[test]
+fn serve_follows_two_urls_of_one_cluster_once_as_the_first_context() {
+    let cluster = start(&CLUSTERS[0]);
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("kubeconfig");
+    kubeconfig(std::slice::from_ref(&cluster), &config);
+    add_context(&config, "c2", |server| server.replace("127.0.0.1", "localhost"));
+    let (_, alone, stderr) = plugin(&config, &["usage", "-o", "json", "--context", "c1"]);
+    let want = figures(&alone);
+    assert!(!want.is_empty(), "{alone}\n{stderr}");
+
+    let log = scratch.path().join("serve.stderr");
+    let serve = Serve::start(&config, Stdio::from(std::fs::File::create(&log).unwrap()));
+    serve.wait_readyz(200);
+    let same = (String::from("fleet-same-cluster"), String::from("warning"));
+    let deadline = Instant::now() + BOUND;
+    let metrics = loop {
+        let metrics = serve.metrics();
+        if fleet_problem_series(&metrics).contains_key(&same) {
+            break metrics;
+        }
+        assert!(Instant::now() < deadline, "no fleet-same-cluster series within {BOUND:?}:\n{metrics}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(series(&metrics, "c1"), want, "c1's series are its usage figures\n{metrics}");
+    assert!(!metrics.contains("cluster=\"c2\""), "nothing is served under the second context:\n{metrics}");
+    let capacity: Vec<&str> = metrics.lines().filter(|l| l.starts_with("ciliumpool_capacity_blocks{")).collect();
+    assert_eq!(capacity.len(), 1, "the pool's series once: {capacity:?}");
+    assert_eq!(fleet_problem_series(&metrics), BTreeMap::from([(same, 1.0)]), "the cluster is not compared with itself\n{metrics}");
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        stderr.contains(
+            "warning: contexts c1, c2 reach clusters with the same cluster-id 1 and cluster-name alpha: one cluster, followed once as c1"
+        ),
+        "{stderr}"
+    );
 }

@@ -4,12 +4,15 @@
 //! the exporter's own metrics follow the watches: state older than `--stale-after` is never served
 //! as fresh (docs/metrics.md). A fleet (`--context A,B`, `--all-contexts`) is each cluster followed
 //! on its own, its series under a `cluster` label: one stale cluster leaves the others fresh.
+//! Contexts that reach one cluster are followed once, as the first of them (`twins.rs`).
 
 mod http;
 mod state;
+mod twins;
 
 pub use state::State;
 use state::{Figures, FleetFigures, Shared, lock};
+use twins::{Claim, Decision};
 
 use crate::allocator::fleet::Member;
 use crate::cli::ServeArgs;
@@ -18,6 +21,7 @@ use crate::cluster::read::{Cluster, Layout};
 use crate::cluster::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
 use crate::commands::context::Context;
 use crate::render::metrics::{self, Options};
+use crate::source::fleet::Planned;
 use crate::source::{ConnectOptions, Input};
 use anyhow::Result;
 use std::sync::{Arc, Mutex};
@@ -27,8 +31,9 @@ use std::time::{Duration, Instant, SystemTime};
 const DEBOUNCE: Duration = Duration::from_secs(1);
 
 pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
-    let clusters = clusters(&args, ctx)?;
-    for name in clusters.iter().filter_map(|(name, _)| name.as_deref()).filter(|name| crate::escape::has_unsafe(name)) {
+    let (fleet, clusters) = clusters(&args, ctx)?;
+    let names: Vec<Option<String>> = clusters.iter().map(|c| fleet.then(|| c.name.clone())).collect();
+    for name in names.iter().flatten().filter(|name| crate::escape::has_unsafe(name)) {
         // Labelled as tables show it (render::metrics::add_labelled), never left out unsaid.
         warn_line!(
             "warning: context {name}: the name holds characters a terminal would act on; its series are labelled cluster=\"{}\" (escaped as tables show it)",
@@ -38,8 +43,11 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| crate::error::input(format!("--listen {}: cannot listen there ({e}); choose another address or port", args.listen)))?;
-    let names = clusters.iter().map(|(name, _)| name.clone()).collect();
     let state: Shared = Arc::new(Mutex::new(State::new(args.stale_after, names)));
+    for (followed, planned) in lock(&state).clusters.iter_mut().zip(&clusters) {
+        (followed.server, followed.aliases) = (planned.server.clone(), planned.aliases.clone());
+    }
+    let (claims, _) = tokio::sync::watch::channel(vec![Claim::Reading; clusters.len()]);
     let (shutdown, _) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(http::serve(listener, state.clone(), shutdown.clone(), http::Limits::new()));
     let budget = tokio::spawn(crate::cluster::memory::watch_budget(args.memory_budget));
@@ -47,7 +55,8 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     let interrupted = crate::commands::steps::interrupted();
     tokio::pin!(interrupted);
     // Each cluster is followed on its own: one that cannot be read makes only its series stale.
-    let follows = clusters.iter().enumerate().map(|(i, (_, options))| follow(&args, options, ctx.namespace.as_deref(), &state, i));
+    let follows =
+        clusters.iter().enumerate().map(|(i, planned)| follow(&args, &planned.options, ctx.namespace.as_deref(), (&state, &claims), i));
     let result = tokio::select! {
         _ = &mut interrupted => Ok(()),
         result = futures::future::try_join_all(follows) => result.map(|_| ()),
@@ -59,26 +68,44 @@ pub async fn run(args: ServeArgs, ctx: &Context) -> Result<i32> {
     result.map(|()| 0)
 }
 
-/// The clusters to serve: the one of the flags (no name), or each context of a fleet by name.
-fn clusters(args: &ServeArgs, ctx: &Context) -> Result<Vec<(Option<String>, ConnectOptions)>> {
-    let mut clusters = match &ctx.fleet {
-        Some(fleet) => crate::source::fleet::connections(fleet)?.into_iter().map(|(name, options)| (Some(name), options)).collect(),
+/// The clusters to serve: the one of the flags (false: no name), or each API server of a fleet
+/// (true), named after the first of its contexts.
+fn clusters(args: &ServeArgs, ctx: &Context) -> Result<(bool, Vec<Planned>)> {
+    let (fleet, mut clusters) = match &ctx.fleet {
+        Some(fleet) => (true, crate::source::fleet::plan(fleet)?),
         None => {
             let Input::Cluster(options) = &ctx.input else { unreachable!("Context::from_cli refuses serve with -f") };
-            vec![(None, options.clone())]
+            (false, vec![Planned { name: String::new(), options: options.clone(), server: None, aliases: Vec::new() }])
         }
     };
-    for (_, options) in &mut clusters {
-        options.max_event_bytes = args.max_event_size;
+    for planned in &mut clusters {
+        planned.options.max_event_bytes = args.max_event_size;
     }
-    Ok(clusters)
+    Ok((fleet, clusters))
 }
 
+/// Every context's claim on its cluster's identity (`twins.rs`), shared by the follows.
+type Claims = tokio::sync::watch::Sender<Vec<Claim>>;
+
 /// Connects, reads once to learn the layout (retried with backoff while the cluster cannot be
-/// read), then follows the watches, re-analysing each settled change into cluster `index`.
-async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&str>, state: &Shared, index: usize) -> Result<()> {
+/// read), then follows the watches, re-analysing each settled change into cluster `index`. A
+/// context that reaches the cluster of an earlier one stops there, or when the earlier one's
+/// first read succeeds later: its watches are dropped, the earlier one's series stand for both.
+async fn follow(
+    args: &ServeArgs,
+    options: &ConnectOptions,
+    namespace: Option<&str>,
+    shared: (&Shared, &Claims),
+    index: usize,
+) -> Result<()> {
+    let (state, claims) = shared;
     let cluster = Cluster::connect(options, namespace).await?;
-    let layout = first_read(&cluster, state, index).await;
+    let layout = first_read(&cluster, shared, index).await;
+    let mut claimed = claims.subscribe();
+    if let Decision::SameAs(first) = decided(&mut claimed, index, |d| *d != Decision::Wait).await {
+        same_as(state, index, first).await;
+        return Ok(());
+    }
     let watch_options = WatchOptions {
         watch_timeout: Some(STALL_WATCH_TIMEOUT),
         streaming_lists: true,
@@ -89,7 +116,15 @@ async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&s
     let mut dirty = false;
     loop {
         // A failing watch wakes the loop too, so that readiness follows it.
-        let changed = watch.step().await?;
+        let changed = tokio::select! {
+            changed = watch.step() => changed?,
+            decision = decided(&mut claimed, index, |d| matches!(d, Decision::SameAs(_))) => {
+                drop(watch);
+                let Decision::SameAs(first) = decision else { unreachable!("decided waits for SameAs") };
+                same_as(state, index, first).await;
+                return Ok(());
+            }
+        };
         dirty |= changed;
         lock(state).clusters[index].health = watch.health().to_vec();
         if dirty && watch.listed() {
@@ -100,17 +135,22 @@ async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&s
     }
 }
 
-/// The layout of the first complete read; its objects are dropped (the watches list again).
-async fn first_read(cluster: &Cluster, state: &Shared, index: usize) -> Layout {
+/// The layout of the first complete read; its objects are dropped (the watches list again). Its
+/// `cilium-config` tells the cluster's identity: claimed for `index` (`twins.rs`).
+async fn first_read(cluster: &Cluster, (state, claims): (&Shared, &Claims), index: usize) -> Layout {
     let mut failures = 0u32;
     loop {
         match cluster.read().await {
             Ok((snapshot, layout)) => {
                 crate::commands::steps::warn_unread(&snapshot);
+                let identity = crate::source::fleet::mesh_identity(&snapshot).map(|(id, name)| (id, name.to_string()));
+                lock(state).clusters[index].identity = identity.clone();
+                claims.send_modify(|claims| claims[index] = Claim::Read(identity));
                 return layout;
             }
             Err(error) => {
                 failures += 1;
+                claims.send_if_modified(|claims| std::mem::replace(&mut claims[index], Claim::Retrying) == Claim::Reading);
                 let which = {
                     let followed = &mut lock(state).clusters[index];
                     followed.setup_errors += 1;
@@ -130,7 +170,7 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
     let snapshot = watch.snapshot(layout);
     let nodes = args.node_metrics;
     // A fleet keeps each cluster's snapshot for the checks between clusters.
-    let fleet = lock(state).clusters.len() > 1;
+    let fleet = lock(state).is_fleet();
     let analysed = tokio::task::spawn_blocking(move || {
         let report = crate::allocator::analyze(&snapshot);
         let pools: Vec<_> = report.pools.iter().collect();
@@ -164,15 +204,18 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
 async fn check_fleet(state: &Shared) {
     let (members, check) = {
         let mut state = lock(state);
+        let followed = state.clusters.iter().filter(|c| c.same_as.is_none());
         let members: Option<Vec<(String, Arc<crate::model::Snapshot>)>> =
-            state.clusters.iter().map(|c| Some((c.name.clone().unwrap_or_default(), c.snapshot.clone()?))).collect();
+            followed.map(|c| Some((c.name.clone().unwrap_or_default(), c.snapshot.clone()?))).collect();
         state.fleet_checks += 1;
-        (members, state.fleet_checks)
+        (members.map(|m| (m, twins::problems(&state.clusters))), state.fleet_checks)
     };
-    let Some(members) = members else { return };
+    let Some((members, same)) = members else { return };
     let checked = tokio::task::spawn_blocking(move || {
         let members: Vec<Member> = members.iter().map(|(name, snapshot)| Member { name, snapshot }).collect();
-        let problems = crate::allocator::fleet::check(&members);
+        let mut problems = crate::allocator::fleet::check(&members);
+        problems.extend(same);
+        crate::allocator::fleet::sort(&mut problems);
         metrics::problem_families(problems.iter().map(|p| &p.problem), &metrics::FLEET_PROBLEMS)
     })
     .await;
@@ -182,4 +225,39 @@ async fn check_fleet(state: &Shared) {
         state.fleet = Some(FleetFigures { families, check });
         state.encoded = [None, None];
     }
+}
+
+/// Waits until the decision for context `index` is one `wanted` accepts.
+async fn decided(claims: &mut tokio::sync::watch::Receiver<Vec<Claim>>, index: usize, wanted: fn(&Decision) -> bool) -> Decision {
+    let decision = claims.wait_for(|claims| wanted(&twins::decide(claims, index))).await.map(|claims| twins::decide(&claims, index));
+    match decision {
+        Ok(decision) => decision,
+        // The claims outlive the follows; never here.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Context `index` reaches the cluster of context `first` (the same identity): it is followed no
+/// more, its series are withdrawn, and a warning names both; the checks between clusters then
+/// count it as `fleet-same-cluster`.
+async fn same_as(state: &Shared, index: usize, first: usize) {
+    {
+        let mut state = lock(state);
+        let twin = &mut state.clusters[index];
+        let followed = twin.figures.is_some() || !twin.health.is_empty();
+        (twin.same_as, twin.figures, twin.snapshot, twin.health) = (Some(first), None, None, Vec::new());
+        state.encoded = [None, None];
+        // Those that were this one's twins are the earlier one's now (it took the cluster over).
+        state.clusters.iter_mut().filter(|c| c.same_as == Some(index)).for_each(|c| c.same_as = Some(first));
+        let owner = &state.clusters[first];
+        let (id, name) = owner.identity.clone().unwrap_or_default();
+        let names: Vec<&str> = owner.name.as_deref().into_iter().chain(twins::others(&state.clusters, first)).collect();
+        let then = if followed { "; its first read came later, so the others' watches are stopped" } else { "" };
+        warn_line!(
+            "warning: contexts {} reach clusters with the same cluster-id {id} and cluster-name {name}: one cluster, followed once as {}{then}",
+            names.join(", "),
+            names[0]
+        );
+    }
+    check_fleet(state).await;
 }

@@ -46,6 +46,14 @@ pub(super) struct Followed {
     /// The first read (which decides where each source is read from) failed this many times.
     pub(super) setup_errors: u64,
     pub(super) updates: u64,
+    /// The API server it is read from, and the other contexts of that server (not followed).
+    pub(super) server: Option<String>,
+    pub(super) aliases: Vec<String>,
+    /// Its Cluster Mesh identity (`cluster-id`, `cluster-name`), once its first read gave one.
+    pub(super) identity: Option<(u32, String)>,
+    /// An earlier context reaches the same cluster (the same identity): this one is not followed,
+    /// has no series and does not count for readiness.
+    pub(super) same_as: Option<usize>,
 }
 
 /// One analysis: its metric families (encoded when scraped, with the other clusters' in a fleet).
@@ -68,14 +76,36 @@ impl State {
     pub(super) fn new(stale_after: Duration, names: Vec<Option<String>>) -> State {
         let clusters = names
             .into_iter()
-            .map(|name| Followed { name, figures: None, snapshot: None, health: Vec::new(), setup_errors: 0, updates: 0 })
+            .map(|name| Followed {
+                name,
+                figures: None,
+                snapshot: None,
+                health: Vec::new(),
+                setup_errors: 0,
+                updates: 0,
+                server: None,
+                aliases: Vec::new(),
+                identity: None,
+                same_as: None,
+            })
             .collect();
         State { started: Instant::now(), stale_after, clusters, fleet: None, fleet_checks: 0, encoded: [None, None] }
     }
 
+    /// The clusters followed: not those whose context reaches the cluster of an earlier one.
+    fn followed(&self) -> impl Iterator<Item = &Followed> {
+        self.clusters.iter().filter(|c| c.same_as.is_none())
+    }
+
+    /// Several clusters, or one reached by several contexts: the checks between clusters run (and
+    /// each cluster's last snapshot is kept for them).
+    pub(super) fn is_fleet(&self) -> bool {
+        self.clusters.len() > 1 || self.clusters.iter().any(|c| !c.aliases.is_empty())
+    }
+
     /// Ready when every cluster is; the reason names each cluster that is not (in a fleet).
     pub fn status(&self) -> Status {
-        let statuses: Vec<(Option<&str>, Status)> = self.clusters.iter().map(|c| (c.name.as_deref(), self.status_of(c))).collect();
+        let statuses: Vec<(Option<&str>, Status)> = self.followed().map(|c| (c.name.as_deref(), self.status_of(c))).collect();
         let reasons: Vec<String> = statuses
             .iter()
             .filter_map(|(name, s)| {
@@ -114,12 +144,13 @@ impl State {
     /// The exposition a scrape gets: each cluster's last figures unless stale, then the
     /// exporter's own metrics, computed now; in a fleet every series has its `cluster` label.
     pub fn exposition(&mut self, encoding: Encoding) -> String {
-        let statuses: Vec<Status> = self.clusters.iter().map(|c| self.status_of(c)).collect();
+        let statuses: Vec<Status> = self.followed().map(|c| self.status_of(c)).collect();
         let ready: Vec<bool> = statuses.iter().map(|s| s.ready).collect();
+        let followed: Vec<&Followed> = self.clusters.iter().filter(|c| c.same_as.is_none()).collect();
         let slot = &mut self.encoded[encoding as usize];
         if slot.as_ref().is_none_or(|kept| kept.ready != ready) {
             let mut families = Vec::new();
-            for (cluster, &ready) in self.clusters.iter().zip(&ready) {
+            for (cluster, &ready) in followed.iter().zip(&ready) {
                 if let (Some(figures), true) = (&cluster.figures, ready) {
                     metrics::add_labelled(&mut families, cluster.name.as_deref(), figures.families.clone());
                 }
@@ -131,7 +162,7 @@ impl State {
             *slot = Some(Encoded { ready, text: metrics::encode(&families, encoding) });
         }
         let mut exporter = Vec::new();
-        for (cluster, status) in self.clusters.iter().zip(&statuses) {
+        for (cluster, status) in followed.iter().zip(&statuses) {
             metrics::add_labelled(&mut exporter, cluster.name.as_deref(), metrics::exporter_families(&cluster.exporter_figures(status)));
         }
         let mut out = slot.as_ref().map(|kept| kept.text.clone()).unwrap_or_default();
