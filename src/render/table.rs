@@ -42,7 +42,7 @@ impl Grid {
     pub fn render_fields(self, style: &Style) -> String {
         let cell = |c: &String| if c.is_empty() { "-".to_string() } else { escape::cell(c, style.color, false).into_owned() };
         let header: Vec<String> = self.header.iter().map(cell).collect();
-        fields(&header, &self.rows.iter().map(|row| row.iter().map(cell).collect()).collect::<Vec<_>>())
+        fields(&header, &self.rows.iter().map(|row| row.iter().map(cell).collect()).collect::<Vec<_>>(), style.width)
     }
 
     /// The columns [`Grid::render`] prints at `style`'s width, by header: every column when the
@@ -85,7 +85,7 @@ pub fn table_shedding(header: &[&str], rows: Vec<Vec<String>>, style: &Style, sh
     let whole = (header.clone(), rows.clone());
     let Fit { gap, numeric, notes, vertical } = fitted(&mut header, &mut rows, style, shed_first);
     if vertical {
-        return fields(&whole.0, &whole.1);
+        return fields(&whole.0, &whole.1, style.width);
     }
     let mut t = Table::new();
     t.load_style(NOTHING);
@@ -142,8 +142,10 @@ fn fitted(header: &mut Vec<String>, rows: &mut [Vec<String>], style: &Style, she
 
 /// A table one field a line, as `kubectl describe` prints an object: `HEADER:  value`, the values
 /// aligned, a blank line between rows; nothing cut (a terminal wraps long values under their
-/// value, `fit_prose`). The decoration column (empty header: the usage bar) is left out.
-pub fn fields(header: &[String], rows: &[Vec<String>]) -> String {
+/// value, `fit_prose`). A value of one word (a name, an object) that would not fit beside its
+/// label within `width` starts its own line, indented, so that it is not broken mid-word. The
+/// decoration column (empty header: the usage bar) is left out.
+pub fn fields(header: &[String], rows: &[Vec<String>], width: Option<usize>) -> String {
     let label = header.iter().map(|h| console::measure_text_width(h)).max().unwrap_or(0) + 3;
     let mut out = String::new();
     for (n, row) in rows.iter().enumerate() {
@@ -151,11 +153,20 @@ pub fn fields(header: &[String], rows: &[Vec<String>]) -> String {
             out.push('\n');
         }
         for (name, cell) in header.iter().zip(row).filter(|(name, _)| !name.is_empty()) {
-            out.push_str(&format!("{:<label$}{cell}\n", format!("{name}:")));
+            let long = console::measure_text_width(cell);
+            let own_line = width.is_some_and(|width| !cell.contains(' ') && label + long > width && OWN_LINE_INDENT + long <= width);
+            if own_line {
+                out.push_str(&format!("{name}:\n{:OWN_LINE_INDENT$}{cell}\n", ""));
+            } else {
+                out.push_str(&format!("{:<label$}{cell}\n", format!("{name}:")));
+            }
         }
     }
     out
 }
+
+/// How far a value that starts its own line under its label is indented ([`fields`]).
+const OWN_LINE_INDENT: usize = 2;
 
 #[cfg(test)]
 mod tests {
@@ -188,7 +199,19 @@ mod tests {
         );
         // At 40 columns the message would be narrower than its floor: one field a line, whole.
         let text = table(&["NODE", "USED", "MESSAGE"], grid, &terminal(40));
-        assert_eq!(text, format!("NODE:     node-with-a-long-name-in-a-zone\nUSED:     12\nMESSAGE:  {message}\n"));
+        // The name does not fit beside its label (10 + 31 > 40): it starts a line of its own.
+        assert_eq!(text, format!("NODE:\n  node-with-a-long-name-in-a-zone\nUSED:     12\nMESSAGE:  {message}\n"));
+    }
+
+    #[test]
+    fn one_field_a_line_puts_a_name_too_long_for_its_label_on_a_line_of_its_own() {
+        let object = "CiliumNode/ip-10-0-1-206.eu-west-1.compute.internal";
+        let message = "block 10.99.7.0/24 is listed under pool \"legacy\", which does not exist";
+        let header = ["SEVERITY", "OBJECT", "MESSAGE"].map(String::from);
+        let text = fields(&header, &rows(&[&["warning", object, message]]), Some(56));
+        assert!(text.contains(&format!("OBJECT:\n  {object}\n")), "the object whole on its own line: {text}");
+        assert!(text.starts_with("SEVERITY:  warning\nOBJECT:"), "{text}");
+        assert!(text.contains(&format!("MESSAGE:   {message}")), "prose stays beside its label, wrapped later: {text}");
     }
 
     #[test]
