@@ -68,7 +68,7 @@ pub fn caveats(input: &Contents) -> Vec<Caveat> {
         if !input.nodes {
             add(
                 CaveatKind::NoCiliumNodes,
-                "the input holds no CiliumNodes: which blocks are allocated is unknown (USED and UTIL show ?); add `kubectl get ciliumnodes -o yaml`".into(),
+                "the input holds no CiliumNodes: which blocks are allocated is unknown (ALLOCATED, USED, FREE and UTIL show ?); add `kubectl get ciliumnodes -o yaml`".into(),
             );
         }
         match (no_pods, no_endpoints) {

@@ -122,19 +122,22 @@ struct FamilyDocument<'a> {
     mask_size: Option<u8>,
     total_addresses: Count,
     capacity_blocks: Count,
-    allocated_blocks: Count,
+    allocated_blocks: Option<Count>,
     withheld_blocks: Option<Count>,
     free_blocks: Option<Count>,
     orphan_blocks: Count,
     reserved_addresses: Option<Count>,
-    allocated_addresses: Count,
+    allocated_addresses: Option<Count>,
     used_addresses: Option<Count>,
     idle_addresses: Option<Count>,
     free_addresses: Option<Count>,
     /// Allocated / allocatable blocks as a fraction (the table's UTIL, OpenMetrics'
     /// `ciliumpool_utilization_ratio`); null when unknown.
     utilization: Option<f64>,
-    nodes_holding: usize,
+    /// What utilization is at least: `utilization` when that is known, the bound the input
+    /// shows when it cannot show reserved ranges (the table's `≥94%`); null without CiliumNodes.
+    utilization_at_least: Option<f64>,
+    nodes_holding: Option<usize>,
     runway_nodes: Option<Count>,
     cidrs: &'a [CidrReport],
     #[serde(serialize_with = "display_or_null")]
@@ -148,20 +151,21 @@ impl Serialize for FamilyReport {
             mask_size: self.mask_size,
             total_addresses: self.total_addresses,
             capacity_blocks: self.capacity_blocks,
-            allocated_blocks: self.allocated_blocks,
+            allocated_blocks: self.allocated(self.allocated_blocks),
             withheld_blocks: self.known(self.withheld_blocks),
-            free_blocks: self.known(self.free_blocks),
+            free_blocks: self.exact(self.free_blocks),
             orphan_blocks: self.orphan_blocks,
             reserved_addresses: self.known(self.reserved_addresses),
-            allocated_addresses: self.allocated_addresses,
+            allocated_addresses: self.allocated(self.allocated_addresses),
             used_addresses: self.used_addresses,
             idle_addresses: self.idle_addresses,
-            free_addresses: self.known(self.free_addresses),
+            free_addresses: self.exact(self.free_addresses),
             utilization: self.utilization(),
-            nodes_holding: self.nodes_holding,
-            runway_nodes: self.runway_nodes.filter(|_| self.reservations_known),
+            utilization_at_least: self.utilization_at_least(),
+            nodes_holding: self.allocated(self.nodes_holding),
+            runway_nodes: self.runway_nodes.and_then(|r| self.exact(r)),
             cidrs: &self.cidrs,
-            next_block: self.next_block.filter(|_| self.reservations_known),
+            next_block: self.next_block.and_then(|b| self.exact(b)),
         }
         .serialize(serializer)
     }
@@ -186,6 +190,18 @@ impl FamilyReport {
     pub fn known<T>(&self, figure: T) -> Option<T> {
         self.reservations_known.then_some(figure)
     }
+
+    /// A figure of which blocks nodes hold (allocated blocks and addresses, nodes holding):
+    /// `None` when the input holds no CiliumNodes (unknown is not zero).
+    pub fn allocated<T>(&self, figure: T) -> Option<T> {
+        self.allocation_known.then_some(figure)
+    }
+
+    /// A figure both allocations and reservations change (free blocks and addresses, runway,
+    /// the next block): `None` when either is unknown.
+    pub fn exact<T>(&self, figure: T) -> Option<T> {
+        (self.allocation_known && self.reservations_known).then_some(figure)
+    }
 }
 
 /// Serialized through [`CidrDocument`].
@@ -201,6 +217,8 @@ pub struct CidrReport {
     pub reserved_ranges: Vec<ReservedRange>,
     /// As [`FamilyReport::reservations_known`].
     pub reservations_known: bool,
+    /// As [`FamilyReport::allocation_known`].
+    pub allocation_known: bool,
     pub prefix: Prefix,
     /// The family's block size, so the report names its blocks itself (`run`, `index_of`).
     pub mask_size: u8,
@@ -221,7 +239,7 @@ pub struct CidrReport {
 struct CidrDocument<'a> {
     cidr: &'a str,
     capacity_blocks: Count,
-    allocated_blocks: Count,
+    allocated_blocks: Option<Count>,
     withheld_blocks: Option<Count>,
     free_blocks: Option<Count>,
     reserved_ranges: Option<&'a [ReservedRange]>,
@@ -233,9 +251,9 @@ impl Serialize for CidrReport {
         CidrDocument {
             cidr: &self.cidr,
             capacity_blocks: self.capacity_blocks,
-            allocated_blocks: self.allocated_blocks,
+            allocated_blocks: self.allocation_known.then_some(self.allocated_blocks),
             withheld_blocks: known(self.withheld_blocks),
-            free_blocks: known(self.free_blocks),
+            free_blocks: known(self.free_blocks).filter(|_| self.allocation_known),
             reserved_ranges: self.reservations_known.then_some(self.reserved_ranges.as_slice()),
         }
         .serialize(serializer)
