@@ -7,8 +7,11 @@ use serde_json::Value;
 use std::path::Path;
 
 /// File name prefix, then the apiVersion and kind of the objects such a file holds.
-const SYSDUMP_KINDS: [(&str, &str, &str); 5] = [
+const SYSDUMP_KINDS: [(&str, &str, &str); 7] = [
     ("ciliumpodippools-", "cilium.io/v2alpha1", "CiliumPodIPPool"),
+    // The agent DaemonSet and the operator Deployment: their images name the Cilium version.
+    ("cilium-daemonset-", "apps/v1", "DaemonSet"),
+    ("cilium-operator-deployment-", "apps/v1", "Deployment"),
     ("ciliumnodes-", "cilium.io/v2", "CiliumNode"),
     ("ciliumendpoints-", "cilium.io/v2", "CiliumEndpoint"),
     ("k8s-pods-", "v1", "Pod"),

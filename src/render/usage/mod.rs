@@ -343,6 +343,11 @@ pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], po
         "used: unknown".to_string()
     };
     let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; IPAM mode {}; {used}", origin.ipam_mode);
+    // The version a sysdump names (before 1.21, v2alpha1 pools are all there is: no hidden reservations).
+    for version in &origin.cilium_versions {
+        let tag = version.version.as_deref().unwrap_or("unknown");
+        line.push_str(&format!("; Cilium {} ({})", crate::escape::Field(tag), crate::escape::Field(&version.source)));
+    }
     // What the input cannot show is not here: each caveat is its own `warning:` line.
     for note in notes {
         line.push_str("; ");
