@@ -22,6 +22,7 @@ mod cli_offline;
 mod cli_pipes;
 mod cli_reserve;
 mod cli_safety;
+mod cli_unknowns;
 mod cli_serve;
 mod cli_views;
 mod cluster_errors;
