@@ -87,6 +87,8 @@ mod tests {
         assert_eq!(kind_for("x.zip:cilium-sysdump-20260101-120000/k8s-pods-20260101-120000.yaml"), Some(("v1", "Pod")));
         assert_eq!(kind_for("ciliumnodes-2026-01-01.yaml"), None);
         assert_eq!(kind_for("ciliumnodes.yaml"), None);
+        assert_eq!(kind_for("cilium-daemonset-20260101-120000.yaml"), Some(("apps/v1", "DaemonSet")));
+        assert_eq!(kind_for("d/cilium-operator-deployment-20260101-120000.yaml"), Some(("apps/v1", "Deployment")));
         assert_eq!(kind_for("hubble-flows-cilium-abcde-20260101-120000.json"), None);
 
         let docs = type_documents(

@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(release_of("v1.20.2"), Some((1, 20)));
         assert_eq!(release_of("1.19.0-rc.1"), Some((1, 19)));
         assert_eq!(release_of("v1.21-dev"), Some((1, 21)));
-        assert_eq!(release_of("v1.21.0+build"), Some((1, 21)));
+        assert_eq!(release_of("v1.21.0-pre.3"), Some((1, 21)));
         for garbage in ["latest", "v1", "v1.", "v.20.1", "vv1.20", "1.x.0", "99999999999999999999.1", "1.-1", "sha256-abc"] {
             assert_eq!(release_of(garbage), None, "{garbage}");
         }

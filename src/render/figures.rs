@@ -85,3 +85,13 @@ pub fn bar(fraction: Option<f64>, style: &Style) -> String {
     };
     style.paint(&format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled)), tone)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lower_bound_is_shown_as_one() {
+        assert_eq!([at_least(0.9375), at_least(0.5), at_least(0.995), at_least(0.001), at_least(1.0)], ["≥94%", "≥50%", "≥99%", ">0%", "100%"]);
+    }
+}

@@ -389,6 +389,39 @@ mod tests {
         assert!(report.pool("q").is_none() && report.pool("p").unwrap().family(Family::Ipv6).is_none());
     }
 
+    /// Pool `p` (4 /26 blocks), node `n` holding 3 of them unless `nodes` is false, read from
+    /// files through v2alpha1 when `v2alpha1`; the ipv4 family's JSON.
+    fn family_json(nodes: bool, v2alpha1: bool) -> serde_json::Value {
+        let api_version = if v2alpha1 { "cilium.io/v2alpha1" } else { "cilium.io/v2" };
+        let mut objects = vec![
+            json!({"apiVersion": api_version, "kind": "CiliumPodIPPool", "metadata": {"name": "p"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}}}),
+        ];
+        if nodes {
+            objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n"},
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/26", "10.0.0.64/26", "10.0.0.128/26"]}]}}}}));
+        }
+        let mut snap = Snapshot::from_objects(objects);
+        snap.set_origin(crate::model::Origin { kind: "files", ..Default::default() });
+        serde_json::to_value(&analyze(&snap).pools[0].families[0]).unwrap()
+    }
+
+    #[test]
+    fn unknown_figures_are_null_and_a_bound_is_at_least() {
+        let pick = |doc: &serde_json::Value, keys: &[&str]| keys.iter().map(|k| doc[*k].clone()).collect::<Vec<_>>();
+        let keys = ["allocatedBlocks", "freeBlocks", "allocatedAddresses", "freeAddresses", "utilization", "utilizationAtLeast"];
+        let known = family_json(true, false);
+        assert_eq!(pick(&known, &keys), [json!(3), json!(1), json!(186), json!(62), json!(0.75), json!(0.75)]);
+        assert_eq!(pick(&known, &["nodesHolding", "runwayNodes", "nextBlock"]), [json!(1), json!(0), json!("10.0.0.192/26")]);
+        // No CiliumNodes: which blocks are allocated is unknown, not none.
+        let no_nodes = family_json(false, false);
+        assert!(pick(&no_nodes, &keys).iter().all(serde_json::Value::is_null), "{no_nodes}");
+        assert!(pick(&no_nodes, &["nodesHolding", "runwayNodes", "nextBlock"]).iter().all(serde_json::Value::is_null), "{no_nodes}");
+        assert_eq!((&no_nodes["capacityBlocks"], &no_nodes["cidrs"][0]["allocatedBlocks"]), (&json!(4), &serde_json::Value::Null));
+        // Through v2alpha1: reserved ranges unknown; hidden ones only withhold free blocks.
+        let bound = family_json(true, true);
+        assert_eq!(pick(&bound, &keys), [json!(3), json!(null), json!(186), json!(null), json!(null), json!(0.75)]);
+    }
+
     #[test]
     fn a_reservation_touches_its_first_to_last_block() {
         let addr = |text| Addr::parse(text).unwrap();
