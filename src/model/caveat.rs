@@ -107,8 +107,16 @@ mod tests {
 
     #[test]
     fn a_caveat_only_for_what_the_input_lacks() {
-        let full =
-            Contents { files: true, only_v2alpha1_pools: false, crd: false, nodes: true, pods: true, endpoints: true, namespace: None, cilium_without_v2_pools: false };
+        let full = Contents {
+            files: true,
+            only_v2alpha1_pools: false,
+            crd: false,
+            nodes: true,
+            pods: true,
+            endpoints: true,
+            namespace: None,
+            cilium_without_v2_pools: false,
+        };
         assert_eq!(kinds(&full), []);
         assert_eq!(kinds(&Contents { only_v2alpha1_pools: true, ..full }), [CaveatKind::PoolsThroughV2alpha1]);
         assert_eq!(kinds(&Contents { only_v2alpha1_pools: true, crd: true, ..full }), [], "the CRD says whether v2 exists");

@@ -137,11 +137,18 @@ mod tests {
                 "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1"}, {"name": container, "image": image}]}}}})
         };
         let agent = of_object(&object("DaemonSet", "cilium", "cilium-agent", "quay.io/cilium/cilium:v1.20.2@sha256:00")).unwrap();
-        assert_eq!((agent.version.as_deref(), agent.source.as_str(), agent.namespace.as_str()), (Some("v1.20.2"), "daemonset/cilium", "kube-system"));
-        let operator = of_object(&object("Deployment", "cilium-operator", "cilium-operator", "quay.io/cilium/operator-generic:v1.21.0")).unwrap();
+        assert_eq!(
+            (agent.version.as_deref(), agent.source.as_str(), agent.namespace.as_str()),
+            (Some("v1.20.2"), "daemonset/cilium", "kube-system")
+        );
+        let operator =
+            of_object(&object("Deployment", "cilium-operator", "cilium-operator", "quay.io/cilium/operator-generic:v1.21.0")).unwrap();
         assert_eq!(operator.source, "deployment/cilium-operator");
         assert!(of_object(&object("DaemonSet", "kube-proxy", "kube-proxy", "k8s:v1.33")).is_none(), "not Cilium's");
-        assert!(of_object(&object("Deployment", "cilium", "cilium-agent", "cilium:v1.20.2")).is_none(), "a DaemonSet's name on a Deployment");
+        assert!(
+            of_object(&object("Deployment", "cilium", "cilium-agent", "cilium:v1.20.2")).is_none(),
+            "a DaemonSet's name on a Deployment"
+        );
         assert!(of_object(&serde_json::json!({"kind": "DaemonSet", "metadata": {"name": "cilium"}, "spec": {"template": 3}})).is_none());
     }
 

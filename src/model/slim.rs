@@ -89,8 +89,7 @@ pub fn is_used(kind: &str) -> bool {
     matches!(
         kind,
         "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition" | "DaemonSet" | "Deployment"
-    )
-        || kind.ends_with("List")
+    ) || kind.ends_with("List")
 }
 
 /// The kind `Snapshot::from_objects` counts `document` under when it reads nothing more of it

@@ -92,6 +92,9 @@ mod tests {
 
     #[test]
     fn a_lower_bound_is_shown_as_one() {
-        assert_eq!([at_least(0.9375), at_least(0.5), at_least(0.995), at_least(0.001), at_least(1.0)], ["≥94%", "≥50%", "≥99%", ">0%", "100%"]);
+        assert_eq!(
+            [at_least(0.9375), at_least(0.5), at_least(0.995), at_least(0.001), at_least(1.0)],
+            ["≥94%", "≥50%", "≥99%", ">0%", "100%"]
+        );
     }
 }

@@ -49,7 +49,8 @@ fn without_cilium_nodes_allocation_figures_are_unknown_not_zero() {
     assert_eq!((&fam["cidrs"][0]["allocatedBlocks"], &fam["cidrs"][0]["freeBlocks"]), (&Value::Null, &Value::Null), "{fam}");
 
     let (_, metrics, _) = run(&["usage", "-o", "openmetrics", "-f", &pools]);
-    for family in ["allocated_blocks", "free_blocks", "allocated_addresses", "free_addresses", "runway_nodes", "nodes_holding", "nodes_waiting"]
+    for family in
+        ["allocated_blocks", "free_blocks", "allocated_addresses", "free_addresses", "runway_nodes", "nodes_holding", "nodes_waiting"]
     {
         assert!(!metrics.contains(&format!("ciliumpool_{family}{{")), "{family}: no sample when unknown\n{metrics}");
     }
@@ -115,7 +116,10 @@ fn a_sysdump_of_cilium_before_1_21_has_exact_figures() {
     assert!(doc["source"].get("caveats").is_none(), "no release before 1.21 serves v2 pools: {}", doc["source"]);
     assert_eq!(doc["source"]["ciliumVersions"][0]["version"], "v1.20.2", "{}", doc["source"]);
     let fam = batch(&doc);
-    assert_eq!((fam["utilization"].as_f64(), fam["freeBlocks"].as_u64(), fam["reservedAddresses"].as_u64()), (Some(0.9375), Some(1), Some(0)));
+    assert_eq!(
+        (fam["utilization"].as_f64(), fam["freeBlocks"].as_u64(), fam["reservedAddresses"].as_u64()),
+        (Some(0.9375), Some(1), Some(0))
+    );
     assert_eq!(fam["nextBlock"], "10.80.1.192/26", "{fam}");
     let (code, table, stderr) = run(&["usage", "-f", path(&d.sysdump)]);
     assert_eq!(code, 0, "{stderr}");

@@ -11,9 +11,11 @@ type Figure = (&'static str, &'static str, fn(&FamilyReport) -> Option<Count>);
 
 const FAMILY_FIGURES: [Figure; 12] = [
     ("capacity_blocks", "Blocks the pool's CIDRs split into at its mask size.", |f| Some(f.capacity_blocks)),
-    ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once); absent when the input holds no CiliumNodes.", |f| {
-        f.allocated(f.allocated_blocks)
-    }),
+    (
+        "allocated_blocks",
+        "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once); absent when the input holds no CiliumNodes.",
+        |f| f.allocated(f.allocated_blocks),
+    ),
     (
         "withheld_blocks",
         "Blocks not allocated that a valid reserved range touches: never handed out; absent when the input cannot show reserved ranges.",
