@@ -55,6 +55,13 @@ fn without_cilium_nodes_allocation_figures_are_unknown_not_zero() {
         assert!(!metrics.contains(&format!("ciliumpool_{family}{{")), "{family}: no sample when unknown\n{metrics}");
     }
     assert!(metrics.contains("ciliumpool_capacity_blocks{pool=\"batch\",family=\"ipv4\"} 16"), "{metrics}");
+
+    let (code, text, stderr) = run(&["inspect", "batch", "-f", &pools]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("? of 16 allocatable blocks allocated, utilization unknown"), "{text}");
+    let cidr: Vec<&str> = text.lines().find(|l| l.trim_start().starts_with("10.80.0.0/22")).unwrap().split_whitespace().collect();
+    assert_eq!(cidr, ["10.80.0.0/22", "16", "?", "0", "?", "unknown"], "{text}");
+    assert!(text.contains("Nodes holding blocks: unknown") && text.contains("Next block: unknown"), "{text}");
 }
 
 #[test]
