@@ -7,8 +7,11 @@ use serde_json::Value;
 use std::path::Path;
 
 /// File name prefix, then the apiVersion and kind of the objects such a file holds.
-const SYSDUMP_KINDS: [(&str, &str, &str); 5] = [
+const SYSDUMP_KINDS: [(&str, &str, &str); 7] = [
     ("ciliumpodippools-", "cilium.io/v2alpha1", "CiliumPodIPPool"),
+    // The agent DaemonSet and the operator Deployment: their images name the Cilium version.
+    ("cilium-daemonset-", "apps/v1", "DaemonSet"),
+    ("cilium-operator-deployment-", "apps/v1", "Deployment"),
     ("ciliumnodes-", "cilium.io/v2", "CiliumNode"),
     ("ciliumendpoints-", "cilium.io/v2", "CiliumEndpoint"),
     ("k8s-pods-", "v1", "Pod"),
@@ -84,6 +87,8 @@ mod tests {
         assert_eq!(kind_for("x.zip:cilium-sysdump-20260101-120000/k8s-pods-20260101-120000.yaml"), Some(("v1", "Pod")));
         assert_eq!(kind_for("ciliumnodes-2026-01-01.yaml"), None);
         assert_eq!(kind_for("ciliumnodes.yaml"), None);
+        assert_eq!(kind_for("cilium-daemonset-20260101-120000.yaml"), Some(("apps/v1", "DaemonSet")));
+        assert_eq!(kind_for("d/cilium-operator-deployment-20260101-120000.yaml"), Some(("apps/v1", "Deployment")));
         assert_eq!(kind_for("hubble-flows-cilium-abcde-20260101-120000.json"), None);
 
         let docs = type_documents(

@@ -47,6 +47,9 @@ pub struct Contents<'a> {
     pub endpoints: bool,
     /// `-n`.
     pub namespace: Option<&'a str>,
+    /// The input names the Cilium version and it is before 1.21: no release before serves
+    /// `cilium.io/v2` pools, so v2alpha1 pools are all there is (no reserved ranges hidden).
+    pub cilium_without_v2_pools: bool,
 }
 
 /// The caveats of an input. Pods are counted before `-n` filters them: an empty namespace is not
@@ -58,7 +61,7 @@ pub fn caveats(input: &Contents) -> Vec<Caveat> {
     // Every pool read through v2alpha1 is a listing through it (a sysdump's). One pool of a v2
     // dialect shows the input holds v2 objects, reservations included; the CRD's versions say
     // whether v2 exists (and live reads use v2 when it is served).
-    if !input.crd && input.only_v2alpha1_pools {
+    if !input.crd && input.only_v2alpha1_pools && !input.cilium_without_v2_pools {
         add(CaveatKind::PoolsThroughV2alpha1, V2ALPHA1_VIEW.to_string());
     }
     let (files, namespace) = (input.files, input.namespace);
@@ -68,7 +71,7 @@ pub fn caveats(input: &Contents) -> Vec<Caveat> {
         if !input.nodes {
             add(
                 CaveatKind::NoCiliumNodes,
-                "the input holds no CiliumNodes: which blocks are allocated is unknown (USED and UTIL show ?); add `kubectl get ciliumnodes -o yaml`".into(),
+                "the input holds no CiliumNodes: which blocks are allocated is unknown (ALLOCATED, USED, FREE and UTIL show ?); add `kubectl get ciliumnodes -o yaml`".into(),
             );
         }
         match (no_pods, no_endpoints) {
@@ -104,11 +107,21 @@ mod tests {
 
     #[test]
     fn a_caveat_only_for_what_the_input_lacks() {
-        let full =
-            Contents { files: true, only_v2alpha1_pools: false, crd: false, nodes: true, pods: true, endpoints: true, namespace: None };
+        let full = Contents {
+            files: true,
+            only_v2alpha1_pools: false,
+            crd: false,
+            nodes: true,
+            pods: true,
+            endpoints: true,
+            namespace: None,
+            cilium_without_v2_pools: false,
+        };
         assert_eq!(kinds(&full), []);
         assert_eq!(kinds(&Contents { only_v2alpha1_pools: true, ..full }), [CaveatKind::PoolsThroughV2alpha1]);
         assert_eq!(kinds(&Contents { only_v2alpha1_pools: true, crd: true, ..full }), [], "the CRD says whether v2 exists");
+        let before_v2 = Contents { only_v2alpha1_pools: true, cilium_without_v2_pools: true, ..full };
+        assert_eq!(kinds(&before_v2), [], "Cilium before 1.21 serves no v2 pools: nothing is hidden");
         assert_eq!(kinds(&Contents { nodes: false, pods: false, ..full }), [CaveatKind::NoCiliumNodes, CaveatKind::NoPods]);
         assert_eq!(kinds(&Contents { endpoints: false, ..full }), [], "a pod's address is in its Pod");
         assert_eq!(kinds(&Contents { namespace: Some("a"), ..full }), [CaveatKind::NamespaceFilter]);

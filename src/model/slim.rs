@@ -86,8 +86,10 @@ pub fn fields_of(kind: &str) -> Option<Keep> {
 /// Whether `Snapshot::from_objects` reads more of an object of `kind` than its kind (it counts
 /// the others); lists hold objects.
 pub fn is_used(kind: &str) -> bool {
-    matches!(kind, "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition")
-        || kind.ends_with("List")
+    matches!(
+        kind,
+        "CiliumPodIPPool" | "CiliumNode" | "Pod" | "CiliumEndpoint" | "ConfigMap" | "CustomResourceDefinition" | "DaemonSet" | "Deployment"
+    ) || kind.ends_with("List")
 }
 
 /// The kind `Snapshot::from_objects` counts `document` under when it reads nothing more of it

@@ -1,6 +1,7 @@
 //! A snapshot: everything the allocator needs, from whichever source (cluster or files).
 
 use super::caveat::{Caveat, CaveatKind, Contents, caveats};
+use super::cilium::{self, CiliumVersion};
 use super::crd::{CrdInfo, POOL_CRD_NAME};
 use super::ipam::IpamConfig;
 use super::node::Node;
@@ -29,6 +30,8 @@ pub struct Snapshot {
     pub notes: Vec<String>,
     /// Objects of other kinds that were skipped, per kind.
     pub skipped: BTreeMap<String, usize>,
+    /// The Cilium versions the input's operator Deployment and agent DaemonSet name (a sysdump's).
+    pub cilium_versions: Vec<CiliumVersion>,
     pub origin: Origin,
 }
 
@@ -55,6 +58,10 @@ pub struct Origin {
     /// The caveats' messages: the field before `caveats` (schema version 1 keeps it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The Cilium versions the input names (files: a sysdump's operator Deployment and agent
+    /// DaemonSet); set by [`Snapshot::set_origin`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cilium_versions: Vec<CiliumVersion>,
 }
 
 impl Origin {
@@ -91,7 +98,7 @@ impl Snapshot {
         let Workloads { mut pods, mut endpoints, mut names } = workloads;
         let mut skipped = BTreeMap::new();
         let mut ipam = None;
-        let mut cluster_names = Vec::new();
+        let (mut cluster_names, mut cilium_versions) = (Vec::new(), Vec::new());
         // By value: each object's JSON is freed once it is decoded.
         for (position, obj) in flat.into_iter().enumerate() {
             let obj = &obj;
@@ -118,6 +125,7 @@ impl Snapshot {
                     }
                 }
                 "CustomResourceDefinition" if crd_positions.contains(&position) => {}
+                "DaemonSet" | "Deployment" if cilium::of_object(obj).is_some() => cilium_versions.extend(cilium::of_object(obj)),
                 other => *skipped.entry(if other.is_empty() { NO_KIND.to_string() } else { other.to_string() }).or_insert(0) += 1,
             }
         }
@@ -133,6 +141,7 @@ impl Snapshot {
             crd,
             notes: Vec::new(),
             skipped,
+            cilium_versions,
             origin: Origin { kind: "files", ipam_mode: "unknown".to_string(), ..Default::default() },
         }
     }
@@ -155,13 +164,16 @@ impl Snapshot {
             pods: held(self.pods.as_ref().map(Vec::len)),
             endpoints: held(self.endpoints.as_ref().map(Vec::len)),
             namespace: origin.namespace.as_deref(),
+            cilium_without_v2_pools: !self.cilium_versions.is_empty()
+                && self.cilium_versions.iter().all(|v| v.serves_v2_pools() == Some(false)),
         };
         let caveats = caveats(&contents);
         if contents.files && !contents.pods && !contents.endpoints {
             (self.pods, self.endpoints) = (None, None);
         }
         let warnings = caveats.iter().map(|c| c.message.clone()).collect();
-        self.origin = Origin { ipam_mode: self.ipam_mode_name(), caveats, warnings, ..origin };
+        let cilium_versions = self.cilium_versions.clone();
+        self.origin = Origin { ipam_mode: self.ipam_mode_name(), caveats, warnings, cilium_versions, ..origin };
     }
 
     /// Is this pool name the IPAM mode's own (listed by nodes, no CiliumPodIPPool, mode not

@@ -44,10 +44,28 @@ pub fn percent(fraction: Option<f64>) -> String {
 }
 
 /// A 10-cell bar of `fraction`, coloured by how full it is (`-` when unknown).
-/// A family's UTIL cell: `?` when the input cannot tell which blocks are allocated or which are
-/// reserved (unknown is not 0%), `-` when nothing is allocatable.
+/// A family's UTIL cell: `?` when the input cannot tell which blocks are allocated (unknown is
+/// not 0%), `≥94%` when it cannot show reserved ranges (hidden reservations only withhold free
+/// blocks, so the figure shown is a lower bound), `-` when nothing is allocatable.
 pub fn utilization(fam: &crate::allocator::FamilyReport) -> String {
-    if fam.allocation_known && fam.reservations_known { percent(fam.utilization()) } else { "?".to_string() }
+    match (fam.allocation_known, fam.reservations_known) {
+        (true, true) => percent(fam.utilization()),
+        (true, false) => fam.utilization_at_least().map_or_else(|| "?".to_string(), at_least),
+        (false, _) => "?".to_string(),
+    }
+}
+
+/// A lower bound as a percentage: `≥94%`; a full pool stays `100%` (nothing is left for a hidden
+/// reservation to withhold), a bound under 1% is `>0%`.
+fn at_least(fraction: f64) -> String {
+    let shown = percent(Some(fraction));
+    if fraction >= 1.0 {
+        shown
+    } else if shown.starts_with('<') {
+        ">0%".to_string()
+    } else {
+        format!("≥{}", shown.trim_start_matches('>'))
+    }
 }
 
 /// A family's bar, `?` when its utilization is unknown.
@@ -66,4 +84,17 @@ pub fn bar(fraction: Option<f64>, style: &Style) -> String {
         Tone::Good
     };
     style.paint(&format!("{}{}", "#".repeat(filled), ".".repeat(10 - filled)), tone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lower_bound_is_shown_as_one() {
+        assert_eq!(
+            [at_least(0.9375), at_least(0.5), at_least(0.995), at_least(0.001), at_least(1.0)],
+            ["≥94%", "≥50%", "≥99%", ">0%", "100%"]
+        );
+    }
 }

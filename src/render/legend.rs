@@ -29,7 +29,7 @@ fn meaning(kind: GridKind, column: &str) -> Option<&'static str> {
         (Pools, "ALLOCATED") => "usable addresses of the blocks CiliumNodes hold inside the pool's CIDRs",
         (Pools, "USED") => "distinct IPs of running pod-network pods, CiliumEndpoints and node infrastructure inside allocated blocks",
         (Pools, "FREE") => "usable addresses of blocks neither allocated nor withheld",
-        (Pools, "UTIL") => "allocated blocks / allocatable blocks",
+        (Pools, "UTIL") => "allocated blocks / allocatable blocks (≥: at least, reserved ranges not in the input; ?: unknown)",
         (Pools, "CAPACITY") => "blocks the CIDRs split into",
         (Pools, "WITHHELD-BLOCKS") => "blocks a reserved range touches (not allocatable)",
         (Pools, "FREE-BLOCKS") => "blocks neither allocated nor withheld",

@@ -120,7 +120,7 @@ pub fn cells(pool: &PoolReport, options: &MapOptions) -> Cells {
 
 /// The CIDR and block index of the next block the operator hands out, when known.
 fn next_block(fam: &FamilyReport) -> Option<(usize, u128)> {
-    let next = fam.next_block.filter(|_| fam.reservations_known)?;
+    let next = fam.next_block.and_then(|b| fam.exact(b))?;
     fam.cidrs
         .iter()
         .enumerate()

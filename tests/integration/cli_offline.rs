@@ -146,6 +146,11 @@ kind: CiliumPodIPPool
 metadata: {name: wide}
 spec:
   ipv6: {cidrs: ["::/1"], maskSize: 64}
+---
+# A node holding no block: which blocks are allocated is known (none), so free figures are too.
+apiVersion: cilium.io/v2
+kind: CiliumNode
+metadata: {name: idle}
 "#,
     );
     let doc = usage_json(&["-f", &file]);
@@ -164,7 +169,7 @@ spec:
     let wide = family(&doc, "wide", "ipv6");
     assert_eq!(wide["capacityBlocks"], 0);
     assert_eq!(wide["totalAddresses"], Value::String(two_pow(127).to_string()));
-    // The pools' own problems (a pools-only input also lacks CiliumNodes and Pods: input-incomplete).
+    // The pools' own problems (the input also lacks Pods: input-incomplete).
     let problems: Vec<&str> =
         doc["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).filter(|k| *k != "input-incomplete").collect();
     assert_eq!(problems, vec!["ipv6-too-many-blocks", "invalid-pool"]);

@@ -24,6 +24,7 @@ mod cli_reserve;
 mod cli_safety;
 mod cli_scripts;
 mod cli_serve;
+mod cli_unknowns;
 mod cli_views;
 mod cluster_errors;
 mod cluster_faults;

@@ -246,6 +246,7 @@ fn cidr_report(
         reservations,
         draining: reserved_idx.len() == capacity,
         reservations_known: true,
+        allocation_known: true,
     }
 }
 
@@ -253,7 +254,8 @@ fn cidr_report(
 fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, mut cidrs: Vec<CidrReport>, orphans: Vec<HeldBlock>) -> FamilyReport {
     let family = fam.family;
     let reservations_known = block_use.in_use.reservations_known;
-    cidrs.iter_mut().for_each(|c| c.reservations_known = reservations_known);
+    let allocation_known = block_use.in_use.nodes_known;
+    cidrs.iter_mut().for_each(|c| (c.reservations_known, c.allocation_known) = (reservations_known, allocation_known));
     let total_addresses = IntervalSet::from_ranges(fam.cidrs.iter().filter_map(|c| c.prefix).map(|p| (p.first(), p.last()))).len();
     let sum = |figure: fn(&CidrReport) -> Count| -> Count { cidrs.iter().map(figure).sum() };
     let (capacity_blocks, allocated_blocks) = (sum(|c| c.capacity_blocks), sum(|c| c.allocated_blocks));
@@ -288,7 +290,7 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, mut cidrs: Ve
         idle_addresses: used_addresses.map(|u| allocated_addresses.saturating_sub(u)),
         free_addresses: free_blocks * usable_per_block,
         usable_per_block,
-        allocation_known: block_use.in_use.nodes_known,
+        allocation_known,
         reservations_known,
         nodes_holding: blocks_per_node.len(),
         median_blocks_per_node,

@@ -122,19 +122,22 @@ struct FamilyDocument<'a> {
     mask_size: Option<u8>,
     total_addresses: Count,
     capacity_blocks: Count,
-    allocated_blocks: Count,
+    allocated_blocks: Option<Count>,
     withheld_blocks: Option<Count>,
     free_blocks: Option<Count>,
     orphan_blocks: Count,
     reserved_addresses: Option<Count>,
-    allocated_addresses: Count,
+    allocated_addresses: Option<Count>,
     used_addresses: Option<Count>,
     idle_addresses: Option<Count>,
     free_addresses: Option<Count>,
     /// Allocated / allocatable blocks as a fraction (the table's UTIL, OpenMetrics'
     /// `ciliumpool_utilization_ratio`); null when unknown.
     utilization: Option<f64>,
-    nodes_holding: usize,
+    /// What utilization is at least: `utilization` when that is known, the bound the input
+    /// shows when it cannot show reserved ranges (the table's `≥94%`); null without CiliumNodes.
+    utilization_at_least: Option<f64>,
+    nodes_holding: Option<usize>,
     runway_nodes: Option<Count>,
     cidrs: &'a [CidrReport],
     #[serde(serialize_with = "display_or_null")]
@@ -148,20 +151,21 @@ impl Serialize for FamilyReport {
             mask_size: self.mask_size,
             total_addresses: self.total_addresses,
             capacity_blocks: self.capacity_blocks,
-            allocated_blocks: self.allocated_blocks,
+            allocated_blocks: self.allocated(self.allocated_blocks),
             withheld_blocks: self.known(self.withheld_blocks),
-            free_blocks: self.known(self.free_blocks),
+            free_blocks: self.exact(self.free_blocks),
             orphan_blocks: self.orphan_blocks,
             reserved_addresses: self.known(self.reserved_addresses),
-            allocated_addresses: self.allocated_addresses,
+            allocated_addresses: self.allocated(self.allocated_addresses),
             used_addresses: self.used_addresses,
             idle_addresses: self.idle_addresses,
-            free_addresses: self.known(self.free_addresses),
+            free_addresses: self.exact(self.free_addresses),
             utilization: self.utilization(),
-            nodes_holding: self.nodes_holding,
-            runway_nodes: self.runway_nodes.filter(|_| self.reservations_known),
+            utilization_at_least: self.utilization_at_least(),
+            nodes_holding: self.allocated(self.nodes_holding),
+            runway_nodes: self.runway_nodes.and_then(|r| self.exact(r)),
             cidrs: &self.cidrs,
-            next_block: self.next_block.filter(|_| self.reservations_known),
+            next_block: self.next_block.and_then(|b| self.exact(b)),
         }
         .serialize(serializer)
     }
@@ -186,6 +190,18 @@ impl FamilyReport {
     pub fn known<T>(&self, figure: T) -> Option<T> {
         self.reservations_known.then_some(figure)
     }
+
+    /// A figure of which blocks nodes hold (allocated blocks and addresses, nodes holding):
+    /// `None` when the input holds no CiliumNodes (unknown is not zero).
+    pub fn allocated<T>(&self, figure: T) -> Option<T> {
+        self.allocation_known.then_some(figure)
+    }
+
+    /// A figure both allocations and reservations change (free blocks and addresses, runway,
+    /// the next block): `None` when either is unknown.
+    pub fn exact<T>(&self, figure: T) -> Option<T> {
+        (self.allocation_known && self.reservations_known).then_some(figure)
+    }
 }
 
 /// Serialized through [`CidrDocument`].
@@ -201,6 +217,8 @@ pub struct CidrReport {
     pub reserved_ranges: Vec<ReservedRange>,
     /// As [`FamilyReport::reservations_known`].
     pub reservations_known: bool,
+    /// As [`FamilyReport::allocation_known`].
+    pub allocation_known: bool,
     pub prefix: Prefix,
     /// The family's block size, so the report names its blocks itself (`run`, `index_of`).
     pub mask_size: u8,
@@ -221,7 +239,7 @@ pub struct CidrReport {
 struct CidrDocument<'a> {
     cidr: &'a str,
     capacity_blocks: Count,
-    allocated_blocks: Count,
+    allocated_blocks: Option<Count>,
     withheld_blocks: Option<Count>,
     free_blocks: Option<Count>,
     reserved_ranges: Option<&'a [ReservedRange]>,
@@ -233,9 +251,9 @@ impl Serialize for CidrReport {
         CidrDocument {
             cidr: &self.cidr,
             capacity_blocks: self.capacity_blocks,
-            allocated_blocks: self.allocated_blocks,
+            allocated_blocks: self.allocation_known.then_some(self.allocated_blocks),
             withheld_blocks: known(self.withheld_blocks),
-            free_blocks: known(self.free_blocks),
+            free_blocks: known(self.free_blocks).filter(|_| self.allocation_known),
             reserved_ranges: self.reservations_known.then_some(self.reserved_ranges.as_slice()),
         }
         .serialize(serializer)
@@ -369,6 +387,39 @@ mod tests {
         let shut = report.pool("shut").and_then(|p| p.family(Family::Ipv4)).unwrap();
         assert_eq!(shut.utilization(), None, "no allocatable block");
         assert!(report.pool("q").is_none() && report.pool("p").unwrap().family(Family::Ipv6).is_none());
+    }
+
+    /// Pool `p` (4 /26 blocks), node `n` holding 3 of them unless `nodes` is false, read from
+    /// files through v2alpha1 when `v2alpha1`; the ipv4 family's JSON.
+    fn family_json(nodes: bool, v2alpha1: bool) -> serde_json::Value {
+        let api_version = if v2alpha1 { "cilium.io/v2alpha1" } else { "cilium.io/v2" };
+        let mut objects = vec![
+            json!({"apiVersion": api_version, "kind": "CiliumPodIPPool", "metadata": {"name": "p"}, "spec": {"ipv4": {"cidrs": ["10.0.0.0/24"], "maskSize": 26}}}),
+        ];
+        if nodes {
+            objects.push(json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n"},
+                "spec": {"ipam": {"pools": {"allocated": [{"pool": "p", "cidrs": ["10.0.0.0/26", "10.0.0.64/26", "10.0.0.128/26"]}]}}}}));
+        }
+        let mut snap = Snapshot::from_objects(objects);
+        snap.set_origin(crate::model::Origin { kind: "files", ..Default::default() });
+        serde_json::to_value(&analyze(&snap).pools[0].families[0]).unwrap()
+    }
+
+    #[test]
+    fn unknown_figures_are_null_and_a_bound_is_at_least() {
+        let pick = |doc: &serde_json::Value, keys: &[&str]| keys.iter().map(|k| doc[*k].clone()).collect::<Vec<_>>();
+        let keys = ["allocatedBlocks", "freeBlocks", "allocatedAddresses", "freeAddresses", "utilization", "utilizationAtLeast"];
+        let known = family_json(true, false);
+        assert_eq!(pick(&known, &keys), [json!(3), json!(1), json!(186), json!(62), json!(0.75), json!(0.75)]);
+        assert_eq!(pick(&known, &["nodesHolding", "runwayNodes", "nextBlock"]), [json!(1), json!(0), json!("10.0.0.192/26")]);
+        // No CiliumNodes: which blocks are allocated is unknown, not none.
+        let no_nodes = family_json(false, false);
+        assert!(pick(&no_nodes, &keys).iter().all(serde_json::Value::is_null), "{no_nodes}");
+        assert!(pick(&no_nodes, &["nodesHolding", "runwayNodes", "nextBlock"]).iter().all(serde_json::Value::is_null), "{no_nodes}");
+        assert_eq!((&no_nodes["capacityBlocks"], &no_nodes["cidrs"][0]["allocatedBlocks"]), (&json!(4), &serde_json::Value::Null));
+        // Through v2alpha1: reserved ranges unknown; hidden ones only withhold free blocks.
+        let bound = family_json(true, true);
+        assert_eq!(pick(&bound, &keys), [json!(3), json!(null), json!(186), json!(null), json!(null), json!(0.75)]);
     }
 
     #[test]

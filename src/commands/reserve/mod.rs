@@ -112,7 +112,14 @@ async fn list(args: &ReserveArgs, ctx: &Context) -> Result<i32> {
             [name] => format!("pool {name}"),
             _ => "any pool".to_string(),
         };
-        warn_line!("No reserved ranges in {whose}.");
+        // Reserved ranges the input cannot show are unknown, not absent (the warning above says why).
+        let unknown = pools.iter().any(|p| p.families.iter().any(|f| !f.reservations_known));
+        if unknown {
+            let of = whose.strip_prefix("pool ").map_or_else(String::new, |name| format!(" of pool {name}"));
+            warn_line!("Reserved ranges{of} are unknown: the input cannot show them.");
+        } else {
+            warn_line!("No reserved ranges in {whose}.");
+        }
     }
     Ok(0)
 }

@@ -32,10 +32,9 @@ struct FamilyDetail<'a> {
     #[serde(flatten)]
     figures: &'a crate::allocator::FamilyReport,
     usable_per_block: Count,
-    nodes_holding: usize,
     median_blocks_per_node: Option<f64>,
     /// These two are null when the input cannot show the reserved ranges (unknown is not none).
-    runway_nodes: Option<Count>,
+    /// (`nodesHolding` and `runwayNodes` are the flattened figures': null when unknown.)
     reservations: Option<Vec<ReservationDetail>>,
     draining: Option<Vec<DrainingDetail<'a>>>,
     orphans: Vec<BlockDetail>,
@@ -108,9 +107,7 @@ impl<'a> FamilyDetail<'a> {
         FamilyDetail {
             figures: fam,
             usable_per_block: fam.usable_per_block,
-            nodes_holding: fam.nodes_holding,
             median_blocks_per_node: fam.median_blocks_per_node,
-            runway_nodes: fam.runway_nodes.filter(|_| fam.reservations_known),
             reservations: fam.known(reservations),
             draining: fam.known(draining),
             orphans: fam.orphans.iter().map(block_detail).collect(),

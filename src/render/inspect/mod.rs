@@ -174,7 +174,7 @@ fn family_summary(fam: &FamilyReport, style: &Style) -> String {
             "{} — blocks of {mask}, {} usable addresses each; {} of {} allocatable blocks allocated, {utilization}",
             style.paint(&fam.family.to_string().to_uppercase().replace("IPV", "IPv"), Tone::Bold),
             human(fam.usable_per_block),
-            human(fam.allocated_blocks),
+            opt(fam.allocated(fam.allocated_blocks)),
             opt(fam.known(fam.allocated_blocks + fam.free_blocks)),
         ),
         style,
@@ -193,15 +193,17 @@ fn cidr_rows(fam: &FamilyReport, reservations_hidden: bool) -> Vec<Vec<String>> 
                 } else {
                     format!("draining: {} block(s) still held", human(c.allocated_blocks))
                 }
-            } else if reservations_hidden {
+            } else if reservations_hidden || !c.allocation_known {
                 "unknown".to_string()
             } else if c.free_blocks.is_zero() {
                 "full".to_string()
             } else {
                 "active".to_string()
             };
-            let known = |figure: Count| if c.reservations_known { human(figure) } else { "?".to_string() };
-            vec![c.cidr.clone(), human(c.capacity_blocks), human(c.allocated_blocks), known(c.withheld_blocks), known(c.free_blocks), state]
+            let shown = |known: bool, figure: Count| if known { human(figure) } else { "?".to_string() };
+            let (allocated, free) =
+                (shown(c.allocation_known, c.allocated_blocks), shown(c.allocation_known && c.reservations_known, c.free_blocks));
+            vec![c.cidr.clone(), human(c.capacity_blocks), allocated, shown(c.reservations_known, c.withheld_blocks), free, state]
         })
         .collect()
 }
@@ -283,13 +285,18 @@ fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
     }
     holders.sort();
     let listed: Vec<String> = holders.iter().map(|(n, c)| format!("{n} ({c})")).collect();
-    out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
+    if !fam.allocation_known {
+        out.push_str("  Nodes holding blocks: unknown — the input holds no CiliumNodes\n");
+    } else {
+        out.push_str(&format!("  Nodes holding blocks ({}):{}\n", holders.len(), if listed.is_empty() { " <none>" } else { "" }));
+    }
     out.push_str(&wrapped(&listed, "    ", "nodes", style));
     if let Some(orphans) = (!fam.orphans.is_empty()).then_some(&fam.orphans) {
         let list: Vec<String> = orphans.iter().map(|o| format!("{} on {}", o.prefix, o.nodes.join(","))).collect();
         out.push_str(&line(&format!("  Orphan blocks ({}): {}", orphans.len(), list.join(", ")), style));
     }
     match fam.next_block {
+        _ if !fam.allocation_known => out.push_str("  Next block: unknown — the input holds no CiliumNodes\n"),
         _ if !fam.reservations_known => {
             out.push_str("  Next block: unknown — the lowest free block may lie in a reserved range the input does not show\n")
         }

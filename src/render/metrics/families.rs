@@ -11,9 +11,11 @@ type Figure = (&'static str, &'static str, fn(&FamilyReport) -> Option<Count>);
 
 const FAMILY_FIGURES: [Figure; 12] = [
     ("capacity_blocks", "Blocks the pool's CIDRs split into at its mask size.", |f| Some(f.capacity_blocks)),
-    ("allocated_blocks", "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once).", |f| {
-        Some(f.allocated_blocks)
-    }),
+    (
+        "allocated_blocks",
+        "Blocks CiliumNodes hold inside the pool's CIDRs (a block listed twice counts once); absent when the input holds no CiliumNodes.",
+        |f| f.allocated(f.allocated_blocks),
+    ),
     (
         "withheld_blocks",
         "Blocks not allocated that a valid reserved range touches: never handed out; absent when the input cannot show reserved ranges.",
@@ -21,8 +23,8 @@ const FAMILY_FIGURES: [Figure; 12] = [
     ),
     (
         "free_blocks",
-        "Blocks neither allocated nor withheld: what the operator can still hand out; absent when the input cannot show reserved ranges.",
-        |f| f.known(f.free_blocks),
+        "Blocks neither allocated nor withheld: what the operator can still hand out; absent when the input cannot show reserved ranges or holds no CiliumNodes.",
+        |f| f.exact(f.free_blocks),
     ),
     (
         "orphan_blocks",
@@ -33,20 +35,24 @@ const FAMILY_FIGURES: [Figure; 12] = [
     ("reserved_addresses", "Addresses inside valid reserved ranges; absent when the input cannot show them.", |f| {
         f.known(f.reserved_addresses)
     }),
-    ("allocated_addresses", "Usable addresses of the allocated blocks.", |f| Some(f.allocated_addresses)),
+    ("allocated_addresses", "Usable addresses of the allocated blocks; absent when the input holds no CiliumNodes.", |f| {
+        f.allocated(f.allocated_addresses)
+    }),
     (
         "used_addresses",
         "Distinct in-use IPs (pods, CiliumEndpoints, node infrastructure) inside allocated blocks; absent when unknown (neither pods nor endpoints read, or no CiliumNodes in the input).",
         |f| f.used_addresses,
     ),
     ("idle_addresses", "Allocated minus used addresses (pre-allocation held by nodes); absent when used is unknown.", |f| f.idle_addresses),
-    ("free_addresses", "Usable addresses of the free blocks; absent when the input cannot show reserved ranges.", |f| {
-        f.known(f.free_addresses)
-    }),
+    (
+        "free_addresses",
+        "Usable addresses of the free blocks; absent when the input cannot show reserved ranges or holds no CiliumNodes.",
+        |f| f.exact(f.free_addresses),
+    ),
     (
         "runway_nodes",
-        "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block or the input cannot show reserved ranges.",
-        |f| f.runway_nodes.filter(|_| f.reservations_known),
+        "How many more nodes the free blocks serve at the median blocks per node; absent when no node holds a block, the input cannot show reserved ranges or holds no CiliumNodes.",
+        |f| f.runway_nodes.and_then(|r| f.exact(r)),
     ),
 ];
 
@@ -128,22 +134,23 @@ fn figure_families(report: &Report, families: &[(&PoolReport, &FamilyReport)], o
 
 /// Per pool and family, the nodes holding blocks and the nodes waiting for one.
 fn node_count_families(report: &Report, families: &[(&PoolReport, &FamilyReport)]) -> Vec<Family> {
-    let samples = families.iter().map(|(p, f)| Sample::new(pool_labels(p, f), f.nodes_holding)).collect();
+    // Without CiliumNodes, how many hold or wait is unknown: no series.
+    let known = || families.iter().filter(|(_, f)| f.allocation_known);
+    let samples = known().map(|(p, f)| Sample::new(pool_labels(p, f), f.nodes_holding)).collect();
     let holding = Family::new(
         "ciliumpool_nodes_holding",
         Type::Gauge,
-        "CiliumNodes holding at least one allocated block of the pool and family.",
+        "CiliumNodes holding at least one allocated block of the pool and family; absent when the input holds no CiliumNodes.",
         samples,
     );
     let waiting = nodes_waiting(report);
-    let samples = families
-        .iter()
+    let samples = known()
         .map(|(p, f)| Sample::new(pool_labels(p, f), waiting.get(&(p.name.as_str(), f.family.to_string())).copied().unwrap_or(0)))
         .collect();
     let waiting = Family::new(
         "ciliumpool_nodes_waiting",
         Type::Gauge,
-        "CiliumNodes that request more addresses of the pool and family than their blocks hold: each waits for another block.",
+        "CiliumNodes that request more addresses of the pool and family than their blocks hold: each waits for another block; absent when the input holds no CiliumNodes.",
         samples,
     );
     vec![holding, waiting]

@@ -65,7 +65,8 @@ impl Thresholds {
         if let Some(n) = self.min_free_blocks
             && fam.free_blocks < Count::from(n)
         {
-            let bound = if fam.reservations_known { "" } else { "at most " };
+            // Without CiliumNodes or reserved ranges, the free blocks shown are an upper bound.
+            let bound = if fam.exact(()).is_some() { "" } else { "at most " };
             out.push((format!("FREE-BLOCKS<{n}"), format!("{bound}{} free block(s), fewer than --min-free-blocks {n}", fam.free_blocks)));
         }
         out
@@ -266,12 +267,12 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
                 pool.name.clone(),
                 fam.family.to_string(),
                 fam.mask_size.map_or("?".to_string(), |m| format!("/{m}")),
-                format!("{}/{}", human(fam.allocated_blocks), opt(fam.known(fam.allocated_blocks + fam.free_blocks))),
+                format!("{}/{}", opt(fam.allocated(fam.allocated_blocks)), opt(fam.known(fam.allocated_blocks + fam.free_blocks))),
                 human(fam.total_addresses),
                 opt(fam.known(fam.reserved_addresses)),
-                human(fam.allocated_addresses),
+                opt(fam.allocated(fam.allocated_addresses)),
                 opt(fam.used_addresses),
-                opt(fam.known(fam.free_addresses)),
+                opt(fam.exact(fam.free_addresses)),
                 super::utilization(fam),
             ];
             if style.headers {
@@ -281,11 +282,11 @@ pub fn pools_table(pools: &[&PoolReport], wide: bool, thresholds: &Thresholds, s
                 row.extend([
                     human(fam.capacity_blocks),
                     opt(fam.known(fam.withheld_blocks)),
-                    opt(fam.known(fam.free_blocks)),
+                    opt(fam.exact(fam.free_blocks)),
                     opt(fam.idle_addresses),
                     human(fam.orphan_blocks),
-                    fam.nodes_holding.to_string(),
-                    if fam.reservations_known { fam.runway_nodes.map_or("-".to_string(), human) } else { "?".to_string() },
+                    fam.allocated(fam.nodes_holding).map_or_else(|| "?".to_string(), |n| n.to_string()),
+                    fam.exact(fam.runway_nodes).map_or_else(|| "?".to_string(), |r| r.map_or("-".to_string(), human)),
                     cidrs_cell(fam),
                 ]);
             }
@@ -352,6 +353,11 @@ pub fn sources_line(sources: &UsedSources, origin: &Origin, notes: &[String], po
         "used: unknown".to_string()
     };
     let mut line = format!("Sources: {pool_count} pools, {node_count} CiliumNodes from {from}; IPAM mode {}; {used}", origin.ipam_mode);
+    // The version a sysdump names (before 1.21, v2alpha1 pools are all there is: no hidden reservations).
+    for version in &origin.cilium_versions {
+        let tag = version.version.as_deref().unwrap_or("unknown");
+        line.push_str(&format!("; Cilium {} ({})", crate::escape::Field(tag), crate::escape::Field(&version.source)));
+    }
     // What the input cannot show is not here: each caveat is its own `warning:` line.
     for note in notes {
         line.push_str("; ");
