@@ -183,12 +183,26 @@ fn scalar(value: &Value, quote: Quote) -> String {
         (Value::String(_), Quote::Double) => json(),
         (Value::String(s), Quote::Single) if !s.chars().any(char::is_control) => format!("'{}'", s.replace('\'', "''")),
         (Value::String(_), Quote::Single) => json(),
+        (Value::String(s), Quote::Plain) if address_like(s) => s.clone(),
         _ => {
             let text = to_yaml(value);
             let text = text.trim_end_matches('\n');
             if text.contains('\n') { json() } else { text.to_string() }
         }
     }
+}
+
+/// An address, a CIDR or a range (`10.40.0.1`, `fd00:60::/112`, `10.40.0.1-10.40.0.9`), which
+/// reads back as a string when plain in YAML 1.2 and for Kubernetes' go-yaml (`kubectl get -o
+/// yaml` writes them plain), but which serde-saphyr quotes: YAML 1.1's float pattern takes any
+/// digits and dots after a first dot. Time-like `1:30:00` (a YAML 1.1 base-60 number) is not one.
+fn address_like(s: &str) -> bool {
+    let dotted = s.matches('.').count() >= 3;
+    let colons = s.matches(':').count() >= 2 && !s.split(':').all(|part| part.bytes().all(|b| b.is_ascii_digit()));
+    s.bytes().all(|b| b.is_ascii_hexdigit() || matches!(b, b'.' | b':' | b'/' | b'-'))
+        && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+        && !s.ends_with(':')
+        && (dotted || colons)
 }
 
 /// `value` as YAML lines in the document's layout: a scalar or empty collection on one line,
@@ -273,6 +287,10 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
         (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items))
             if !node.flow && !new_items.is_empty() && old_items.len() == items.len() =>
         {
+            if let Some(insertion) = inserted(text, items, old_items, new_items, layout.near(text, node, old)) {
+                edits.push(insertion);
+                return Some(());
+            }
             for ((item, old_item), new_item) in items.iter().zip(old_items).zip(new_items) {
                 diff(text, item, old_item, new_item, Place::Item, layout, edits)?;
             }
@@ -301,6 +319,33 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
             Some(())
         }
     }
+}
+
+/// When `new_items` are `old_items` with items put in between two of them (not after the last:
+/// that is an append), the edit that writes those items before the first one that follows them,
+/// above the comment lines just over it (a comment over an item speaks of it).
+fn inserted(text: &str, items: &[Node], old_items: &[Value], new_items: &[Value], near: Layout) -> Option<Edit> {
+    let at = old_items.iter().zip(new_items).take_while(|(old, new)| old == new).count();
+    let added = new_items.len().checked_sub(old_items.len()).filter(|&n| n > 0)?;
+    if at == old_items.len() || old_items[at..] != new_items[at + added..] {
+        return None;
+    }
+    let dash = text[..items[at].start].rfind('-')?;
+    let (mut from, _) = line_of(text, dash);
+    if !text[from..dash].trim().is_empty() {
+        return None; // `- - item`: the item shares its line
+    }
+    while from > 0 {
+        let before = &text[..from];
+        let before = before.strip_suffix("\r\n").or_else(|| before.strip_suffix(['\n', '\r'])).unwrap_or(before);
+        let above = before.rfind(['\n', '\r']).map_or(0, |break_| break_ + 1);
+        if !before[above..].trim_start().starts_with('#') {
+            break;
+        }
+        from = above;
+    }
+    let lines = new_items[at..at + added].iter().map(|v| at_column(item_lines(v, near), column(text, dash))).collect();
+    Some((from, from, lines))
 }
 
 /// The entries of a block mapping that stay, diffed where they stand, and those `new_map` drops,
@@ -454,6 +499,25 @@ mod tests {
             out,
             "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n"
         );
+    }
+
+    #[test]
+    fn an_item_put_between_two_is_inserted_there_as_its_neighbours_are_written() {
+        // Issue 42: plain addresses stay plain (serde-saphyr quotes `10.40.0.20`), and the new
+        // item goes above the comment over the item it precedes; every other byte is kept.
+        let text = "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n";
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["ranges"].as_array_mut().unwrap().insert(1, json!({"end": "10.40.0.20", "start": "10.40.0.10"}));
+        assert_eq!(
+            patched(text, &new),
+            "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n- end: 10.40.0.20\n  start: 10.40.0.10\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n"
+        );
+        // Quoted neighbours: quoted. What YAML 1.1 reads as a number stays quoted in a plain file.
+        let quoted = text.replace("10.40.0.1", "\"10.40.0.1\"").replace("10.40.255.254", "\"10.40.255.254\"");
+        assert!(patched(&quoted, &new).contains("- end: \"10.40.0.20\"\n  start: \"10.40.0.10\"\n# the gateway"));
+        for (s, written) in [("fd00:60::/112", "fd00:60::/112"), ("1:30:00", "\"1:30:00\""), ("10.40", "\"10.40\""), ("ab:cd:", "\"ab:cd:\"")] {
+            assert_eq!(scalar(&json!(s), Quote::Plain), written);
+        }
     }
 
     use proptest::prelude::*;

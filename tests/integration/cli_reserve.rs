@@ -412,3 +412,25 @@ fn a_document_written_whole_says_its_comments_were_not_kept() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("note: ") && fx.read().contains("NET-1   # keep"), "{err}");
 }
+
+/// Issue 42: a range added in place was written quoted among plain neighbours
+/// (`end: "10.40.0.20"`) and appended after them; it is now written as they are, in address
+/// order, above the comment of the range it goes before, and nothing else of the file changes.
+#[test]
+fn a_range_added_in_place_is_written_plain_in_address_order() {
+    let fx = Fixture::new();
+    let ranges = "    pool:\n    - cidr: 10.40.0.0/16\n      reservedRanges:\n      - end: 10.40.0.1\n        start: 10.40.0.1\n      # the gateway\n      - end: 10.40.255.254\n        start: 10.40.255.254\n";
+    let before = BLUE.replacen("    maskSize: 24\n", &format!("    maskSize: 24\n{ranges}"), 1);
+    std::fs::write(fx.pools(), &before).unwrap();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.9.0-10.40.9.255", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let added = "      - end: 10.40.9.255\n        start: 10.40.9.0\n";
+    let expected = before.replacen("      # the gateway\n", &format!("{added}      # the gateway\n"), 1);
+    assert_eq!(fx.read(), expected);
+    // A range of a CIDR without an entry yet gets its entry after the entries of earlier CIDRs.
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.41.0.5", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let entry = "    - cidr: 10.41.0.0/16\n      reservedRanges:\n      - end: 10.41.0.5\n        start: 10.41.0.5\n";
+    let expected = expected.replacen("        start: 10.40.255.254\n", &format!("        start: 10.40.255.254\n{entry}"), 1);
+    assert_eq!(fx.read(), expected);
+}
