@@ -15,7 +15,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Where addresses stand: pool, CIDR, block and its state, reservation, the pod or node holding them (exit 1 when one is in no pool)
     Ip(IpArgs),
-    /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
+    /// Reserve, release or list a pool's address ranges; drain a CIDR
     ReserveRange(ReserveArgs),
     /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
     Migrate(MigrateArgs),
@@ -162,42 +162,46 @@ pub struct CompletionArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.254            # keep a gateway IP out of the pool\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.240-10.40.255.254 --dry-run=server\n  \
-    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16     # step 1 of decommissioning a CIDR\n  \
+    # Keep a gateway IP out of the pool (previewed, then asked)\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.254\n  \
+    # Preview a range, validated by the API server, nothing written\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.240/28 --dry-run=server\n  \
+    # Step 1 of decommissioning a CIDR; release a range; list them all\n  \
+    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16\n  \
     kubectl ciliumpool reserve-range blue --remove 10.40.255.254\n  \
     kubectl ciliumpool reserve-range --list\n  \
+    # Edit a manifest instead of the cluster; no arguments: a guided flow\n  \
     kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n  \
-    kubectl ciliumpool reserve-range                   # guided: pool, CIDR, range, preview, [y/N]\n\n\
-Reservations act on whole blocks: every block the range touches is withheld. Blocks already on a \
-node are not evicted. The impact is shown before anything is written.")]
+    kubectl ciliumpool reserve-range\n\n\
+A reservation withholds every block it touches; blocks on nodes are not evicted.\n\
+More: docs/reserve-range.md")]
 pub struct ReserveArgs {
-    /// The pool (a guided flow starts on a terminal when it is missing)
+    /// The pool (none: a guided flow, on a terminal)
     pub pool: Option<String>,
-    /// The range to reserve: A-B, A..B, a single IP or a CIDR
+    /// The range to reserve: A-B, A..B, an IP or a CIDR
     pub range: Option<String>,
     /// The pool CIDR the range must lie in
     #[arg(long, value_name = "CIDR")]
     pub cidr: Option<String>,
-    /// Remove this reserved range (as listed by --list)
+    /// Remove this reserved range (as --list shows it)
     #[arg(long, value_name = "RANGE", conflicts_with_all = ["range", "drain", "list"])]
     pub remove: Option<String>,
-    /// Reserve a whole CIDR of the pool: step 1 of decommissioning it
+    /// Reserve a whole CIDR: step 1 of removing it
     #[arg(long, value_name = "CIDR", conflicts_with_all = ["range", "list"])]
     pub drain: Option<String>,
-    /// List the reserved ranges of POOL (or of every pool) and what they withhold
+    /// List reserved ranges and what they withhold
     #[arg(long, conflicts_with = "range")]
     pub list: bool,
-    /// Allow a change that reserves every block of the pool
+    /// Allow reserving every block of the pool
     #[arg(long)]
     pub force: bool,
-    /// Write without asking for confirmation (required when not on a terminal)
+    /// Write without asking (needed off a terminal)
     #[arg(short = 'y', long)]
     pub yes: bool,
-    /// client: validate and preview only; server: also have the API server validate the write without persisting it
-    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t = DryRun::None)]
+    /// Preview only: client (bare --dry-run), or server: validated by the API server too
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t = DryRun::None, hide_default_value = true, hide_possible_values = true)]
     pub dry_run: DryRun,
-    /// With -f: rewrite the file holding the pool (atomically) instead of printing the edited pool
+    /// With -f: rewrite the file instead of printing it
     #[arg(long)]
     pub in_place: bool,
 }
@@ -205,11 +209,12 @@ pub struct ReserveArgs {
 /// `--dry-run` as kubectl spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DryRun {
-    /// Write for real
+    // Described in the flag's own line (a described value would make `--help` list each on its own).
+    // none: write for real.
     None,
-    /// Validate and show what would change; send nothing that writes
+    // client: validate and show what would change; send nothing that writes.
     Client,
-    /// Also send every write as a server-side dry run (validated by the API server, not persisted)
+    // server: also send every write as a server-side dry run (validated, not persisted).
     Server,
 }
 
