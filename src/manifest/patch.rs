@@ -363,7 +363,8 @@ mod tests {
     fn an_item_put_between_two_is_inserted_there_as_its_neighbours_are_written() {
         // Issue 42: plain addresses stay plain (serde-saphyr quotes `10.40.0.20`), and the new
         // item goes above the comment over the item it precedes; every other byte is kept.
-        let text = "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n";
+        let text =
+            "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n";
         let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
         new["ranges"].as_array_mut().unwrap().insert(1, json!({"end": "10.40.0.20", "start": "10.40.0.10"}));
         assert_eq!(
@@ -373,7 +374,9 @@ mod tests {
         // Quoted neighbours: quoted. What YAML 1.1 reads as a number stays quoted in a plain file.
         let quoted = text.replace("10.40.0.1", "\"10.40.0.1\"").replace("10.40.255.254", "\"10.40.255.254\"");
         assert!(patched(&quoted, &new).contains("- end: \"10.40.0.20\"\n  start: \"10.40.0.10\"\n# the gateway"));
-        for (s, written) in [("fd00:60::/112", "fd00:60::/112"), ("1:30:00", "\"1:30:00\""), ("10.40", "\"10.40\""), ("ab:cd:", "\"ab:cd:\"")] {
+        for (s, written) in
+            [("fd00:60::/112", "fd00:60::/112"), ("1:30:00", "\"1:30:00\""), ("10.40", "\"10.40\""), ("ab:cd:", "\"ab:cd:\"")]
+        {
             assert_eq!(scalar(&json!(s), Quote::Plain), written);
         }
     }

@@ -48,7 +48,8 @@ pub fn apply(raw: &mut Value, dialect: Dialect, edit: &RangeEdit) -> Result<(), 
 /// Upstream: `pool: [{cidr, reservedRanges: [{start, end}]}]`, the entry created when absent
 /// and dropped again when it holds nothing but its key.
 fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditError> {
-    let order: Vec<String> = fam.get("cidrs").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+    let order: Vec<String> =
+        fam.get("cidrs").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
     if !order.contains(&edit.cidr) {
         return Err(EditError::NoSuchCidr(edit.family, edit.cidr.clone()));
     }
@@ -222,9 +223,12 @@ mod tests {
                 {"start": "10.40.255.254", "end": "10.40.255.254"}]}, {"cidr": "10.42.0.0/16", "reservedRanges": [{"start": "10.42.0.1", "end": "10.42.0.1"}]}]}}});
         apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.9.0", "10.40.9.255"))).unwrap();
         apply(&mut pool, Dialect::UpstreamV2, &add("10.41.0.0/16", range("10.41.0.5", "10.41.0.5"))).unwrap();
-        let starts = |at: &str| pool.pointer(at).unwrap().as_array().unwrap().iter().map(|r| r["start"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let starts = |at: &str| {
+            pool.pointer(at).unwrap().as_array().unwrap().iter().map(|r| r["start"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
         assert_eq!(starts("/spec/ipv4/pool/0/reservedRanges"), ["10.40.0.1", "x", "10.40.9.0", "10.40.255.254"]);
-        let cidrs: Vec<&str> = pool.pointer("/spec/ipv4/pool").unwrap().as_array().unwrap().iter().map(|e| e["cidr"].as_str().unwrap()).collect();
+        let cidrs: Vec<&str> =
+            pool.pointer("/spec/ipv4/pool").unwrap().as_array().unwrap().iter().map(|e| e["cidr"].as_str().unwrap()).collect();
         assert_eq!(cidrs, ["10.40.0.0/16", "10.41.0.0/16", "10.42.0.0/16"]);
     }
 

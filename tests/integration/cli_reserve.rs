@@ -443,13 +443,19 @@ fn a_range_added_in_place_is_written_plain_in_address_order() {
 fn a_repeated_key_is_refused_in_one_line_and_nothing_is_written() {
     let said = "duplicate key `kind` in one object; a Kubernetes object names each field once: remove one of them";
     let fx = Fixture::new();
-    let yaml = BLUE.replacen("kind: CiliumPodIPPool\nmetadata:\n  name: blue\n", "kind: CiliumPodIPPool\nmetadata:\n  name: blue\nkind: CiliumNode\n", 1);
+    let yaml = BLUE.replacen(
+        "kind: CiliumPodIPPool\nmetadata:\n  name: blue\n",
+        "kind: CiliumPodIPPool\nmetadata:\n  name: blue\nkind: CiliumNode\n",
+        1,
+    );
     std::fs::write(fx.pools(), &yaml).unwrap();
     let json = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-1", "namespace": "team-blue"},
  "kind": "CiliumNode"}"#;
     std::fs::write(fx.root.join("pod.json"), json).unwrap();
     // The JSON through `usage` (the streaming reader first), the YAML through the in-place edit.
-    for (args, file, line) in [(&["usage"][..], "pod.json", 2), (&["reserve-range", "blue", "10.40.0.1", "--in-place"][..], "pools.yaml", 6)] {
+    for (args, file, line) in
+        [(&["usage"][..], "pod.json", 2), (&["reserve-range", "blue", "10.40.0.1", "--in-place"][..], "pools.yaml", 6)]
+    {
         let path = fx.root.join(file);
         let (code, out, err) = cli::output(cli::plugin().args(args).arg("-f").arg(&path));
         let expected = format!("error: {}:{line}: {said}\n", path.display());
