@@ -29,6 +29,7 @@ pub mod files;
 #[cfg(feature = "cli")]
 pub mod heap;
 pub mod interrupt;
+pub mod json;
 pub mod manifest;
 pub mod migrate;
 pub mod model;

@@ -15,7 +15,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Where addresses stand: pool, CIDR, block and its state, reservation, the pod or node holding them (exit 1 when one is in no pool)
     Ip(IpArgs),
-    /// Reserve, release or list address ranges of a pool; drain a CIDR before removing it
+    /// Reserve, release or list a pool's address ranges; drain a CIDR
     ReserveRange(ReserveArgs),
     /// Move CiliumPodIPPools from cilium.io/v2alpha1 to v2, in the cluster or in manifests (-f)
     Migrate(MigrateArgs),
@@ -25,8 +25,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the plugin's version, commit and build date and, when reachable, the server, CRD and Cilium versions
     #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool version                        # the server part gives up after 2s\n  \
-    kubectl ciliumpool version --client               # the plugin only, no cluster contacted\n  \
+    # The server part gives up after 2s\n  \
+    kubectl ciliumpool version\n  \
+    # The plugin only, no cluster contacted\n  \
+    kubectl ciliumpool version --client\n  \
     kubectl ciliumpool version -o json")]
     Version(VersionArgs),
 }
@@ -46,12 +48,18 @@ pub enum ByKind {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool usage                          # every pool, IPv4 and IPv6\n  \
-    kubectl ciliumpool usage blue --show-blocks       # one row per block: node, state, range\n  \
-    kubectl ciliumpool usage --by node                # one row per node and pool\n  \
-    kubectl ciliumpool usage blue --map               # the pool's address space, one cell per block\n  \
-    kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8   # exit 1 when breached (CI, cron)\n  \
-    kubectl ciliumpool usage -o openmetrics > /var/lib/node_exporter/ciliumpool.prom\n  \
+    # Every pool, IPv4 and IPv6\n  \
+    kubectl ciliumpool usage\n  \
+    # One row per block: node, state, range\n  \
+    kubectl ciliumpool usage blue --show-blocks\n  \
+    # One row per node and pool\n  \
+    kubectl ciliumpool usage --by node\n  \
+    # The pool's address space, one cell per block\n  \
+    kubectl ciliumpool usage blue --map\n  \
+    # Exit 1 when breached (CI, cron)\n  \
+    kubectl ciliumpool usage --fail-above 90% --min-free-blocks 8\n  \
+    # For node_exporter's textfile collector\n  \
+    kubectl ciliumpool usage -o openmetrics > ciliumpool.prom\n  \
     kubectl ciliumpool usage --watch")]
 pub struct UsageArgs {
     /// Pools to show (default: all)
@@ -81,8 +89,10 @@ pub struct UsageArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool serve                          # http://127.0.0.1:9967/ (loopback only)\n  \
-    kubectl ciliumpool serve --listen 0.0.0.0:9967 --node-metrics  # every interface, as deploy/\n\n\
+    # Http://127.0.0.1:9967/ (loopback only)\n  \
+    kubectl ciliumpool serve\n  \
+    # Every interface, as deploy/\n  \
+    kubectl ciliumpool serve --listen 0.0.0.0:9967 --node-metrics\n\n\
 In a pod without a kubeconfig it uses the pod's service account (deploy/). Metrics, alerts and \
 the dashboard: docs/metrics.md.")]
 pub struct ServeArgs {
@@ -108,8 +118,10 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool inspect blue                   # reservations, draining, nodes, next block\n  \
-    kubectl ciliumpool inspect                        # a picker on a terminal (Esc cancels)\n  \
+    # Reservations, draining, nodes, next block\n  \
+    kubectl ciliumpool inspect blue\n  \
+    # A picker on a terminal (Esc cancels)\n  \
+    kubectl ciliumpool inspect\n  \
     kubectl ciliumpool inspect blue -o json")]
 pub struct InspectArgs {
     /// The pool to inspect (default: a picker on a terminal, all pools otherwise)
@@ -118,7 +130,8 @@ pub struct InspectArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool ip 10.40.3.17                 # which pool, block and pod\n  \
+    # Which pool, block and pod\n  \
+    kubectl ciliumpool ip 10.40.3.17\n  \
     kubectl ciliumpool ip 10.40.255.254 fd00:10::1a -o json\n\n\
 Exit codes: 0 every address is in a pool (or in a block a node lists), 1 some address is in no pool, 2 an argument is not an IP address.")]
 pub struct IpArgs {
@@ -129,10 +142,14 @@ pub struct IpArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool check                          # every problem, with what to do\n  \
-    kubectl ciliumpool check blue green               # only the problems of these pools\n  \
-    kubectl ciliumpool check --severity error -o name # the objects with errors, for scripts\n  \
-    kubectl ciliumpool check -f ./sysdump/            # offline, from an extracted cilium sysdump\n\n\
+    # Every problem, with what to do\n  \
+    kubectl ciliumpool check\n  \
+    # Only the problems of these pools\n  \
+    kubectl ciliumpool check blue green\n  \
+    # The objects with errors, for scripts\n  \
+    kubectl ciliumpool check --severity error -o name\n  \
+    # Offline, from an extracted cilium sysdump\n  \
+    kubectl ciliumpool check -f ./sysdump/\n\n\
 Exit codes: 0 no problem at or above --severity (input-incomplete, which describes the input, does not count), 1 problems found.")]
 pub struct CheckArgs {
     /// Pools whose problems to report (default: every problem, the cluster-wide ones too)
@@ -162,42 +179,46 @@ pub struct CompletionArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.254            # keep a gateway IP out of the pool\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.240-10.40.255.254 --dry-run=server\n  \
-    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16     # step 1 of decommissioning a CIDR\n  \
+    # Keep a gateway IP out of the pool (previewed, then asked)\n  \
+    # Preview a range, validated by the API server, nothing written\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.254\n  \\n  \
+    # Step 1 of decommissioning a CIDR; release a range; list them all\n  \
+    kubectl ciliumpool reserve-range blue 10.40.255.240/28 --dry-run=server\n  \\n  \
+    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16\n  \
     kubectl ciliumpool reserve-range blue --remove 10.40.255.254\n  \
-    kubectl ciliumpool reserve-range --list\n  \
+    # Edit a manifest instead of the cluster; no arguments: a guided flow\n  \
+    kubectl ciliumpool reserve-range --list\n  \\n  \
     kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n  \
-    kubectl ciliumpool reserve-range                   # guided: pool, CIDR, range, preview, [y/N]\n\n\
-Reservations act on whole blocks: every block the range touches is withheld. Blocks already on a \
-node are not evicted. The impact is shown before anything is written.")]
+    kubectl ciliumpool reserve-range\n\n\
+A reservation withholds every block it touches; blocks on nodes are not evicted.\n\
+More: docs/reserve-range.md")]
 pub struct ReserveArgs {
-    /// The pool (a guided flow starts on a terminal when it is missing)
+    /// The pool (none: a guided flow, on a terminal)
     pub pool: Option<String>,
-    /// The range to reserve: A-B, A..B, a single IP or a CIDR
+    /// The range to reserve: A-B, A..B, an IP or a CIDR
     pub range: Option<String>,
     /// The pool CIDR the range must lie in
     #[arg(long, value_name = "CIDR")]
     pub cidr: Option<String>,
-    /// Remove this reserved range (as listed by --list)
+    /// Remove this reserved range (as --list shows it)
     #[arg(long, value_name = "RANGE", conflicts_with_all = ["range", "drain", "list"])]
     pub remove: Option<String>,
-    /// Reserve a whole CIDR of the pool: step 1 of decommissioning it
+    /// Reserve a whole CIDR: step 1 of removing it
     #[arg(long, value_name = "CIDR", conflicts_with_all = ["range", "list"])]
     pub drain: Option<String>,
-    /// List the reserved ranges of POOL (or of every pool) and what they withhold
+    /// List reserved ranges and what they withhold
     #[arg(long, conflicts_with = "range")]
     pub list: bool,
-    /// Allow a change that reserves every block of the pool
+    /// Allow reserving every block of the pool
     #[arg(long)]
     pub force: bool,
-    /// Write without asking for confirmation (required when not on a terminal)
+    /// Write without asking (needed off a terminal)
     #[arg(short = 'y', long)]
     pub yes: bool,
-    /// client: validate and preview only; server: also have the API server validate the write without persisting it
-    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t = DryRun::None)]
+    /// Preview only: client (bare --dry-run), or server: validated by the API server too
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t = DryRun::None, hide_default_value = true, hide_possible_values = true)]
     pub dry_run: DryRun,
-    /// With -f: rewrite the file holding the pool (atomically) instead of printing the edited pool
+    /// With -f: rewrite the file instead of printing it
     #[arg(long)]
     pub in_place: bool,
 }
@@ -205,11 +226,12 @@ pub struct ReserveArgs {
 /// `--dry-run` as kubectl spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DryRun {
-    /// Write for real
+    // Described in the flag's own line (a described value would make `--help` list each on its own).
+    // none: write for real.
     None,
-    /// Validate and show what would change; send nothing that writes
+    // client: validate and show what would change; send nothing that writes.
     Client,
-    /// Also send every write as a server-side dry run (validated by the API server, not persisted)
+    // server: also send every write as a server-side dry run (validated, not persisted).
     Server,
 }
 
@@ -223,17 +245,23 @@ pub enum Schema {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    kubectl ciliumpool migrate --dry-run              # the plan: what would be written, and why\n  \
-    kubectl ciliumpool migrate                        # backup, then migrate (asks first)\n  \
-    kubectl ciliumpool migrate --status               # exit 0 once v2alpha1 can be removed\n  \
-    kubectl ciliumpool migrate --finalize             # storedVersions [v2]\n  \
-    kubectl ciliumpool migrate -f manifests/ --check  # CI: exit 1 while a manifest needs converting\n  \
-    kubectl ciliumpool migrate -f manifests/ --diff   # what --in-place would change, as a diff\n  \
+    # The plan: what would be written, and why\n  \
+    kubectl ciliumpool migrate --dry-run\n  \
+    # Backup, then migrate (asks first)\n  \
+    kubectl ciliumpool migrate\n  \
+    # Exit 0 once v2alpha1 can be removed\n  \
+    kubectl ciliumpool migrate --status\n  \
+    # StoredVersions [v2]\n  \
+    kubectl ciliumpool migrate --finalize\n  \
+    # CI: exit 1 while a manifest needs converting\n  \
+    kubectl ciliumpool migrate -f manifests/ --check\n  \
+    # What --in-place would change, as a diff\n  \
+    kubectl ciliumpool migrate -f manifests/ --diff\n  \
     kubectl ciliumpool migrate -f manifests/ --in-place\n\n\
 Runbook: docs/migration.md. Offline (-f): prints only the documents that change (each after a `# Source:` line), a diff with --diff, or rewrites the files with --in-place; --dry-run writes nothing.")]
 pub struct MigrateArgs {
-    /// Print the plan and stop (with -f: show the changes, write nothing); exit 1 when it would write, as kubectl diff; =server also sends every write as a server-side dry run
-    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None)]
+    /// The plan only, nothing written; exit 1 when it would write (kubectl diff); =server: validated by the API server too
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", default_value_t = DryRun::None, hide_default_value = true, hide_possible_values = true)]
     pub dry_run: DryRun,
     /// Do not ask for confirmation (required when not on a terminal)
     #[arg(short = 'y', long)]
@@ -253,8 +281,8 @@ pub struct MigrateArgs {
     /// List pools in pages of this many objects
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub chunk_size: u32,
-    /// Offline (-f): the v2 shape to convert manifests to
-    #[arg(long, value_enum, default_value_t = Schema::Upstream)]
+    /// Offline (-f): the v2 shape, upstream (cidrs stay strings) or cfp (CFP-42466 objects) [default: upstream]
+    #[arg(long, value_enum, default_value_t = Schema::Upstream, hide_default_value = true, hide_possible_values = true)]
     pub schema: Schema,
     /// Offline (-f): rewrite the files instead of printing the changed documents (with --dry-run: write nothing)
     #[arg(long)]

@@ -44,13 +44,13 @@ const INPUT_OUTPUT: &str = "Input and output (every command)";
 
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Path to the kubeconfig file (default: $KUBECONFIG, a path list, or ~/.kube/config)
+    /// Path to the kubeconfig file
     #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = CONNECTION)]
     pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use; several (A,B or repeated) read them all as a fleet (usage, check, ip, serve: docs/fleet.md)
+    /// Context(s) to use; several: a fleet
     #[arg(long, global = true, value_name = "NAME", value_delimiter = ',', help_heading = CONNECTION)]
     pub context: Vec<String>,
-    /// Read every context of the kubeconfig as a fleet (usage, check, ip, serve: docs/fleet.md)
+    /// Read every context, as a fleet
     #[arg(long, global = true, conflicts_with = "context", help_heading = CONNECTION)]
     pub all_contexts: bool,
     /// The kubeconfig cluster to use
@@ -65,28 +65,28 @@ pub struct GlobalArgs {
     /// Group to impersonate (repeatable)
     #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = CONNECTION)]
     pub as_group: Vec<String>,
-    /// How long one request may take in all, from connecting to the last byte of the answer, e.g. 5s, 1m; 0 waits forever [default: 30s]
+    /// Per-request deadline [default: 30s]
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout, help_heading = CONNECTION)]
     pub request_timeout: Option<Duration>,
-    /// The most bytes one API answer may have before it is refused (a page of 500 objects is a few MiB), e.g. 512Mi
+    /// Largest API answer
     #[arg(long, global = true, value_name = "SIZE", default_value = "128Mi", value_parser = crate::bytes::parse, help_heading = CONNECTION)]
     pub max_response_size: u64,
-    /// Namespace to read pods from (pools and nodes are cluster-scoped); default: all namespaces
+    /// Namespace of the pods (default: all)
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = CONNECTION)]
     pub namespace: Option<String>,
-    /// Namespace of the Cilium installation: its ConfigMap cilium-config names the IPAM mode, its operator and agent images the version
+    /// Cilium namespace
     #[arg(long, global = true, value_name = "NAMESPACE", default_value = "kube-system", help_heading = CONNECTION)]
     pub cilium_namespace: String,
-    /// Read objects from files or directories instead of the cluster ('-' for stdin; repeatable)
+    /// Files or directories to read ('-': stdin)
     #[arg(short = 'f', long = "filename", global = true, value_name = "PATH", value_hint = ValueHint::AnyPath, help_heading = INPUT_OUTPUT)]
     pub filename: Vec<String>,
-    /// The most bytes one -f input (a file, stdin, an archive member) may hold, e.g. 4Gi; an archive may expand to 16 times this in all
+    /// Largest -f input
     #[arg(long, global = true, value_name = "SIZE", default_value = "1Gi", value_parser = crate::bytes::parse, help_heading = INPUT_OUTPUT)]
     pub max_input_size: u64,
-    /// The longest line a YAML -f input may have (the parser holds a line's value whole, three times over), e.g. 64Mi
+    /// Longest YAML line
     #[arg(long, global = true, value_name = "SIZE", default_value = "16Mi", value_parser = crate::bytes::parse, help_heading = INPUT_OUTPUT)]
     pub max_line_size: u64,
-    /// With -f: each input is one cluster of a fleet (usage, check, ip: docs/fleet.md)
+    /// With -f: each input is one cluster
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub fleet: bool,
     /// Output format
@@ -95,10 +95,10 @@ pub struct GlobalArgs {
     /// Do not print table headers (and footers)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub no_headers: bool,
-    /// When to colour output
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, help_heading = INPUT_OUTPUT)]
+    /// Colour: auto, always or never
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, hide_default_value = true, hide_possible_values = true, help_heading = INPUT_OUTPUT)]
     pub color: ColorChoice,
-    /// Diagnostics on stderr (what was read, what was skipped); kubectl's forms -v=N, -v N and --v=N are taken, any N above 0 turns them on; a bare -v or --verbose is -v=1
+    /// Diagnostics on stderr (-v=N)
     #[arg(short = 'v', long = "v", visible_alias = "verbose", global = true, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1", default_value_t = 0, hide_default_value = true, help_heading = INPUT_OUTPUT)]
     pub verbosity: u8,
 }
@@ -185,10 +185,16 @@ fn formats_of(subcommand: &str) -> &'static [Format] {
 /// only the formats the command prints (clap does not propagate a global flag a subcommand has).
 /// The other formats still parse, so that `Context::from_cli` refuses them in one line.
 fn with_formats(subcommand: clap::Command) -> clap::Command {
-    let output = values::OutputParser { shown: formats_of(subcommand.get_name()) };
+    let formats = formats_of(subcommand.get_name());
+    let output = values::OutputParser { shown: formats };
     let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
     globals.get_arguments().fold(subcommand, |subcommand, arg| {
-        let arg = if arg.get_id() == "output" { arg.clone().value_parser(output.clone()) } else { arg.clone() };
+        // The command's formats on one line (`One of table|json|...`), as kubectl's help lists them.
+        let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+        let arg = match arg.get_id().as_str() {
+            "output" => arg.clone().value_parser(output.clone()).help(format!("One of: {}", names.join(", "))).hide_possible_values(true),
+            _ => arg.clone(),
+        };
         subcommand.arg(arg)
     })
 }

@@ -319,6 +319,25 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_key_is_refused_by_both_decoders() {
+        // The fuzz finding: the whole reading kept the last `kind`, the streaming one the first.
+        let corpus = include_str!("../../fuzz/corpus/manifest/repeated-kind-key.json");
+        let nested = r#"{"kind": "CiliumNode", "metadata": {"name": "n", "name": "m"}}"#;
+        let top = r#"{"kind": "ConfigMap", "data": {}, "data": {}}"#;
+        let yaml = "kind: CiliumNode\nmetadata: {name: n}\nkind: Pod\n";
+        for text in [corpus, r#"{"kind":"Pod","metadata":{"name":"p"},"kind":"CiliumNode"}"#, nested, top, yaml] {
+            for pools in [Pools::Read, Pools::Whole] {
+                assert!(
+                    parse_stream(text.as_bytes(), "t.json", pools, Limits::default()).unwrap().is_none(),
+                    "left to the whole reading: {text}"
+                );
+            }
+            let err = manifest::parse(text, "t.json").unwrap_err().to_string();
+            assert!(err.starts_with("t.json:") && err.contains(": duplicate key `") && !err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
     fn a_line_longer_than_the_bound_is_found_whatever_the_reads() {
         for piece in [1, 3, 64] {
             assert_eq!(over(b"abcd\nabcd\n\n", 4, piece), None, "{piece}");

@@ -22,6 +22,7 @@ use serde_json::Value;
 mod documents;
 mod parse;
 mod patch;
+mod style;
 mod tree;
 mod yaml;
 

@@ -14,8 +14,14 @@ pub(super) fn as_json(text: &str, name: &str) -> Result<Option<Value>> {
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
         return Ok(None);
     }
-    match serde_json::from_str(text) {
-        Ok(value) => Ok(Some(value)),
+    match serde_json::from_str::<crate::json::Strict>(text) {
+        Ok(strict) => Ok(Some(strict.0)),
+        // Refused as kube-apiserver refuses it, not read as YAML (which refuses it too).
+        Err(e) if crate::json::is_duplicate_key(&e.to_string()) => {
+            let what = e.to_string();
+            let what = what.split(" at line ").next().unwrap_or(&what);
+            Err(input(format!("{name}:{}: {what}", e.line())))
+        }
         Err(_) if parse_yaml(text, name, None).is_ok() => Ok(None),
         Err(e) => Err(input(format!("{name}:{}: invalid JSON: {e}", e.line()))),
     }
@@ -41,12 +47,27 @@ pub(super) fn parse_yaml(text: &str, name: &str, document_line: Option<usize>) -
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
         let detail = e.to_string();
         // The scanner's own nesting limit (flow collections) says so only in its message.
-        let why = budget_refusal(&e).or_else(|| detail.contains("recursion limit exceeded").then(too_deep));
+        let why = budget_refusal(&e)
+            .or_else(|| detail.contains("recursion limit exceeded").then(too_deep))
+            .or_else(|| duplicate_key(&e).map(|key| crate::json::duplicate_key(&key)));
         match why {
             Some(why) => input(format!("{name}{at}: {why}")),
             None => input(format!("{name}{at}: invalid YAML: {}", detail.lines().next().unwrap_or("parse error"))),
         }
     })
+}
+
+/// The key a YAML mapping repeats, when that is the error: said in the project's words, not with
+/// the parser's advice (its option to accept it).
+fn duplicate_key(e: &serde_saphyr::Error) -> Option<String> {
+    let mut e = e;
+    while let serde_saphyr::Error::AliasError { error, .. } | serde_saphyr::Error::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    match e {
+        serde_saphyr::Error::DuplicateMappingKey { key, .. } => Some(key.clone().unwrap_or_else(|| "?".to_string())),
+        _ => None,
+    }
 }
 
 /// Anchors and aliases may replay this many parser events in all (a Kubernetes manifest rarely
@@ -130,6 +151,16 @@ mod tests {
         assert_eq!(parse("{a: 1, b: [x]}", "t").unwrap(), vec![json!({"a": 1, "b": ["x"]})]);
         assert_eq!(parse("{\"a\": 1}\n---\n{\"b\": 2}\n", "t").unwrap().len(), 2);
         assert_eq!(parse("{\"a\": 1e400}", "t").unwrap(), vec![json!({"a": ".inf"})]);
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_in_one_line_in_json_and_yaml() {
+        // Issue 42: YAML said `set DuplicateKeyPolicy in Options if acceptable`; JSON kept the last.
+        let said = "duplicate key `kind` in one object; a Kubernetes object names each field once: remove one of them";
+        for (text, line) in [("apiVersion: v1\nkind: Pod\nkind: CiliumNode\n", 3), ("{\"kind\": \"Pod\",\n \"kind\": \"CiliumNode\"}", 2)] {
+            let err = parse(text, "f").unwrap_err().to_string();
+            assert_eq!(err, format!("f:{line}: {said}"));
+        }
     }
 
     #[test]

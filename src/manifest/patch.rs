@@ -12,8 +12,8 @@
 //! whose patched text does not read back as the new value.
 
 use super::documents::in_breaks;
+use super::style::{Layout, Quote, quote_of, scalar};
 use super::tree::{Node, Shape, column, ends_a_line, line_of, tree};
-use super::yaml::to_yaml;
 use granit_parser::{Event, Parser};
 use serde_json::{Map, Value};
 
@@ -60,135 +60,6 @@ pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<Strin
 /// Whether `text` holds a YAML comment (as the parser sees it: a `#` inside a quoted string is none).
 pub fn has_comment(text: &str) -> bool {
     Parser::new_from_str(text).map_while(Result::ok).any(|(event, _)| matches!(event, Event::Comment(..)))
-}
-
-/// How a scalar string is quoted in the document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Quote {
-    /// Plain where YAML reads it back as the same string, quoted where it must be.
-    Plain,
-    Single,
-    Double,
-}
-
-/// The document's own style, which what is written follows: how its strings are quoted, how far a
-/// nested mapping is indented, how far a sequence under a key is (0: `key:` then `- item` below it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Layout {
-    quote: Quote,
-    indent: usize,
-    sequence_indent: usize,
-}
-
-impl Layout {
-    /// The style of the document `root` (whose value is `value`): the quoting most of its string
-    /// values use, and the indentation of its first nested mapping and first sequence under a key
-    /// (2 and 2 when it has none).
-    fn of(text: &str, root: &Node, value: &Value) -> Layout {
-        let mut layout = Layout { quote: dominant(&quotes(text, root, value, true)), indent: 0, sequence_indent: usize::MAX };
-        indents(text, root, &mut layout);
-        if layout.indent == 0 {
-            layout.indent = 2;
-        }
-        if layout.sequence_indent == usize::MAX {
-            layout.sequence_indent = 2;
-        }
-        layout
-    }
-
-    /// This layout quoting as the string values of `node` do, if it holds any (the entries of the
-    /// mapping a key is added to, the items of a sequence): the nearest style wins.
-    fn near(self, text: &str, node: &Node, value: &Value) -> Layout {
-        let direct = quotes(text, node, value, false);
-        let found = if direct.is_empty() { quotes(text, node, value, true) } else { direct };
-        if found.is_empty() { self } else { Layout { quote: dominant(&found), ..self } }
-    }
-}
-
-/// The quoting of a scalar node, read from its first character.
-fn quote_of(text: &str, node: &Node) -> Quote {
-    match text.as_bytes().get(node.start) {
-        Some(b'"') => Quote::Double,
-        Some(b'\'') => Quote::Single,
-        _ => Quote::Plain,
-    }
-}
-
-/// The quoting of the string values (not keys) directly in `node`, or in all of it when `deep`.
-fn quotes(text: &str, node: &Node, value: &Value, deep: bool) -> Vec<Quote> {
-    let children: Vec<(&Node, &Value)> = match (&node.shape, value) {
-        (Shape::Map(entries), Value::Object(map)) => entries.iter().filter_map(|(k, _, _, n)| Some((n, map.get(k)?))).collect(),
-        (Shape::Seq(items), Value::Array(values)) => items.iter().zip(values).collect(),
-        (Shape::Scalar, Value::String(_)) => return vec![quote_of(text, node)],
-        _ => return Vec::new(),
-    };
-    let mut found = Vec::new();
-    for (child, value) in children {
-        match (&child.shape, value) {
-            (Shape::Scalar, Value::String(_)) => found.push(quote_of(text, child)),
-            (Shape::Map(_) | Shape::Seq(_), _) if deep => found.extend(quotes(text, child, value, true)),
-            _ => {}
-        }
-    }
-    found
-}
-
-/// The style most of `quotes` have; plain on a tie or when there are none.
-fn dominant(quotes: &[Quote]) -> Quote {
-    let count = |q: Quote| quotes.iter().filter(|&&found| found == q).count();
-    let (plain, single, double) = (count(Quote::Plain), count(Quote::Single), count(Quote::Double));
-    if double > plain.max(single) {
-        Quote::Double
-    } else if single > plain.max(double) {
-        Quote::Single
-    } else {
-        Quote::Plain
-    }
-}
-
-/// The first indentation of a nested block mapping and of a block sequence under a key in `node`.
-fn indents(text: &str, node: &Node, layout: &mut Layout) {
-    match &node.shape {
-        Shape::Map(entries) if !node.flow => {
-            for (_, key_start, _, child) in entries {
-                let key_col = column(text, *key_start);
-                match &child.shape {
-                    Shape::Map(nested) if !child.flow && layout.indent == 0 => {
-                        if let Some((_, nested_start, _, _)) = nested.first() {
-                            layout.indent = column(text, *nested_start).saturating_sub(key_col);
-                        }
-                    }
-                    Shape::Seq(items) if !child.flow && layout.sequence_indent == usize::MAX => {
-                        if let Some(dash) = items.first().and_then(|item| text[..item.start].rfind('-')) {
-                            layout.sequence_indent = column(text, dash).saturating_sub(key_col);
-                        }
-                    }
-                    _ => {}
-                }
-                indents(text, child, layout);
-            }
-        }
-        Shape::Seq(items) if !node.flow => items.iter().for_each(|item| indents(text, item, layout)),
-        _ => {}
-    }
-}
-
-/// A scalar or an empty collection on one line: a string quoted as `quote` says (plain only where
-/// it reads back as the same string); a scalar YAML writes on several lines as a JSON string.
-fn scalar(value: &Value, quote: Quote) -> String {
-    let json = || serde_json::to_string(value).expect("JSON values serialize");
-    match (value, quote) {
-        (Value::Object(_), _) => "{}".to_string(),
-        (Value::Array(_), _) => "[]".to_string(),
-        (Value::String(_), Quote::Double) => json(),
-        (Value::String(s), Quote::Single) if !s.chars().any(char::is_control) => format!("'{}'", s.replace('\'', "''")),
-        (Value::String(_), Quote::Single) => json(),
-        _ => {
-            let text = to_yaml(value);
-            let text = text.trim_end_matches('\n');
-            if text.contains('\n') { json() } else { text.to_string() }
-        }
-    }
 }
 
 /// `value` as YAML lines in the document's layout: a scalar or empty collection on one line,
@@ -273,6 +144,10 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
         (Shape::Seq(items), Value::Array(old_items), Value::Array(new_items))
             if !node.flow && !new_items.is_empty() && old_items.len() == items.len() =>
         {
+            if let Some(insertion) = inserted(text, items, old_items, new_items, layout.near(text, node, old)) {
+                edits.push(insertion);
+                return Some(());
+            }
             for ((item, old_item), new_item) in items.iter().zip(old_items).zip(new_items) {
                 diff(text, item, old_item, new_item, Place::Item, layout, edits)?;
             }
@@ -301,6 +176,33 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
             Some(())
         }
     }
+}
+
+/// When `new_items` are `old_items` with items put in between two of them (not after the last:
+/// that is an append), the edit that writes those items before the first one that follows them,
+/// above the comment lines just over it (a comment over an item speaks of it).
+fn inserted(text: &str, items: &[Node], old_items: &[Value], new_items: &[Value], near: Layout) -> Option<Edit> {
+    let at = old_items.iter().zip(new_items).take_while(|(old, new)| old == new).count();
+    let added = new_items.len().checked_sub(old_items.len()).filter(|&n| n > 0)?;
+    if at == old_items.len() || old_items[at..] != new_items[at + added..] {
+        return None;
+    }
+    let dash = text[..items[at].start].rfind('-')?;
+    let (mut from, _) = line_of(text, dash);
+    if !text[from..dash].trim().is_empty() {
+        return None; // `- - item`: the item shares its line
+    }
+    while from > 0 {
+        let before = &text[..from];
+        let before = before.strip_suffix("\r\n").or_else(|| before.strip_suffix(['\n', '\r'])).unwrap_or(before);
+        let above = before.rfind(['\n', '\r']).map_or(0, |break_| break_ + 1);
+        if !before[above..].trim_start().starts_with('#') {
+            break;
+        }
+        from = above;
+    }
+    let lines = new_items[at..at + added].iter().map(|v| at_column(item_lines(v, near), column(text, dash))).collect();
+    Some((from, from, lines))
 }
 
 /// The entries of a block mapping that stay, diffed where they stand, and those `new_map` drops,
@@ -395,6 +297,7 @@ fn replacement(text: &str, node: &Node, new: &Value, place: Place, layout: Layou
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::to_yaml;
     use serde_json::json;
 
     fn patched(text: &str, new: &Value) -> String {
@@ -454,6 +357,28 @@ mod tests {
             out,
             "spec:\n  ipv4:\n    cidrs:\n    - cidr: 10.40.0.0/16\n      reservedRange: []   # a\n    - 10.41.0.0/16\n    - 10.42.0.0/16\n    maskSize: 24\n"
         );
+    }
+
+    #[test]
+    fn an_item_put_between_two_is_inserted_there_as_its_neighbours_are_written() {
+        // Issue 42: plain addresses stay plain (serde-saphyr quotes `10.40.0.20`), and the new
+        // item goes above the comment over the item it precedes; every other byte is kept.
+        let text =
+            "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n";
+        let mut new = crate::manifest::parse(text, "t").unwrap().remove(0);
+        new["ranges"].as_array_mut().unwrap().insert(1, json!({"end": "10.40.0.20", "start": "10.40.0.10"}));
+        assert_eq!(
+            patched(text, &new),
+            "ranges:\n- end: 10.40.0.1   # one\n  start: 10.40.0.1\n- end: 10.40.0.20\n  start: 10.40.0.10\n# the gateway\n- end: 10.40.255.254\n  start: 10.40.255.254\nnext: x\n"
+        );
+        // Quoted neighbours: quoted. What YAML 1.1 reads as a number stays quoted in a plain file.
+        let quoted = text.replace("10.40.0.1", "\"10.40.0.1\"").replace("10.40.255.254", "\"10.40.255.254\"");
+        assert!(patched(&quoted, &new).contains("- end: \"10.40.0.20\"\n  start: \"10.40.0.10\"\n# the gateway"));
+        for (s, written) in
+            [("fd00:60::/112", "fd00:60::/112"), ("1:30:00", "\"1:30:00\""), ("10.40", "\"10.40\""), ("ab:cd:", "\"ab:cd:\"")]
+        {
+            assert_eq!(scalar(&json!(s), Quote::Plain), written);
+        }
     }
 
     use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! Edits of a pool's reserved ranges, applied to the raw object in place so that every field
 //! the model does not know survives (docs/design/cilium.md#dialects). Pure: no IO.
 
-use super::ip::Family;
+use super::ip::{Addr, Family};
 use super::pool::{Dialect, ReservedRange};
 use serde_json::{Map, Value, json};
 use thiserror::Error;
@@ -48,9 +48,9 @@ pub fn apply(raw: &mut Value, dialect: Dialect, edit: &RangeEdit) -> Result<(), 
 /// Upstream: `pool: [{cidr, reservedRanges: [{start, end}]}]`, the entry created when absent
 /// and dropped again when it holds nothing but its key.
 fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditError> {
-    let listed =
-        fam.get("cidrs").and_then(Value::as_array).is_some_and(|cidrs| cidrs.iter().any(|c| c.as_str() == Some(edit.cidr.as_str())));
-    if !listed {
+    let order: Vec<String> =
+        fam.get("cidrs").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+    if !order.contains(&edit.cidr) {
         return Err(EditError::NoSuchCidr(edit.family, edit.cidr.clone()));
     }
     let end_first = ranges_put_end_first(fam);
@@ -62,8 +62,12 @@ fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), 
     let index = match entries.iter().position(|e| e.get("cidr").and_then(Value::as_str) == Some(edit.cidr.as_str())) {
         Some(i) => i,
         None => {
-            entries.push(json!({"cidr": edit.cidr}));
-            entries.len() - 1
+            // Where the CIDR stands in `cidrs`, among the entries of the CIDRs listed there.
+            let rank = |cidr: Option<&str>| order.iter().position(|c| Some(c.as_str()) == cidr);
+            let after = |e: &Value| rank(e.get("cidr").and_then(Value::as_str)).is_some_and(|r| Some(r) > rank(Some(&edit.cidr)));
+            let at = entries.iter().position(after).unwrap_or(entries.len());
+            entries.insert(at, json!({"cidr": edit.cidr}));
+            at
         }
     };
     let entry = entries[index].as_object_mut().ok_or(EditError::Malformed(edit.family))?;
@@ -76,7 +80,7 @@ fn apply_upstream(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), 
     if let Some(add) = &edit.add {
         let (start, end) = (("start".to_string(), json!(add.start)), ("end".to_string(), json!(add.end)));
         let keys = if end_first { [end, start] } else { [start, end] };
-        list.push(Value::Object(keys.into_iter().collect()));
+        list.insert(ordered_at(list, &add.start), Value::Object(keys.into_iter().collect()));
     }
     if list.is_empty() {
         entry.remove("reservedRanges");
@@ -126,6 +130,14 @@ fn apply_cfp(fam: &mut Map<String, Value>, edit: &RangeEdit) -> Result<(), EditE
         (None, Some(_)) => {}
     }
     Ok(())
+}
+
+/// Where a range starting at `start` goes in `list` to keep it in address order: before the first
+/// range that starts after it (ranges that do not parse are passed over, never moved).
+fn ordered_at(list: &[Value], start: &str) -> usize {
+    let key = |text: &str| Addr::parse(text).map(|a| (a.family, a.value));
+    let Some(new) = key(start) else { return list.len() };
+    list.iter().position(|r| key(text_of(r, "start")).is_some_and(|old| old > new)).unwrap_or(list.len())
 }
 
 fn text_of<'a>(range: &'a Value, key: &str) -> &'a str {
@@ -201,6 +213,23 @@ mod tests {
         };
         apply(&mut pool, Dialect::UpstreamV2, &edit).unwrap();
         assert_eq!(pool.pointer("/spec/ipv4/pool").unwrap(), &json!([{"cidr": "10.40.0.0/16", "knob": true}]));
+    }
+
+    #[test]
+    fn a_new_range_and_a_new_entry_go_in_address_order() {
+        // Issue 42: they were appended.
+        let mut pool = json!({"spec": {"ipv4": {"cidrs": ["10.40.0.0/16", "10.41.0.0/16", "10.42.0.0/16"], "maskSize": 24,
+            "pool": [{"cidr": "10.40.0.0/16", "reservedRanges": [{"start": "10.40.0.1", "end": "10.40.0.1"}, {"start": "x", "end": "x"},
+                {"start": "10.40.255.254", "end": "10.40.255.254"}]}, {"cidr": "10.42.0.0/16", "reservedRanges": [{"start": "10.42.0.1", "end": "10.42.0.1"}]}]}}});
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.40.0.0/16", range("10.40.9.0", "10.40.9.255"))).unwrap();
+        apply(&mut pool, Dialect::UpstreamV2, &add("10.41.0.0/16", range("10.41.0.5", "10.41.0.5"))).unwrap();
+        let starts = |at: &str| {
+            pool.pointer(at).unwrap().as_array().unwrap().iter().map(|r| r["start"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(starts("/spec/ipv4/pool/0/reservedRanges"), ["10.40.0.1", "x", "10.40.9.0", "10.40.255.254"]);
+        let cidrs: Vec<&str> =
+            pool.pointer("/spec/ipv4/pool").unwrap().as_array().unwrap().iter().map(|e| e["cidr"].as_str().unwrap()).collect();
+        assert_eq!(cidrs, ["10.40.0.0/16", "10.41.0.0/16", "10.42.0.0/16"]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! and then decoded — correct, only slower.
 
 use super::workload::{Endpoint, Pod, Workloads};
+use crate::json::{StrictSeed, duplicate_key, insert_unique};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};
@@ -284,16 +285,22 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
         if self.place == Place::Items {
-            return Ok(Some(Value::Object(de::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?)));
+            return Ok(Some(StrictSeed.visit_map(map)?));
         }
         let mut out = Map::new();
         let mut kind: Option<String> = None;
         let lifted_before = self.lifted.borrow().len();
+        // The keys skipped, so that a repeated one is refused as a whole reading refuses it.
+        let mut skipped: Vec<String> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) || skipped.contains(&key) {
+                return Err(de::Error::custom(duplicate_key(&key)));
+            }
             let known_kind = kind.as_deref().or(self.inherited_kind);
             // Of an object of a kind the snapshot does not use, only what says so is kept.
             if known_kind.is_some_and(|k| !is_used(k)) && key != "kind" && key != "apiVersion" {
                 map.next_value::<IgnoredAny>()?;
+                skipped.push(key);
                 continue;
             }
             let value = match (key.as_str(), known_kind.and_then(|k| self.fields_of(k))) {
@@ -304,15 +311,15 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
                     let items = ObjectVisitor { inherited_kind: item_kind, place: Place::Items, ..self };
                     map.next_value_seed(items)?.unwrap_or_default()
                 }
-                (_, None) => map.next_value::<Value>()?,
+                (_, None) | (_, Some(Keep::All)) => map.next_value_seed(StrictSeed)?,
                 (_, Some(Keep::Fields(fields))) => match fields.iter().find(|(name, _)| *name == key) {
                     Some((_, keep)) => map.next_value_seed(*keep)?,
                     None => {
                         map.next_value::<IgnoredAny>()?;
+                        skipped.push(key);
                         continue;
                     }
                 },
-                (_, Some(Keep::All)) => map.next_value::<Value>()?,
             };
             if key == "kind" {
                 kind = value.as_str().map(str::to_string);
@@ -343,7 +350,7 @@ impl<'de> DeserializeSeed<'de> for Keep {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         match self {
-            Keep::All => de::Deserialize::deserialize(deserializer),
+            Keep::All => StrictSeed.deserialize(deserializer),
             Keep::Fields(_) => deserializer.deserialize_any(self),
         }
     }
@@ -360,7 +367,7 @@ impl<'de> Visitor<'de> for Keep {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Value>()? {
+        while let Some(item) = seq.next_element_seed(StrictSeed)? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -373,7 +380,7 @@ impl<'de> Visitor<'de> for Keep {
             match fields.iter().find(|(name, _)| *name == key) {
                 Some((_, keep)) => {
                     let value = map.next_value_seed(*keep)?;
-                    out.insert(key, value);
+                    insert_unique(&mut out, key, value)?;
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;

@@ -11,8 +11,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("bytes", &[]),
     ("secrets", &[]),
-    ("manifest", &["error", "escape"]),
-    ("model", &["error", "escape"]),
+    ("json", &[]),
+    ("manifest", &["error", "escape", "json"]),
+    ("model", &["error", "escape", "json"]),
     ("allocator", &["error", "escape", "model"]),
     ("migrate", &["error", "escape", "manifest", "model"]),
     ("render", &["allocator", "escape", "manifest", "migrate", "model"]),
@@ -52,7 +53,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 const MAIN: &[&str] = &["cli", "commands", "error", "escape", "heap", "stderr"];
 
 /// The layers that are pure functions of their input: no cluster, file, terminal or process.
-const PURE: &[&str] = &["escape", "error", "bytes", "manifest", "model", "allocator", "migrate", "render"];
+const PURE: &[&str] = &["escape", "error", "json", "bytes", "manifest", "model", "allocator", "migrate", "render"];
 
 /// What doing IO looks like in Rust source.
 const IO: &[&str] = &[

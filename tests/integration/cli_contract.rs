@@ -49,8 +49,9 @@ fn help_formats(subcommand: &str) -> BTreeSet<String> {
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let at = help.find("-o, --output").unwrap_or_else(|| panic!("{subcommand} --help has no -o:\n{help}"));
     let listed = &help[at..];
-    let start = listed.find("[possible values: ").expect("possible values listed") + "[possible values: ".len();
-    let end = start + listed[start..].find(']').expect("the list ends");
+    // `-o, --output <OUTPUT> One of: table, json, yaml, name [default: table]`
+    let start = listed.find("One of: ").expect("the formats listed") + "One of: ".len();
+    let end = start + listed[start..].find(" [").unwrap_or(listed.len() - start);
     listed[start..end].split(", ").map(str::to_string).collect()
 }
 

@@ -43,3 +43,22 @@ fn help_snapshots() {
     }
     insta::assert_snapshot!("usage_long", help(&["usage", "--help"]));
 }
+
+/// Issue 42: `reserve-range --help` was 142 lines, each flag spread over three (a described
+/// `--dry-run` value made clap lay out every flag as long help). Like kubectl's: short, a few
+/// examples, one line a flag at 80 columns; the explanations are in docs/reserve-range.md.
+#[test]
+fn reserve_range_help_is_concise_at_80_columns() {
+    let at_80 = |flag: &str| support::cli::output(support::cli::plugin().args(["reserve-range", flag]).env("COLUMNS", "80"));
+    let (code, out, err) = at_80("--help");
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, at_80("-h").1, "--help is -h");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() < 70, "{} lines:\n{out}", lines.len());
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
+    // Each flag on one line, but for the list of -o formats and at most one flag's help wrapping once.
+    let flags = lines.iter().filter(|l| l.trim_start().starts_with('-')).count();
+    let formats = lines.iter().skip_while(|l| !l.contains("--output")).skip(1).take_while(|l| l.starts_with("          ")).count();
+    let continued = lines.iter().filter(|l| l.starts_with("                ")).count() - formats;
+    assert!(flags >= 28 && continued <= 1, "{flags} flags, {continued} continuation lines:\n{out}");
+}

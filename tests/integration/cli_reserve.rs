@@ -412,3 +412,54 @@ fn a_document_written_whole_says_its_comments_were_not_kept() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("note: ") && fx.read().contains("NET-1   # keep"), "{err}");
 }
+
+/// Issue 42: a range added in place was written quoted among plain neighbours
+/// (`end: "10.40.0.20"`) and appended after them; it is now written as they are, in address
+/// order, above the comment of the range it goes before, and nothing else of the file changes.
+#[test]
+fn a_range_added_in_place_is_written_plain_in_address_order() {
+    let fx = Fixture::new();
+    let ranges = "    pool:\n    - cidr: 10.40.0.0/16\n      reservedRanges:\n      - end: 10.40.0.1\n        start: 10.40.0.1\n      # the gateway\n      - end: 10.40.255.254\n        start: 10.40.255.254\n";
+    let before = BLUE.replacen("    maskSize: 24\n", &format!("    maskSize: 24\n{ranges}"), 1);
+    std::fs::write(fx.pools(), &before).unwrap();
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.40.9.0-10.40.9.255", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let added = "      - end: 10.40.9.255\n        start: 10.40.9.0\n";
+    let expected = before.replacen("      # the gateway\n", &format!("{added}      # the gateway\n"), 1);
+    assert_eq!(fx.read(), expected);
+    // A range of a CIDR without an entry yet gets its entry after the entries of earlier CIDRs.
+    let (code, _, err) = fx.run(&["reserve-range", "blue", "10.41.0.5", "--in-place"]);
+    assert_eq!(code, 0, "{err}");
+    let entry = "    - cidr: 10.41.0.0/16\n      reservedRanges:\n      - end: 10.41.0.5\n        start: 10.41.0.5\n";
+    let expected = expected.replacen("        start: 10.40.255.254\n", &format!("        start: 10.40.255.254\n{entry}"), 1);
+    assert_eq!(fx.read(), expected);
+}
+
+/// Issue 42 and a fuzz finding: a repeated key was the YAML parser's own message with its advice
+/// (`set DuplicateKeyPolicy in Options if acceptable`), and in JSON the whole-text decoder kept the
+/// last value while the streaming one kept the first. Both refuse it now in one line, exit 2,
+/// nothing written.
+#[test]
+fn a_repeated_key_is_refused_in_one_line_and_nothing_is_written() {
+    let said = "duplicate key `kind` in one object; a Kubernetes object names each field once: remove one of them";
+    let fx = Fixture::new();
+    let yaml = BLUE.replacen(
+        "kind: CiliumPodIPPool\nmetadata:\n  name: blue\n",
+        "kind: CiliumPodIPPool\nmetadata:\n  name: blue\nkind: CiliumNode\n",
+        1,
+    );
+    std::fs::write(fx.pools(), &yaml).unwrap();
+    let json = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-1", "namespace": "team-blue"},
+ "kind": "CiliumNode"}"#;
+    std::fs::write(fx.root.join("pod.json"), json).unwrap();
+    // The JSON through `usage` (the streaming reader first), the YAML through the in-place edit.
+    for (args, file, line) in
+        [(&["usage"][..], "pod.json", 2), (&["reserve-range", "blue", "10.40.0.1", "--in-place"][..], "pools.yaml", 6)]
+    {
+        let path = fx.root.join(file);
+        let (code, out, err) = cli::output(cli::plugin().args(args).arg("-f").arg(&path));
+        let expected = format!("error: {}:{line}: {said}\n", path.display());
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", expected.as_str()), "{args:?}");
+    }
+    assert_eq!(fx.read(), yaml, "nothing written");
+}
