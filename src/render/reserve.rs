@@ -217,6 +217,10 @@ pub struct ListedRange {
     pub allocated_blocks: Vec<String>,
     /// Every block of the CIDR is reserved.
     pub draining: bool,
+    /// Which blocks nodes hold is known (the input has CiliumNodes): only then is an empty
+    /// draining CIDR safe to remove.
+    #[serde(skip)]
+    pub allocation_known: bool,
 }
 
 /// One reserved range of a CIDR as `inspect` and `reserve-range --list` both show it: the one
@@ -273,6 +277,7 @@ pub fn listed_ranges(pools: &[&PoolReport]) -> Vec<ListedRange> {
                         last_block: row.last_block,
                         blocks: row.blocks,
                         draining: cidr.draining,
+                        allocation_known: cidr.allocation_known,
                     });
                 }
             }
@@ -288,6 +293,7 @@ pub fn list_table(ranges: &[ListedRange], style: &Style) -> String {
             let range = range_text(&r.start, &r.end);
             let span = if r.blocks == Count::from(1u64) { r.first_block.clone() } else { format!("{}..{}", r.first_block, r.last_block) };
             let note = match (r.draining, r.allocated_blocks.is_empty()) {
+                (true, true) if !r.allocation_known => "draining; whether nodes still hold blocks is unknown (no CiliumNodes)".to_string(),
                 (true, true) => "drained: safe to remove the CIDR".to_string(),
                 (true, false) => format!("draining; still allocated: {}", r.allocated_blocks.join("; ")),
                 (false, true) => String::new(),

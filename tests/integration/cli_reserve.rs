@@ -159,7 +159,21 @@ fn blue_gateway_and_drain_in_place_then_usage_agrees() {
     // inspect shows the CIDR draining with its node and pod; check reports it once empty.
     let (_, out, _) = fx.run(&["inspect", "blue"]);
     assert!(out.contains("Draining 10.41.0.0/16: still held by node-a (10.41.3.0/24); 1 pod(s) inside:\n    team-blue/db-0\n"), "{out}");
+    // Without any CiliumNode, whether a node still holds a block is unknown: never "safe to remove".
     std::fs::write(fx.root.join("nodes.yaml"), "").unwrap();
+    let (_, out, _) = fx.run(&["inspect", "blue"]);
+    assert!(out.contains("draining: allocation unknown") && !out.contains("safe to remove"), "{out}");
+    let (_, out, _) = fx.run(&["check", "-o", "json"]);
+    let kinds: Vec<Value> = json_of(&out)["problems"].as_array().unwrap().iter().map(|p| p["kind"].clone()).collect();
+    assert!(!kinds.contains(&json!("cidr-drained")), "{kinds:?}");
+    let (_, out, _) = fx.run(&["reserve-range", "--list"]);
+    assert!(out.contains("whether nodes still hold blocks is unknown") && !out.contains("safe to remove"), "{out}");
+    // The node gone from 10.41.0.0/16 (it holds nothing now): drained.
+    std::fs::write(
+        fx.root.join("nodes.yaml"),
+        NODES.replace("allocated:\n      - {pool: blue, cidrs: [10.41.3.0/24]}", "allocated: []").split("---").next().unwrap(),
+    )
+    .unwrap();
     let (_, out, _) = fx.run(&["inspect", "blue"]);
     assert!(out.contains("10.41.0.0/16      256           0        256      0   drained: safe to remove from cidrs"), "{out}");
     assert!(out.contains("Draining 10.41.0.0/16: empty — safe to remove it from spec.ipv4.cidrs"), "{out}");

@@ -104,7 +104,8 @@ pub(super) fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrRep
 
 /// A fully reserved CIDR no node holds a block in: decommissioning can be finished.
 pub(super) fn drained_cidr(pool: &PoolReport, cidr: &CidrReport, problems: &mut Problems) {
-    if cidr.draining && cidr.allocated_blocks.is_zero() {
+    // Without CiliumNodes no block is known to be held, and none is known to be free either.
+    if cidr.draining && cidr.allocation_known && cidr.allocated_blocks.is_zero() {
         problems.add(
             Problem::info(
                 ProblemKind::CidrDrained,

@@ -188,7 +188,9 @@ fn cidr_rows(fam: &FamilyReport, reservations_hidden: bool) -> Vec<Vec<String>> 
         .iter()
         .map(|c| {
             let state = if c.draining {
-                if c.allocated_blocks.is_zero() {
+                if !c.allocation_known {
+                    "draining: allocation unknown".to_string()
+                } else if c.allocated_blocks.is_zero() {
                     "drained: safe to remove from cidrs".to_string()
                 } else {
                     format!("draining: {} block(s) still held", human(c.allocated_blocks))
@@ -251,7 +253,12 @@ fn draining_lines(fam: &FamilyReport, draining: &[DrainingPods], style: &Style) 
     let mut out = String::new();
     for d in draining.iter().filter(|d| fam.cidrs.iter().any(|c| c.cidr == d.cidr)) {
         let cidr = fam.cidrs.iter().find(|c| c.cidr == d.cidr).expect("filtered above");
-        if cidr.allocated_blocks.is_zero() {
+        if !cidr.allocation_known {
+            out.push_str(&line(
+                &format!("  Draining {}: whether a node still holds a block is unknown — the input holds no CiliumNodes", d.cidr),
+                style,
+            ));
+        } else if cidr.allocated_blocks.is_zero() {
             out.push_str(&line(&format!("  Draining {}: empty — safe to remove it from spec.{}.cidrs", d.cidr, fam.family), style));
         } else {
             let nodes: Vec<String> = cidr.allocated.iter().map(|b| format!("{} ({})", b.nodes.join(","), b.prefix)).collect();
