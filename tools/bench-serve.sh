@@ -133,6 +133,9 @@ churn() {
     rounds=$((rounds + 1))
     if (( SECONDS >= next )); then echo "$((SECONDS - start)) $(rss_of "$serve_pid")" >>"$WORK/rss.txt"; next=$((SECONDS + 10)); fi
   done
+  # The last round goes too: a later run on this control plane starts from the loaded objects.
+  kubectl delete pod -n churn --grace-period=0 --force $(for i in $(seq 1 25); do echo "churn-$((rounds - 1))-$i"; done) >/dev/null 2>&1
+  kubectl delete ciliumnode $(for i in $(seq 1 5); do echo "churn-$((rounds - 1))-$i"; done) >/dev/null
   sleep 5
   echo "$((SECONDS - start)) $(rss_of "$serve_pid")" >>"$WORK/rss.txt"
   churn_rounds=$rounds
