@@ -103,14 +103,19 @@ pub struct Pagination {
 }
 
 impl Pagination {
-    /// Records a page of `items` objects that ended with `token` (`None` or empty: the last
-    /// page); `Ok(Some(token))` when another page is to be asked for.
     /// How many more objects the list may hold ([`MAX_ITEMS`] less those of the pages so far):
     /// the next page is refused while it is read once it holds more.
     pub fn items_left(&self) -> usize {
         MAX_ITEMS.saturating_sub(self.items)
     }
 
+    /// The pages recorded so far.
+    pub fn pages(&self) -> usize {
+        self.pages
+    }
+
+    /// Records a page of `items` objects that ended with `token` (`None` or empty: the last
+    /// page); `Ok(Some(token))` when another page is to be asked for.
     pub fn next<'t>(&mut self, items: usize, token: Option<&'t str>) -> Result<Option<&'t str>, Refused> {
         self.pages += 1;
         self.items += items;

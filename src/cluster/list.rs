@@ -31,6 +31,28 @@ pub async fn list_pages(
     namespace: Option<&str>,
     page_size: u32,
 ) -> Result<Listed, kube::Error> {
+    list_up_to(client, resource, namespace, page_size, usize::MAX).await
+}
+
+/// The first `page_size` objects of `resource` at most: whether it can be listed at all, for
+/// what only needs to know that (`serve` learns a cluster's layout so before its watches list
+/// everything; paging a CRD's list is served from etcd, much slower than one watch-cache list).
+pub async fn first_page(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    page_size: u32,
+) -> Result<Listed, kube::Error> {
+    list_up_to(client, resource, namespace, page_size, 1).await
+}
+
+async fn list_up_to(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    page_size: u32,
+    max_pages: usize,
+) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
     let mut params = ListParams::default().limit(page_size);
@@ -57,8 +79,8 @@ pub async fn list_pages(
         }
         listed.workloads.append(page.workloads);
         match pages.next(count, list.pointer("/metadata/continue").and_then(Value::as_str)).map_err(Refused::into_kube)? {
-            Some(token) => params = params.continue_token(token),
-            None => break,
+            Some(token) if pages.pages() < max_pages => params = params.continue_token(token),
+            _ => break,
         }
     }
     if unusable.0 > 0 {

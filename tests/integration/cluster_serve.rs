@@ -46,7 +46,10 @@ fn serve_with_the_deployed_role_feeds_a_real_prometheus_the_figures_of_usage_thr
 
     one_verb_less_breaks_a_named_part(&cluster, dir.path());
 
-    let mut serve = Serve::start(&deployed);
+    let mut serve = Serve::start_with(&deployed, &["-v=2"]);
+    // Its first read only learns the layout: one object of each big list (the watches list them).
+    let first = serve.stderr.read_until(BOUND, "the first read of pods", |l| l.contains("/api/v1/pods?"));
+    assert!(first.last().unwrap().contains("/api/v1/pods?limit=1 "), "{first:?}");
     serve.wait_ready();
     let (_, metrics) = get(&serve.address, "/metrics", None).unwrap();
     assert!(
@@ -272,11 +275,17 @@ impl Serve {
     /// Short bounds, so that an outage shows within seconds: each request (and each read of a
     /// watch stream) 5 s, stale after 5 s of failing.
     fn start(kubeconfig: &Path) -> Serve {
+        Serve::start_with(kubeconfig, &[])
+    }
+
+    /// [`Serve::start`] with more flags.
+    fn start_with(kubeconfig: &Path, flags: &[&str]) -> Serve {
         let address = format!("127.0.0.1:{}", free_port());
         let mut command = support::cli::plugin_process();
         command
             .args(["serve", "--listen", &address, "--stale-after", "5s", "--request-timeout", "5s", "--kubeconfig"])
             .arg(kubeconfig)
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

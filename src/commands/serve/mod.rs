@@ -140,7 +140,7 @@ async fn follow(
 async fn first_read(cluster: &Cluster, (state, claims): (&Shared, &Claims), index: usize) -> Layout {
     let mut failures = 0u32;
     loop {
-        match cluster.read().await {
+        match cluster.layout().await {
             Ok((snapshot, layout)) => {
                 crate::commands::steps::warn_unread(&snapshot);
                 let identity = crate::source::fleet::mesh_identity(&snapshot).map(|(id, name)| (id, name.to_string()));
