@@ -71,6 +71,15 @@ pub async fn list_pages(
     Ok(listed)
 }
 
+/// Whether `resource` can be listed, with the failures [`list_pages`] would meet first: one
+/// request for one object, its answer decoded and dropped (`Cluster::layout`).
+pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
+    let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
+    let request = kube::core::Request::new(&url).list(&ListParams::default().limit(1)).map_err(kube::Error::BuildRequest)?;
+    page_of(client, request, MAX_ITEMS).await?;
+    Ok(Listed::default())
+}
+
 /// One page of a list, decoded from its bytes while its items are counted against `items_left`
 /// (the rest of the list's object cap): a page with more is refused as soon as one item too many
 /// is read, before the rest are built (a 40 MiB page of `{}` items is millions of objects).

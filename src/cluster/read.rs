@@ -4,7 +4,7 @@
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::{PAGE_SIZE, Refused};
-use super::list::{Listed, list_pages, resource_name, typed_value};
+use super::list::{Listed, list_pages, probe, resource_name, typed_value};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
@@ -131,6 +131,20 @@ impl Cluster {
 
     /// Reads everything a snapshot needs; independent lists run concurrently.
     pub async fn read(&self) -> Result<(Snapshot, Layout)> {
+        self.read_lists(false).await
+    }
+
+    /// The layout [`Cluster::read`] settles, and the same failures and warnings, without the
+    /// objects of CiliumNodes, Pods and CiliumEndpoints: each is only asked for one object
+    /// (whether it can be listed). `serve` lists them in its watches; reading them here too
+    /// doubled its CPU to ready (docs/performance.md, "Where serve's initial sync spends its CPU").
+    /// The snapshot holds the pools alone (its warnings are those of a whole read).
+    pub async fn layout(&self) -> Result<(Snapshot, Layout)> {
+        self.read_lists(true).await
+    }
+
+    /// [`Cluster::read`], or [`Cluster::layout`] when `probe_only`.
+    async fn read_lists(&self, probe_only: bool) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
         // A list given up on (`source::limits`: too large, never ending) ends the read at once,
         // dropping the others and what they hold; other failures are weighed below.
@@ -140,9 +154,9 @@ impl Cluster {
         };
         let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
             self.read_pools(),
-            async { refused_ends(self.list(&nodes_resource).await, &nodes_resource) },
-            async { refused_ends(self.list(&pods_resource).await, &pods_resource) },
-            async { refused_ends(self.list(&endpoints_resource).await, &endpoints_resource) },
+            async { refused_ends(self.list_or_probe(&nodes_resource, probe_only).await, &nodes_resource) },
+            async { refused_ends(self.list_or_probe(&pods_resource, probe_only).await, &pods_resource) },
+            async { refused_ends(self.list_or_probe(&endpoints_resource, probe_only).await, &endpoints_resource) },
             async { Ok(self.cilium_config().await) },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -188,6 +202,15 @@ impl Cluster {
     async fn list(&self, resource: &ApiResource) -> Result<Listed, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
         list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
+    }
+
+    /// [`Cluster::list`], or only whether it can be listed (an empty list when it can).
+    async fn list_or_probe(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
+        if !probe_only {
+            return self.list(resource).await;
+        }
+        let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
+        probe(&self.connection.client, resource, namespace).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.

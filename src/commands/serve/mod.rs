@@ -100,11 +100,12 @@ async fn follow(args: &ServeArgs, options: &ConnectOptions, namespace: Option<&s
     }
 }
 
-/// The layout of the first complete read; its objects are dropped (the watches list again).
+/// The layout of the first read, which asks for one object of each list (`Cluster::layout`):
+/// the watches list them.
 async fn first_read(cluster: &Cluster, state: &Shared, index: usize) -> Layout {
     let mut failures = 0u32;
     loop {
-        match cluster.read().await {
+        match cluster.layout().await {
             Ok((snapshot, layout)) => {
                 crate::commands::steps::warn_unread(&snapshot);
                 return layout;
