@@ -263,7 +263,10 @@ mod tests {
             assert_eq!(decoded(&object), pointed(&object), "{object}");
         }
         let endpoint = |addressing: Value| Endpoint::decode(&json!({"status": {"networking": {"addressing": addressing}}})).ips.len();
-        assert_eq!([endpoint(json!([{"ipv4": "10.0.0.1", "ipv6": "fd00::1"}])), endpoint(json!({"0": {}})), endpoint(json!(null))], [2, 0, 0]);
+        assert_eq!(
+            [endpoint(json!([{"ipv4": "10.0.0.1", "ipv6": "fd00::1"}])), endpoint(json!({"0": {}})), endpoint(json!(null))],
+            [2, 0, 0]
+        );
         let nested = json!({"status": [{"networking": {"addressing": [{"ipv4": "10.0.0.1"}]}}]});
         assert_eq!((nested.pointer("/status/networking/addressing"), Endpoint::decode(&nested).ips.len()), (None, 0));
     }

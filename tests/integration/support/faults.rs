@@ -214,8 +214,10 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
     if method == "GET" {
         let mut requests = watches.requests.lock().unwrap();
         let counts = requests.entry(resource.clone()).or_default();
-        if is_watch { counts.0 += 1 } else { counts.1 += 1 }
-        if !is_watch {
+        if is_watch {
+            counts.0 += 1
+        } else {
+            counts.1 += 1;
             let limit = query.split('&').find_map(|p| p.strip_prefix("limit=")).unwrap_or_default();
             watches.limits.lock().unwrap().entry(resource.clone()).or_default().push(limit.to_string());
         }
