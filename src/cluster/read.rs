@@ -134,11 +134,11 @@ impl Cluster {
         self.read_lists(false).await
     }
 
-    /// The layout [`Cluster::read`] settles, and the same failures and warnings, without the
-    /// objects of CiliumNodes, Pods and CiliumEndpoints: each is only asked for one object
-    /// (whether it can be listed). `serve` lists them in its watches; reading them here too
-    /// doubled its CPU to ready (docs/performance.md, "Where serve's initial sync spends its CPU").
-    /// The snapshot holds the pools alone (its warnings are those of a whole read).
+    /// The layout [`Cluster::read`] settles, without the objects of CiliumNodes, Pods and
+    /// CiliumEndpoints: each is only asked for one object, which meets the refusals (403, 404)
+    /// that decide the layout. `serve` lists them in its watches; reading them here too doubled
+    /// its CPU to ready (docs/performance.md, "Where serve's initial sync spends its CPU"). The
+    /// snapshot holds the pools alone: its notes and caveats are those of a whole read.
     pub async fn layout(&self) -> Result<(Snapshot, Layout)> {
         self.read_lists(true).await
     }
