@@ -4,6 +4,7 @@
 pub mod caveat;
 pub mod cilium;
 pub mod crd;
+pub mod direct;
 pub mod edit;
 pub mod ip;
 pub mod ipam;
