@@ -105,34 +105,30 @@ fn what_the_stream_does_not_read_plainly_is_read_whole() {
 fn watched_objects_read_from_the_bytes_are_those_decoded_through_a_value() {
     use ciliumpool::model::workload::{Endpoint, Names, Pod};
     use ciliumpool::model::{direct, slim};
+    use serde::de::DeserializeSeed;
     let scale = Scale { nodes: 20, pods_per_node: 12, pools: 4, seed: 5, realistic: true, cfp: false };
     let mut compared = [0, 0];
-    scale::generate(&scale, &mut |kind, object| match kind {
-        Kind::Pod => compared[0] += read_both(&object, slim::POD_FIELDS, |d| direct::pod(d, &mut Names::default()), Pod::decode),
-        Kind::Endpoint => {
-            compared[1] += read_both(&object, slim::ENDPOINT_FIELDS, |d| direct::endpoint(d, &mut Names::default()), Endpoint::decode)
+    let names = |kept: &Value| ["name", "namespace", "resourceVersion"].map(|f| kept["metadata"][f].as_str().map(str::to_string));
+    scale::generate(&scale, &mut |kind, object| {
+        let text = object.to_string();
+        let mut reader = serde_json::Deserializer::from_str(&text);
+        match kind {
+            Kind::Pod => {
+                let kept = slim::POD_FIELDS.deserialize(&object).unwrap();
+                let (read, pod) = direct::pod(&mut reader, &mut Names::default()).unwrap();
+                assert_eq!(format!("{pod:?}"), format!("{:?}", Pod::decode(&kept)), "{text}");
+                assert_eq!([read.name, read.namespace, read.resource_version], names(&kept));
+                compared[0] += 1;
+            }
+            Kind::Endpoint => {
+                let kept = slim::ENDPOINT_FIELDS.deserialize(&object).unwrap();
+                let (read, endpoint) = direct::endpoint(&mut reader, &mut Names::default()).unwrap();
+                assert_eq!(format!("{endpoint:?}"), format!("{:?}", Endpoint::decode(&kept)), "{text}");
+                assert_eq!([read.name, read.namespace, read.resource_version], names(&kept));
+                compared[1] += 1;
+            }
+            Kind::Pool | Kind::Node => {}
         }
-        Kind::Pool | Kind::Node => {}
     });
     assert!(compared[0] >= 240 && compared[1] > 100, "pods and endpoints compared: {compared:?}");
-}
-
-type Reader<'a> = serde_json::Deserializer<serde_json::de::StrRead<'a>>;
-
-/// Reads `object` from its text with `read` and through the `Value` of the fields `keep` keeps
-/// with `decode`; asserts they agree (1: one object compared).
-fn read_both<T: std::fmt::Debug>(
-    object: &Value,
-    keep: ciliumpool::model::slim::Keep,
-    read: impl FnOnce(&mut Reader) -> serde_json::Result<(ciliumpool::model::direct::Names3, T)>,
-    decode: fn(&Value) -> T,
-) -> usize {
-    use serde::de::DeserializeSeed;
-    let text = object.to_string();
-    let kept = keep.deserialize(object).unwrap();
-    let (names, item) = read(&mut serde_json::Deserializer::from_str(&text)).unwrap();
-    assert_eq!(format!("{item:?}"), format!("{:?}", decode(&kept)), "{text}");
-    let expected = ["name", "namespace", "resourceVersion"].map(|f| kept["metadata"][f].as_str().map(str::to_string));
-    assert_eq!([names.name, names.namespace, names.resource_version], expected, "{text}");
-    1
 }
