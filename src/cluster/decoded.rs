@@ -4,17 +4,12 @@
 
 use super::read::{CILIUM_ENDPOINTS, Kind, PODS};
 use super::slim_store::Slim;
-use crate::model::direct;
-#[cfg(test)]
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{DynamicResourceScope, Resource};
 use serde::Deserialize;
-#[cfg(test)]
-use serde::de::DeserializeSeed;
-use serde::de::Deserializer;
-#[cfg(test)]
+use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -35,39 +30,24 @@ pub(super) struct Decoded<T> {
 /// A kind a watch store decodes (see [`Decoded`]).
 pub(super) trait Workload: Clone + Debug + Send + Sync + 'static {
     const KIND: Kind;
-    /// What the `Value` decoder parses of each object: what [`Workload::decode`] reads, and the resourceVersion.
-    #[cfg(test)]
+    /// What is parsed of each object: what [`Workload::decode`] reads, and the resourceVersion.
     const FIELDS: slim::Keep;
-    /// The `Value` decoder, which [`Workload::read`] must equal.
-    #[cfg(test)]
     fn decode(object: &Value, names: &mut Names) -> Self;
-    /// The object straight from its bytes, and its names (`model::direct`).
-    fn read<'de, D: Deserializer<'de>>(deserializer: D, names: &mut Names) -> Result<(direct::Names3, Self), D::Error>;
 }
 
 impl Workload for Pod {
     const KIND: Kind = PODS;
-    #[cfg(test)]
     const FIELDS: slim::Keep = slim::POD_FIELDS;
-    #[cfg(test)]
     fn decode(object: &Value, names: &mut Names) -> Pod {
         Pod::decode_into(object, names)
-    }
-    fn read<'de, D: Deserializer<'de>>(deserializer: D, names: &mut Names) -> Result<(direct::Names3, Pod), D::Error> {
-        direct::pod(deserializer, names)
     }
 }
 
 impl Workload for Endpoint {
     const KIND: Kind = CILIUM_ENDPOINTS;
-    #[cfg(test)]
     const FIELDS: slim::Keep = slim::ENDPOINT_FIELDS;
-    #[cfg(test)]
     fn decode(object: &Value, names: &mut Names) -> Endpoint {
         Endpoint::decode_into(object, names)
-    }
-    fn read<'de, D: Deserializer<'de>>(deserializer: D, names: &mut Names) -> Result<(direct::Names3, Endpoint), D::Error> {
-        direct::endpoint(deserializer, names)
     }
 }
 
@@ -80,22 +60,18 @@ thread_local! {
 
 impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (names, item) = NAMES.with_borrow_mut(|shared| T::read(deserializer, shared))?;
-        let metadata =
-            ObjectMeta { name: names.name, namespace: names.namespace, resource_version: names.resource_version, ..ObjectMeta::default() };
+        let object = T::FIELDS.deserialize(deserializer)?;
+        // `get`, not `pointer`: a pointer copies each of its tokens to unescape it (issue 44's profile).
+        let text = |field: &str| object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).map(str::to_string);
+        let metadata = ObjectMeta {
+            name: text("name"),
+            namespace: text("namespace"),
+            resource_version: text("resourceVersion"),
+            ..ObjectMeta::default()
+        };
+        let item = NAMES.with_borrow_mut(|names| T::decode(&object, names));
         Ok(Decoded { metadata, item })
     }
-}
-
-/// [`Decoded`] as it was read before `model::direct`: the fields kept in a `Value`, then decoded.
-#[cfg(test)]
-fn through_value<T: Workload>(object: &Value) -> Decoded<T> {
-    let object = T::FIELDS.deserialize(object).expect("a Value deserializes");
-    let text = |field: &str| object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).map(str::to_string);
-    let metadata =
-        ObjectMeta { name: text("name"), namespace: text("namespace"), resource_version: text("resourceVersion"), ..ObjectMeta::default() };
-    let item = NAMES.with_borrow_mut(|names| T::decode(&object, names));
-    Decoded { metadata, item }
 }
 
 impl<T: Workload> Resource for Decoded<T> {
@@ -171,43 +147,6 @@ mod tests {
         assert_eq!(decoded.metadata, expected);
         let other: Decoded<Pod> = serde_json::from_value(pod("web-2")).unwrap();
         assert!(Arc::ptr_eq(&decoded.item.namespace, &other.item.namespace), "one copy of a namespace across the watch");
-    }
-
-    /// Odd shapes, read from the bytes (`model::direct`) and through the kept `Value`, as before.
-    #[test]
-    fn objects_read_straight_from_the_bytes_are_those_read_through_a_value() {
-        let odd = [
-            pod("web-1"),
-            json!({}),
-            json!(null),
-            json!([pod("a")]),
-            json!("text"),
-            json!({"metadata": null, "spec": null, "status": null}),
-            json!({"metadata": {"name": 1, "namespace": ["x"], "resourceVersion": {"a": 1}, "annotations": "x"}, "spec": [], "status": 3}),
-            json!({"metadata": {"name": "n", "annotations": {"ipam.cilium.io/ip-pool": null}}, "spec": {"nodeName": null, "hostNetwork": "true"}}),
-            json!({"spec": {"hostNetwork": true}, "status": {"phase": "Failed", "podIP": "10.0.0.1", "podIPs": []}}),
-            json!({"status": {"phase": "Succeeded", "podIP": "10.0.0.1", "podIPs": [{"ip": "x"}, 7, null, {"ip": 3}]}}),
-            json!({"status": {"podIP": "10.0.0.1", "podIPs": {"ip": "10.0.0.2"}}}),
-            json!({"status": {"podIPs": [{"ip": "fd00::1"}, {"ip": "10.0.0.2", "other": [1, {"a": null}]}], "phase": null}}),
-            json!({"metadata": {"namespace": "ns", "name": "e"}, "status": {"networking": {"addressing": [{"ipv4": "10.1.0.5", "ipv6": "fd00::5"}, {"ipv6": "fd00::6"}, 1, {"ipv4": 5}]}}}),
-            json!({"status": {"networking": {"addressing": {"ipv4": "10.1.0.5"}}}}),
-            json!({"status": {"networking": null, "identity": {"id": 7}}}),
-        ];
-        let both = |text: &str| {
-            let value: Value = serde_json::from_str(text).unwrap();
-            let pods = (serde_json::from_str::<Decoded<Pod>>(text).unwrap(), through_value::<Pod>(&value));
-            let endpoints = (serde_json::from_str::<Decoded<Endpoint>>(text).unwrap(), through_value::<Endpoint>(&value));
-            assert_eq!(format!("{:?}", pods.0), format!("{:?}", pods.1), "{text}");
-            assert_eq!(format!("{:?}", endpoints.0), format!("{:?}", endpoints.1), "{text}");
-        };
-        for object in odd {
-            both(&object.to_string());
-        }
-        // Duplicate keys: the last wins, a whole nested object included; escaped keys are keys.
-        both(r#"{"metadata": {"name": "a", "namespace": "x"}, "metadata": {"name": "b"}, "spec": {"nodeName": "n1"}, "spec": 3}"#);
-        both(
-            r#"{"metadata": {"name": "a", "name": "b", "annotations": {"ipam.cilium.io\/ip-pool": "p"}}, "sta\u0074us": {"phase": "Failed"}}"#,
-        );
     }
 
     #[test]

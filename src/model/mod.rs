@@ -4,7 +4,6 @@
 pub mod caveat;
 pub mod cilium;
 pub mod crd;
-pub mod direct;
 pub mod edit;
 pub mod ip;
 pub mod ipam;

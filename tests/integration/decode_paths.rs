@@ -96,39 +96,3 @@ fn what_the_stream_does_not_read_plainly_is_read_whole() {
     assert_eq!(document["pools"][0]["name"], "flow");
     assert_eq!(document["pools"][0]["families"][0]["capacityBlocks"], 256);
 }
-
-/// The watches of `serve` and `usage --watch` decode Pods and CiliumEndpoints straight from the
-/// bytes (`model::direct`, issue 44): the same structs and names as the fields kept in a `Value`
-/// and decoded (`slim::POD_FIELDS` and `ENDPOINT_FIELDS`, then `decode_into`), on realistic
-/// generated objects.
-#[test]
-fn watched_objects_read_from_the_bytes_are_those_decoded_through_a_value() {
-    use ciliumpool::model::workload::{Endpoint, Names, Pod};
-    use ciliumpool::model::{direct, slim};
-    use serde::de::DeserializeSeed;
-    let scale = Scale { nodes: 20, pods_per_node: 12, pools: 4, seed: 5, realistic: true, cfp: false };
-    let mut compared = [0, 0];
-    let names = |kept: &Value| ["name", "namespace", "resourceVersion"].map(|f| kept["metadata"][f].as_str().map(str::to_string));
-    scale::generate(&scale, &mut |kind, object| {
-        let text = object.to_string();
-        let mut reader = serde_json::Deserializer::from_str(&text);
-        match kind {
-            Kind::Pod => {
-                let kept = slim::POD_FIELDS.deserialize(&object).unwrap();
-                let (read, pod) = direct::pod(&mut reader, &mut Names::default()).unwrap();
-                assert_eq!(format!("{pod:?}"), format!("{:?}", Pod::decode(&kept)), "{text}");
-                assert_eq!([read.name, read.namespace, read.resource_version], names(&kept));
-                compared[0] += 1;
-            }
-            Kind::Endpoint => {
-                let kept = slim::ENDPOINT_FIELDS.deserialize(&object).unwrap();
-                let (read, endpoint) = direct::endpoint(&mut reader, &mut Names::default()).unwrap();
-                assert_eq!(format!("{endpoint:?}"), format!("{:?}", Endpoint::decode(&kept)), "{text}");
-                assert_eq!([read.name, read.namespace, read.resource_version], names(&kept));
-                compared[1] += 1;
-            }
-            Kind::Pool | Kind::Node => {}
-        }
-    });
-    assert!(compared[0] >= 240 && compared[1] > 100, "pods and endpoints compared: {compared:?}");
-}
