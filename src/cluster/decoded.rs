@@ -61,11 +61,12 @@ thread_local! {
 impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let object = T::FIELDS.deserialize(deserializer)?;
-        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+        // `get`, not `pointer`: a pointer copies each of its tokens to unescape it (issue 44's profile).
+        let text = |field: &str| object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).map(str::to_string);
         let metadata = ObjectMeta {
-            name: text("/metadata/name"),
-            namespace: text("/metadata/namespace"),
-            resource_version: text("/metadata/resourceVersion"),
+            name: text("name"),
+            namespace: text("namespace"),
+            resource_version: text("resourceVersion"),
             ..ObjectMeta::default()
         };
         let item = NAMES.with_borrow_mut(|names| T::decode(&object, names));

@@ -109,11 +109,6 @@ impl Pagination {
         MAX_ITEMS.saturating_sub(self.items)
     }
 
-    /// The pages recorded so far.
-    pub fn pages(&self) -> usize {
-        self.pages
-    }
-
     /// Records a page of `items` objects that ended with `token` (`None` or empty: the last
     /// page); `Ok(Some(token))` when another page is to be asked for.
     pub fn next<'t>(&mut self, items: usize, token: Option<&'t str>) -> Result<Option<&'t str>, Refused> {

@@ -31,28 +31,6 @@ pub async fn list_pages(
     namespace: Option<&str>,
     page_size: u32,
 ) -> Result<Listed, kube::Error> {
-    list_up_to(client, resource, namespace, page_size, usize::MAX).await
-}
-
-/// The first `page_size` objects of `resource` at most: whether it can be listed at all, for
-/// what only needs to know that (`serve` learns a cluster's layout so before its watches list
-/// everything; paging a CRD's list is served from etcd, much slower than one watch-cache list).
-pub async fn first_page(
-    client: &kube::Client,
-    resource: &ApiResource,
-    namespace: Option<&str>,
-    page_size: u32,
-) -> Result<Listed, kube::Error> {
-    list_up_to(client, resource, namespace, page_size, 1).await
-}
-
-async fn list_up_to(
-    client: &kube::Client,
-    resource: &ApiResource,
-    namespace: Option<&str>,
-    page_size: u32,
-    max_pages: usize,
-) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
     let mut params = ListParams::default().limit(page_size);
@@ -79,8 +57,8 @@ async fn list_up_to(
         }
         listed.workloads.append(page.workloads);
         match pages.next(count, list.pointer("/metadata/continue").and_then(Value::as_str)).map_err(Refused::into_kube)? {
-            Some(token) if pages.pages() < max_pages => params = params.continue_token(token),
-            _ => break,
+            Some(token) => params = params.continue_token(token),
+            None => break,
         }
     }
     if unusable.0 > 0 {
@@ -91,6 +69,15 @@ async fn list_up_to(
         );
     }
     Ok(listed)
+}
+
+/// Whether `resource` can be listed, with the failures [`list_pages`] would meet first: one
+/// request for one object, its answer decoded and dropped (`Cluster::layout`).
+pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
+    let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
+    let request = kube::core::Request::new(&url).list(&ListParams::default().limit(1)).map_err(kube::Error::BuildRequest)?;
+    page_of(client, request, MAX_ITEMS).await?;
+    Ok(Listed::default())
 }
 
 /// One page of a list, decoded from its bytes while its items are counted against `items_left`

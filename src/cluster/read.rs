@@ -4,7 +4,7 @@
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::{PAGE_SIZE, Refused};
-use super::list::{Listed, first_page, list_pages, resource_name, typed_value};
+use super::list::{Listed, list_pages, probe, resource_name, typed_value};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
@@ -94,14 +94,6 @@ enum Unreadable {
     NotServed,
 }
 
-/// How much of the big lists a read takes.
-#[derive(Clone, Copy)]
-enum Depth {
-    Whole,
-    /// One object at most: whether the resource can be read.
-    Probe,
-}
-
 /// What the first read settled about the cluster: where pools are read from, which optional
 /// sources are readable. `--watch` rebuilds snapshots from watched objects with the same layout.
 #[derive(Clone)]
@@ -139,18 +131,20 @@ impl Cluster {
 
     /// Reads everything a snapshot needs; independent lists run concurrently.
     pub async fn read(&self) -> Result<(Snapshot, Layout)> {
-        self.read_to(Depth::Whole).await
+        self.read_lists(false).await
     }
 
-    /// The layout only (which resources can be read, and how), as [`Cluster::read`] learns it,
-    /// with at most one object each of CiliumNodes, Pods and CiliumEndpoints: `serve`'s watches
-    /// list them all again (a streaming list, from the API server's watch cache), while a paged
-    /// list of 150,000 CiliumEndpoints took 33 s from etcd (docs/performance.md).
+    /// The layout [`Cluster::read`] settles, without the objects of CiliumNodes, Pods and
+    /// CiliumEndpoints: each is only asked for one object, which meets the refusals (403, 404)
+    /// that decide the layout. `serve` lists them in its watches; reading them here too doubled
+    /// its CPU to ready (docs/performance.md, "Where serve's initial sync spends its CPU"). The
+    /// snapshot holds the pools alone: its notes and caveats are those of a whole read.
     pub async fn layout(&self) -> Result<(Snapshot, Layout)> {
-        self.read_to(Depth::Probe).await
+        self.read_lists(true).await
     }
 
-    async fn read_to(&self, depth: Depth) -> Result<(Snapshot, Layout)> {
+    /// [`Cluster::read`], or [`Cluster::layout`] when `probe_only`.
+    async fn read_lists(&self, probe_only: bool) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
         // A list given up on (`source::limits`: too large, never ending) ends the read at once,
         // dropping the others and what they hold; other failures are weighed below.
@@ -160,9 +154,9 @@ impl Cluster {
         };
         let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
             self.read_pools(),
-            async { refused_ends(self.list(&nodes_resource, depth).await, &nodes_resource) },
-            async { refused_ends(self.list(&pods_resource, depth).await, &pods_resource) },
-            async { refused_ends(self.list(&endpoints_resource, depth).await, &endpoints_resource) },
+            async { refused_ends(self.list_or_probe(&nodes_resource, probe_only).await, &nodes_resource) },
+            async { refused_ends(self.list_or_probe(&pods_resource, probe_only).await, &pods_resource) },
+            async { refused_ends(self.list_or_probe(&endpoints_resource, probe_only).await, &endpoints_resource) },
             async { Ok(self.cilium_config().await) },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -205,12 +199,18 @@ impl Cluster {
     /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
     /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
     /// never looks at, and decoding them is most of a live read's cost.
-    async fn list(&self, resource: &ApiResource, depth: Depth) -> Result<Listed, kube::Error> {
+    async fn list(&self, resource: &ApiResource) -> Result<Listed, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        match depth {
-            Depth::Whole => list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await,
-            Depth::Probe => first_page(&self.connection.client, resource, namespace, 1).await,
+        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
+    }
+
+    /// [`Cluster::list`], or only whether it can be listed (an empty list when it can).
+    async fn list_or_probe(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
+        if !probe_only {
+            return self.list(resource).await;
         }
+        let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
+        probe(&self.connection.client, resource, namespace).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
@@ -229,8 +229,7 @@ impl Cluster {
             return Err(self.not_installed());
         };
         let resource = pools_resource(version);
-        let pools =
-            self.list(&resource, Depth::Whole).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
+        let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
         let pools = pools.items;
         Ok(PoolRead { schema, resource, objects: pools, note })
     }

@@ -174,12 +174,12 @@ impl Pod {
         Pod {
             namespace: names.intern(meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or_default()),
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default().into_boxed_str(),
-            node_name: obj.pointer("/spec/nodeName").and_then(Value::as_str).map(|node| names.intern(node)),
-            host_network: obj.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false),
+            node_name: obj.get("spec").and_then(|s| s.get("nodeName")).and_then(Value::as_str).map(|node| names.intern(node)),
+            host_network: obj.get("spec").and_then(|s| s.get("hostNetwork")).and_then(Value::as_bool).unwrap_or(false),
             terminated: matches!(status.and_then(|s| s.get("phase")).and_then(Value::as_str), Some("Succeeded" | "Failed")),
             ips,
-            requested_pool: obj
-                .pointer("/metadata/annotations")
+            requested_pool: meta
+                .and_then(|m| m.get("annotations"))
                 .and_then(|a| a.get("ipam.cilium.io/ip-pool"))
                 .and_then(Value::as_str)
                 .map(Box::from),
@@ -206,7 +206,7 @@ impl Endpoint {
 
     /// [`Endpoint::decode`], sharing the namespace through `names`.
     pub fn decode_into(obj: &Value, names: &mut Names) -> Endpoint {
-        let ips: Ips = list(obj.pointer("/status/networking/addressing"))
+        let ips: Ips = list(obj.get("status").and_then(|s| s.get("networking")).and_then(|n| n.get("addressing")))
             .flat_map(|a| ["ipv4", "ipv6"].map(|k| a.get(k).and_then(Value::as_str).and_then(Addr::parse)))
             .flatten()
             .collect();
@@ -235,6 +235,40 @@ mod tests {
         assert!(!done.holds_pod_ips());
         let host = Pod::decode(&json!({"spec": {"hostNetwork": true}, "status": {"phase": "Running"}}));
         assert!(!host.holds_pod_ips());
+    }
+
+    /// The decoders read nested fields with `get` (a `pointer` copied each token): the same
+    /// fields as the pointers `/spec/nodeName`, `/spec/hostNetwork`, `/metadata/annotations` and
+    /// `/status/networking/addressing` reach, whatever shape the objects have (issue 44).
+    #[test]
+    fn nested_fields_are_those_the_json_pointers_reach_in_odd_shapes() {
+        let pointed = |o: &Value| {
+            let text = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
+            let pool = o.pointer("/metadata/annotations").and_then(|a| a.get("ipam.cilium.io/ip-pool")).and_then(Value::as_str);
+            (text("/spec/nodeName"), o.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false), pool.map(str::to_string))
+        };
+        let decoded = |o: &Value| {
+            let pod = Pod::decode(o);
+            (pod.node_name.as_deref().map(str::to_string), pod.host_network, pod.requested_pool.as_deref().map(str::to_string))
+        };
+        for object in [
+            json!({}),
+            json!(null),
+            json!({"spec": null, "metadata": null, "status": null}),
+            json!({"spec": [{"nodeName": "n"}], "metadata": "m", "status": [1]}),
+            json!({"spec": {"nodeName": 7, "hostNetwork": "true"}, "metadata": {"annotations": null}}),
+            json!({"spec": {"nodeName": "n1", "hostNetwork": true}, "metadata": {"annotations": {"ipam.cilium.io/ip-pool": "blue"}}}),
+            json!({"spec": {"nodeName": "n1", "hostNetwork": false}, "metadata": {"annotations": {"ipam.cilium.io/ip-pool": 3}}}),
+        ] {
+            assert_eq!(decoded(&object), pointed(&object), "{object}");
+        }
+        let endpoint = |addressing: Value| Endpoint::decode(&json!({"status": {"networking": {"addressing": addressing}}})).ips.len();
+        assert_eq!(
+            [endpoint(json!([{"ipv4": "10.0.0.1", "ipv6": "fd00::1"}])), endpoint(json!({"0": {}})), endpoint(json!(null))],
+            [2, 0, 0]
+        );
+        let nested = json!({"status": [{"networking": {"addressing": [{"ipv4": "10.0.0.1"}]}}]});
+        assert_eq!((nested.pointer("/status/networking/addressing"), Endpoint::decode(&nested).ips.len()), (None, 0));
     }
 
     #[test]

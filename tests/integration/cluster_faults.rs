@@ -310,8 +310,12 @@ fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
     serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
     serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync through a slow streaming list");
     let (watches, lists) = proxy.requests("pods");
-    // The list is the first read of `serve` (paginated); then one streaming list and its watches.
+    // The list is the first read of `serve`; then one streaming list and its watches.
     assert!(watches <= 6 && lists <= 1, "one streaming list, then watches: {watches} watch and {lists} list requests of pods");
+    // The first read only learns that pods can be listed: the streaming list reads them (issue 44).
+    for resource in ["pods", "ciliumendpoints", "ciliumnodes"] {
+        assert_eq!(proxy.list_limits(resource), ["1"], "{resource}: the first read asks for one object");
+    }
 }
 
 #[test]

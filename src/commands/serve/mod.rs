@@ -135,8 +135,9 @@ async fn follow(
     }
 }
 
-/// The layout of the first complete read; its objects are dropped (the watches list again). Its
-/// `cilium-config` tells the cluster's identity: claimed for `index` (`twins.rs`).
+/// The layout of the first read, which asks for one object of each big list (`Cluster::layout`):
+/// the watches list them. Its `cilium-config` tells the cluster's identity: claimed for `index`
+/// (`twins.rs`).
 async fn first_read(cluster: &Cluster, (state, claims): (&Shared, &Claims), index: usize) -> Layout {
     let mut failures = 0u32;
     loop {

@@ -91,6 +91,8 @@ struct Watches {
     fault: Mutex<Option<(&'static str, WatchFault)>>,
     /// Requests per resource plural: (watches, lists).
     requests: Mutex<HashMap<String, (u64, u64)>>,
+    /// The `limit` each list request of a resource plural asked for (`""`: none), in order.
+    limits: Mutex<HashMap<String, Vec<String>>>,
     /// A frozen proxy answers nothing and passes nothing on, as a SIGSTOPped API server.
     frozen: std::sync::atomic::AtomicBool,
 }
@@ -186,6 +188,11 @@ impl FaultProxy {
         self.watches.requests.lock().unwrap().get(resource).copied().unwrap_or_default()
     }
 
+    /// The `limit` of each list request of `resource` (a plural) so far, in order.
+    pub fn list_limits(&self, resource: &str) -> Vec<String> {
+        self.watches.limits.lock().unwrap().get(resource).cloned().unwrap_or_default()
+    }
+
     /// Bytes of faulty answers the proxy managed to write so far (the kernel's socket buffers
     /// hold some that the plugin may never have read).
     pub fn sent(&self) -> u64 {
@@ -207,7 +214,13 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
     if method == "GET" {
         let mut requests = watches.requests.lock().unwrap();
         let counts = requests.entry(resource.clone()).or_default();
-        if is_watch { counts.0 += 1 } else { counts.1 += 1 }
+        if is_watch {
+            counts.0 += 1
+        } else {
+            counts.1 += 1;
+            let limit = query.split('&').find_map(|p| p.strip_prefix("limit=")).unwrap_or_default();
+            watches.limits.lock().unwrap().entry(resource.clone()).or_default().push(limit.to_string());
+        }
     }
     if is_watch {
         let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
