@@ -160,7 +160,8 @@ fn upstream_refusals_dry_runs_and_conflicts() {
     assert!(shown.contains("\"conflicts\": 1"), "{shown}");
     let pool = get_pool(&cluster, "blue");
     assert_eq!(pool["metadata"]["labels"]["raced"], json!("yes"));
-    assert_eq!(pool["spec"]["ipv4"]["pool"][0]["reservedRanges"][1], json!({"start": "10.40.0.0", "end": "10.40.0.15"}));
+    // A new range goes in address order (issue 42), before the gateway's 10.40.255.240.
+    assert_eq!(pool["spec"]["ipv4"]["pool"][0]["reservedRanges"][0], json!({"start": "10.40.0.0", "end": "10.40.0.15"}));
 
     // On a terminal: the guided flow (one pool, so no pool picker), the preview, a confirmation.
     let mut term = terminal(&cluster, &["reserve-range"]);
