@@ -45,7 +45,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(documents) = ciliumpool::manifest::parse(text, "fuzz.yaml") else { return };
     let snapshot = Snapshot::from_objects(documents);
-    if let Ok(Some(kept)) = ciliumpool::files::inputs::parse_stream(data, "fuzz.yaml", ciliumpool::files::Pools::Read, ciliumpool::files::Limits::default()) {
+    if let Ok(Some(kept)) =
+        ciliumpool::files::inputs::parse_stream(data, "fuzz.yaml", ciliumpool::files::Pools::Read, ciliumpool::files::Limits::default())
+    {
         agree(&snapshot, &kept.snapshot());
     }
     let report = analyze(&snapshot);
@@ -55,7 +57,14 @@ fuzz_target!(|data: &[u8]| {
             for table in [Table::Pools, Table::Nodes, Table::Blocks] {
                 // Without thresholds, and with both (the breach column and its markers).
                 for thresholds in [Thresholds::default(), Thresholds { fail_above: Some(50.0), min_free_blocks: Some(4) }] {
-                    check(output(&Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds, table_width: None }, format, &style), format);
+                    check(
+                        output(
+                            &Usage { snapshot: &snapshot, report: &report, names: &[], table, thresholds, table_width: None },
+                            format,
+                            &style,
+                        ),
+                        format,
+                    );
                 }
             }
             check(
