@@ -154,9 +154,9 @@ impl Cluster {
         };
         let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
             self.read_pools(),
-            async { refused_ends(self.list_or_probe(&nodes_resource, probe_only).await, &nodes_resource) },
-            async { refused_ends(self.list_or_probe(&pods_resource, probe_only).await, &pods_resource) },
-            async { refused_ends(self.list_or_probe(&endpoints_resource, probe_only).await, &endpoints_resource) },
+            async { refused_ends(self.list(&nodes_resource, probe_only).await, &nodes_resource) },
+            async { refused_ends(self.list(&pods_resource, probe_only).await, &pods_resource) },
+            async { refused_ends(self.list(&endpoints_resource, probe_only).await, &endpoints_resource) },
             async { Ok(self.cilium_config().await) },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -198,19 +198,14 @@ impl Cluster {
 
     /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
     /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
-    /// never looks at, and decoding them is most of a live read's cost.
-    async fn list(&self, resource: &ApiResource) -> Result<Listed, kube::Error> {
+    /// never looks at, and decoding them is most of a live read's cost. With `probe_only`, only
+    /// whether it can be listed (an empty list when it can).
+    async fn list(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
-    }
-
-    /// [`Cluster::list`], or only whether it can be listed (an empty list when it can).
-    async fn list_or_probe(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
-        if !probe_only {
-            return self.list(resource).await;
+        if probe_only {
+            return probe(&self.connection.client, resource, namespace).await;
         }
-        let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        probe(&self.connection.client, resource, namespace).await
+        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
@@ -229,7 +224,7 @@ impl Cluster {
             return Err(self.not_installed());
         };
         let resource = pools_resource(version);
-        let pools = self.list(&resource).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
+        let pools = self.list(&resource, false).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
         let pools = pools.items;
         Ok(PoolRead { schema, resource, objects: pools, note })
     }

@@ -30,8 +30,6 @@ pub struct Snapshot {
     pub notes: Vec<String>,
     /// Objects of other kinds that were skipped, per kind.
     pub skipped: BTreeMap<String, usize>,
-    /// The Cilium versions the input's operator Deployment and agent DaemonSet name (a sysdump's).
-    pub cilium_versions: Vec<CiliumVersion>,
     pub origin: Origin,
 }
 
@@ -59,7 +57,7 @@ pub struct Origin {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The Cilium versions the input names (files: a sysdump's operator Deployment and agent
-    /// DaemonSet); set by [`Snapshot::set_origin`].
+    /// DaemonSet), found as the objects are decoded; [`Snapshot::set_origin`] keeps them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cilium_versions: Vec<CiliumVersion>,
 }
@@ -141,8 +139,7 @@ impl Snapshot {
             crd,
             notes: Vec::new(),
             skipped,
-            cilium_versions,
-            origin: Origin { kind: "files", ipam_mode: "unknown".to_string(), ..Default::default() },
+            origin: Origin { kind: "files", ipam_mode: "unknown".to_string(), cilium_versions, ..Default::default() },
         }
     }
 
@@ -155,6 +152,7 @@ impl Snapshot {
     /// (before `-n` filters the pods of files). Files with neither Pods nor CiliumEndpoints
     /// leave used addresses unknown, as a live read that could read neither does.
     pub fn set_origin(&mut self, origin: Origin) {
+        let cilium_versions = std::mem::take(&mut self.origin.cilium_versions);
         let held = |list: Option<usize>| list.is_some_and(|n| n > 0);
         let contents = Contents {
             files: origin.kind == "files",
@@ -164,15 +162,13 @@ impl Snapshot {
             pods: held(self.pods.as_ref().map(Vec::len)),
             endpoints: held(self.endpoints.as_ref().map(Vec::len)),
             namespace: origin.namespace.as_deref(),
-            cilium_without_v2_pools: !self.cilium_versions.is_empty()
-                && self.cilium_versions.iter().all(|v| v.serves_v2_pools() == Some(false)),
+            cilium_without_v2_pools: !cilium_versions.is_empty() && cilium_versions.iter().all(|v| v.serves_v2_pools() == Some(false)),
         };
         let caveats = caveats(&contents);
         if contents.files && !contents.pods && !contents.endpoints {
             (self.pods, self.endpoints) = (None, None);
         }
         let warnings = caveats.iter().map(|c| c.message.clone()).collect();
-        let cilium_versions = self.cilium_versions.clone();
         self.origin = Origin { ipam_mode: self.ipam_mode_name(), caveats, warnings, cilium_versions, ..origin };
     }
 

@@ -205,9 +205,8 @@ async fn update(args: &ServeArgs, watch: &Watch, layout: &Layout, state: &Shared
 async fn check_fleet(state: &Shared) {
     let (members, check) = {
         let mut state = lock(state);
-        let followed = state.clusters.iter().filter(|c| c.same_as.is_none());
         let members: Option<Vec<(String, Arc<crate::model::Snapshot>)>> =
-            followed.map(|c| Some((c.name.clone().unwrap_or_default(), c.snapshot.clone()?))).collect();
+            state::followed(&state.clusters).map(|c| Some((c.name.clone().unwrap_or_default(), c.snapshot.clone()?))).collect();
         state.fleet_checks += 1;
         (members.map(|m| (m, twins::problems(&state.clusters))), state.fleet_checks)
     };

@@ -56,6 +56,11 @@ pub(super) struct Followed {
     pub(super) same_as: Option<usize>,
 }
 
+/// The clusters followed: not those whose context reaches the cluster of an earlier one.
+pub(super) fn followed(clusters: &[Followed]) -> impl Iterator<Item = &Followed> {
+    clusters.iter().filter(|c| c.same_as.is_none())
+}
+
 /// One analysis: its metric families (encoded when scraped, with the other clusters' in a fleet).
 pub(super) struct Figures {
     pub(super) families: Vec<Family>,
@@ -92,11 +97,6 @@ impl State {
         State { started: Instant::now(), stale_after, clusters, fleet: None, fleet_checks: 0, encoded: [None, None] }
     }
 
-    /// The clusters followed: not those whose context reaches the cluster of an earlier one.
-    fn followed(&self) -> impl Iterator<Item = &Followed> {
-        self.clusters.iter().filter(|c| c.same_as.is_none())
-    }
-
     /// Several clusters, or one reached by several contexts: the checks between clusters run (and
     /// each cluster's last snapshot is kept for them).
     pub(super) fn is_fleet(&self) -> bool {
@@ -105,7 +105,7 @@ impl State {
 
     /// Ready when every cluster is; the reason names each cluster that is not (in a fleet).
     pub fn status(&self) -> Status {
-        let statuses: Vec<(Option<&str>, Status)> = self.followed().map(|c| (c.name.as_deref(), self.status_of(c))).collect();
+        let statuses: Vec<(Option<&str>, Status)> = followed(&self.clusters).map(|c| (c.name.as_deref(), self.status_of(c))).collect();
         let reasons: Vec<String> = statuses
             .iter()
             .filter_map(|(name, s)| {
@@ -144,9 +144,9 @@ impl State {
     /// The exposition a scrape gets: each cluster's last figures unless stale, then the
     /// exporter's own metrics, computed now; in a fleet every series has its `cluster` label.
     pub fn exposition(&mut self, encoding: Encoding) -> String {
-        let statuses: Vec<Status> = self.followed().map(|c| self.status_of(c)).collect();
+        let followed: Vec<&Followed> = followed(&self.clusters).collect();
+        let statuses: Vec<Status> = followed.iter().map(|c| self.status_of(c)).collect();
         let ready: Vec<bool> = statuses.iter().map(|s| s.ready).collect();
-        let followed: Vec<&Followed> = self.clusters.iter().filter(|c| c.same_as.is_none()).collect();
         let slot = &mut self.encoded[encoding as usize];
         if slot.as_ref().is_none_or(|kept| kept.ready != ready) {
             let mut families = Vec::new();
