@@ -53,11 +53,6 @@ pub struct ConnectOptions {
 /// may be quiet for minutes). docs/design/exit-codes.md.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
-/// How long a streaming list (`stream_list.rs`) may take, from its request to its last object,
-/// when `--request-timeout` is not given: the one answer holds what hundreds of pages would (a
-/// page gets [`DEFAULT_DEADLINE`]), so it gets what the API server allows one watch.
-pub const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(290);
-
 /// The deadlines every request runs under, from `--request-timeout`: one value from the flag to
 /// the connection. Not given: [`DEFAULT_DEADLINE`] to connect and for each whole request, no
 /// bound per read; `0`: none at all; `N`: N to connect, for each whole request and per read.
@@ -78,15 +73,6 @@ impl Deadlines {
     fn whole_request(self) -> Option<Duration> {
         match self.request {
             None => Some(DEFAULT_DEADLINE),
-            Some(given) => Some(given).filter(|given| !given.is_zero()),
-        }
-    }
-
-    /// A whole streaming list: `--request-timeout` when given (0: none), else
-    /// [`DEFAULT_STREAM_DEADLINE`].
-    pub fn streaming_list(self) -> Option<Duration> {
-        match self.request {
-            None => Some(DEFAULT_STREAM_DEADLINE),
             Some(given) => Some(given).filter(|given| !given.is_zero()),
         }
     }
@@ -276,20 +262,6 @@ impl Connection {
             ),
             Refused::TooManyPages(pages) => format!("{verb} {what} on {server}: the list went on past {pages} pages; {bad_server}"),
             Refused::TooManyItems(items) => format!("{verb} {what} on {server}: the list held more than {items} objects; {bad_server}"),
-            Refused::StreamCut(objects) => format!(
-                "{verb} {what} on {server}: the streaming list ended after {objects} object(s), before the server marked its last one; \
-                 check the network and any proxy in between (one that cuts long answers?), or the server's logs"
-            ),
-            Refused::StreamUnfinished { objects, .. } => {
-                let within = match self.deadlines.request {
-                    Some(_) => self.deadline(),
-                    None => format!("{}, the default deadline of a streaming list", humantime::format_duration(DEFAULT_STREAM_DEADLINE)),
-                };
-                format!(
-                    "{verb} {what} on {server}: the streaming list did not end within {within} ({objects} objects read; the deadline covers the whole list); \
-                     check the network and the server, or give a longer --request-timeout (0: none)"
-                )
-            }
             // Watch streams only: the watch is restarted (`source::reflector`), never a command's end.
             Refused::EventTooLarge(_) | Refused::Silent | Refused::Truncated(_) => format!("{verb} {what} on {server}: {refused}"),
         }

@@ -57,12 +57,6 @@ pub enum Refused {
     /// The list held more than [`MAX_ITEMS`] objects.
     #[error("more than {0} objects")]
     TooManyItems(usize),
-    /// A streaming list (`stream_list.rs`) ended before the bookmark that marks its last object.
-    #[error("the streaming list ended after {0} object(s), before the server marked its last")]
-    StreamCut(usize),
-    /// A streaming list had not sent its last object by its deadline.
-    #[error("the streaming list did not end within {within:?} ({objects} objects read)")]
-    StreamUnfinished { within: Duration, objects: usize },
     /// One event of a watch stream grew past the event bound without ending.
     #[error("a watch event is larger than {0} bytes (--max-event-size)")]
     EventTooLarge(u64),
@@ -187,10 +181,8 @@ where
                 None => answer.await,
             }
             .map_err(Into::into)?;
-            // A refused watch is answered with one Status, a whole answer like any other's.
-            let stream = watch && response.status().is_success();
             let (until, max_bytes, events) =
-                if stream { (None, u64::MAX, Some(Events::new(max_event_bytes))) } else { (until, max_bytes, None) };
+                if watch { (None, u64::MAX, Some(Events::new(max_event_bytes))) } else { (until, max_bytes, None) };
             Ok(response.map(|inner| BoundedBody {
                 inner,
                 until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)),

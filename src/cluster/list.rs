@@ -41,10 +41,19 @@ pub async fn list_pages(
         let mut page = page_of(client, request, pages.items_left()).await?;
         let mut list = page.document.unwrap_or_default();
         let mut count = page.workloads.len();
-        unusable.keep_named(&mut page.workloads);
+        page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
+        page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
         if let Some(Value::Array(items)) = list.get_mut("items").map(Value::take) {
             count += items.len();
-            listed.items.extend(items.into_iter().filter_map(|item| unusable.typed(item, resource)));
+            listed.items.extend(items.into_iter().filter_map(|mut item| {
+                let map = item.as_object_mut().filter(|map| {
+                    map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty()))
+                });
+                let map = unusable.keep_some(map)?;
+                map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+                map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+                Some(item)
+            }));
         }
         listed.workloads.append(page.workloads);
         match pages.next(count, list.pointer("/metadata/continue").and_then(Value::as_str)).map_err(Refused::into_kube)? {
@@ -52,7 +61,13 @@ pub async fn list_pages(
             None => break,
         }
     }
-    unusable.warn(resource);
+    if unusable.0 > 0 {
+        warn_line!(
+            "warning: the list of {} held {} item(s) that are not objects with a metadata.name; they are left out of the figures",
+            resource_name(resource),
+            unusable.0
+        );
+    }
     Ok(listed)
 }
 
@@ -78,7 +93,7 @@ async fn page_of(client: &kube::Client, request: http::Request<Vec<u8>>, items_l
 
 /// How many list items could not be used.
 #[derive(Default)]
-pub(super) struct Unusable(usize);
+struct Unusable(usize);
 
 impl Unusable {
     /// Counts `usable == false`; returns `usable` (for `retain`).
@@ -87,34 +102,9 @@ impl Unusable {
         usable
     }
 
-    /// Leaves out (and counts) the decoded pods and endpoints without a name.
-    pub(super) fn keep_named(&mut self, workloads: &mut Workloads) {
-        workloads.pods.retain(|pod| self.keep(!pod.name.is_empty()));
-        workloads.endpoints.retain(|endpoint| self.keep(!endpoint.name.is_empty()));
-    }
-
-    /// An item of a list of `resource` with `apiVersion` and `kind` (list items of built-in kinds
-    /// omit them); `None`, counted, when it is no object with a `metadata.name`.
-    pub(super) fn typed(&mut self, mut item: Value, resource: &ApiResource) -> Option<Value> {
-        let map = item
-            .as_object_mut()
-            .filter(|map| map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty())));
-        self.keep(map.is_some());
-        let map = map?;
-        map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
-        map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
-        Some(item)
-    }
-
-    /// One warning for the items left out of a list of `resource`, if any were.
-    pub(super) fn warn(&self, resource: &ApiResource) {
-        if self.0 > 0 {
-            warn_line!(
-                "warning: the list of {} held {} item(s) that are not objects with a metadata.name; they are left out of the figures",
-                resource_name(resource),
-                self.0
-            );
-        }
+    fn keep_some<T>(&mut self, usable: Option<T>) -> Option<T> {
+        self.keep(usable.is_some());
+        usable
     }
 }
 

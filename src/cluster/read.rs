@@ -5,7 +5,6 @@
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::{PAGE_SIZE, Refused};
 use super::list::{Listed, list_pages, probe, resource_name, typed_value};
-use super::stream_list::{falls_back_to_pages, stream_list};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
@@ -88,18 +87,6 @@ struct PoolRead {
     note: Option<String>,
 }
 
-/// How [`Cluster::list`] reads a resource.
-#[derive(Clone, Copy)]
-enum Read {
-    /// Whether it can be listed only (an empty list when it can).
-    Probe,
-    /// Page by page.
-    Pages,
-    /// In one streaming list (`stream_list.rs`), page by page where the server or the account
-    /// refuses one: the large lists, which a paged read of a custom resource makes slow.
-    Streamed,
-}
-
 /// Why an optional list (pods, endpoints) is missing from a snapshot.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Unreadable {
@@ -159,7 +146,6 @@ impl Cluster {
     /// [`Cluster::read`], or [`Cluster::layout`] when `probe_only`.
     async fn read_lists(&self, probe_only: bool) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
-        let how = if probe_only { Read::Probe } else { Read::Streamed };
         // A list given up on (`source::limits`: too large, never ending) ends the read at once,
         // dropping the others and what they hold; other failures are weighed below.
         let refused_ends = |listed: Result<Listed, kube::Error>, resource: &ApiResource| match listed {
@@ -168,9 +154,9 @@ impl Cluster {
         };
         let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
             self.read_pools(),
-            async { refused_ends(self.list(&nodes_resource, how).await, &nodes_resource) },
-            async { refused_ends(self.list(&pods_resource, how).await, &pods_resource) },
-            async { refused_ends(self.list(&endpoints_resource, how).await, &endpoints_resource) },
+            async { refused_ends(self.list(&nodes_resource, probe_only).await, &nodes_resource) },
+            async { refused_ends(self.list(&pods_resource, probe_only).await, &pods_resource) },
+            async { refused_ends(self.list(&endpoints_resource, probe_only).await, &endpoints_resource) },
             async { Ok(self.cilium_config().await) },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -210,20 +196,16 @@ impl Cluster {
         }
     }
 
-    /// Every object of a resource, as `how` says, with Pods and CiliumEndpoints decoded straight
+    /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
     /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
-    /// never looks at, and decoding them is most of a live read's cost.
-    async fn list(&self, resource: &ApiResource, how: Read) -> Result<Listed, kube::Error> {
+    /// never looks at, and decoding them is most of a live read's cost. With `probe_only`, only
+    /// whether it can be listed (an empty list when it can).
+    async fn list(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
         let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
-        let client = &self.connection.client;
-        match how {
-            Read::Probe => probe(client, resource, namespace).await,
-            Read::Pages => list_pages(client, resource, namespace, PAGE_SIZE).await,
-            Read::Streamed => match stream_list(client, resource, namespace, self.connection.deadlines.streaming_list()).await {
-                Err(refused) if falls_back_to_pages(&refused) => list_pages(client, resource, namespace, PAGE_SIZE).await,
-                read => read,
-            },
+        if probe_only {
+            return probe(&self.connection.client, resource, namespace).await;
         }
+        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
@@ -242,8 +224,7 @@ impl Cluster {
             return Err(self.not_installed());
         };
         let resource = pools_resource(version);
-        let pools =
-            self.list(&resource, Read::Pages).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
+        let pools = self.list(&resource, false).await.map_err(|e| self.connection.request_failed(e, "list", &resource_name(&resource)))?;
         let pools = pools.items;
         Ok(PoolRead { schema, resource, objects: pools, note })
     }

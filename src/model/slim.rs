@@ -180,20 +180,6 @@ impl ItemBudget {
     }
 }
 
-/// The object of one event of a streaming list of `kind` (`cluster::stream_list`), read as an
-/// item of a list of that kind is: a Pod or CiliumEndpoint is decoded into `into` (its names
-/// shared with the objects before it) and `None` returned; any other object is returned as read.
-/// An object holds no list of its own: a `*List` in an event is refused at its first item.
-pub fn read_event_object<'de, D: Deserializer<'de>>(
-    deserializer: D,
-    kind: &str,
-    into: &RefCell<Workloads>,
-) -> Result<Option<Value>, D::Error> {
-    let no_items = ItemBudget::new(0);
-    ObjectVisitor { inherited_kind: Some(kind), place: Place::Item, lifted: into, budget: &no_items, read_pools: false }
-        .deserialize(deserializer)
-}
-
 /// Where a value sits, which decides whether an object there is one `from_objects` would see.
 #[derive(Clone, Copy, PartialEq)]
 enum Place {

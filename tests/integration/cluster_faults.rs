@@ -7,8 +7,8 @@ use crate::support;
 
 use ciliumpool::cluster::limits::MAX_RESPONSE_BYTES;
 use std::time::{Duration, Instant};
-use support::faults::{Fault, FaultProxy, PROXY_TOKEN, WatchFault};
-use support::{BLUE_POOL, Dialect, TestCluster, cilium_endpoint, cilium_node, pod};
+use support::faults::{Fault, FaultProxy, PROXY_TOKEN};
+use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
 
 /// Far beyond every deadline these tests run under (5 s, the default 30 s).
 const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -154,29 +154,24 @@ fn verbose_shows_each_request_and_says_when_it_waits() {
     let proxy = FaultProxy::start(&cluster, Fault::Delay { resources: &["pods"], by: delay }, dir.path());
     let (code, _, stderr, _) = run(&proxy, &["usage", "-v"]);
     assert_eq!(code, 0, "{stderr}");
-    // `GET URL STATUS in N ms`, as kubectl -v=6 prints a request: (streaming list?, status, ms).
-    let answered = |resource: &str| -> Vec<(bool, u16, u128)> {
+    // `GET URL STATUS in N ms`, as kubectl -v=6 prints a request.
+    let answered = |resource: &str| -> Vec<u128> {
         let prefix = format!("GET {}/", proxy.url);
         stderr
             .lines()
             .filter(|l| l.starts_with(&prefix) && l.split('?').next().is_some_and(|path| path.ends_with(&format!("/{resource}"))))
             .map(|l| {
-                let fields: Vec<&str> = l.split(' ').collect();
-                let status = fields[2].parse().unwrap_or_else(|_| panic!("status: {l}"));
-                let ms =
-                    l.strip_suffix(" ms").and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or_else(|| panic!("milliseconds: {l}"));
-                (fields[1].contains("sendInitialEvents=true"), status, ms)
+                let (_, after) = l.rsplit_once(" 200 OK in ").unwrap_or_else(|| panic!("status and time: {l}"));
+                after.strip_suffix(" ms").and_then(|ms| ms.parse().ok()).unwrap_or_else(|| panic!("milliseconds: {l}"))
             })
             .collect()
     };
     for resource in ["ciliumnodes", "ciliumendpoints"] {
-        let requests = answered(resource);
-        assert!(matches!(requests[..], [(true, 200, _)]), "one streaming list of {resource}: {stderr}");
+        assert_eq!(answered(resource).len(), 1, "one list request of {resource}: {stderr}");
     }
-    // The delayed pods are faulted: their streaming list is refused (422) and they are read in a page.
     let pods = answered("pods");
-    assert!(matches!(pods[..], [(true, 422, _), (false, 200, _)]), "{stderr}");
-    assert!(pods[1].2 >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");
+    assert_eq!(pods.len(), 1, "{stderr}");
+    assert!(pods[0] >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");
     let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
     assert_eq!(waiting.len(), 1, "one waiting line, for the slow list only: {stderr}");
     assert!(waiting[0].starts_with(&format!("waiting for {}: GET {}/api/v1/pods?", proxy.url, proxy.url)), "{stderr}");
@@ -198,98 +193,6 @@ fn max_response_size_bounds_each_answer_and_names_itself() {
     let read = cluster.plugin().args(["usage", "-o", "json", "--max-response-size", "64Ki"]).output().unwrap();
     assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stderr));
     assert_eq!(support::cli::json_of(&String::from_utf8_lossy(&read.stdout))["pools"][0]["name"], "blue");
-}
-
-// --- streaming lists: the one-shot reads (issue 44) -------------------------------------------------
-
-/// The lists a one-shot read streams (pools are read in pages: a few objects, written back).
-const STREAMED: &[&str] = &["ciliumnodes", "pods", "ciliumendpoints"];
-
-/// [`seeded_cluster`] with a second node, pods in two namespaces (one completed) and endpoints:
-/// a read that lost, repeated or misplaced an object would change the figures.
-fn workload_cluster() -> TestCluster {
-    let cluster = seeded_cluster();
-    cluster.create_objects(vec![
-        cilium_node("n2", &[("blue", &["10.40.1.0/24", "10.40.2.0/24"])], 16),
-        pod("team-a", "a1", "n2", &["10.40.1.4"]),
-        pod("team-a", "a2", "n2", &["10.40.2.7"]),
-        cilium_endpoint("team-a", "a1", "10.0.0.2", &["10.40.1.4"]),
-        cilium_endpoint("team-b", "b1", "10.0.0.2", &["10.40.1.9"]),
-    ]);
-    cluster.set_pod_status("team-a", "a2", &["10.40.2.7"], "Succeeded");
-    cluster
-}
-
-/// `-o json` of `args` through `proxy`, without the source (it names the proxy's URL), and the
-/// warnings on stderr.
-fn figures(proxy: &FaultProxy, args: &[&str]) -> (serde_json::Value, String) {
-    let (code, stdout, stderr, _) = run(proxy, args);
-    assert_eq!(code, 0, "{args:?}: {stderr}");
-    let mut doc = support::cli::json_of(&stdout);
-    doc.as_object_mut().expect("a JSON object").remove("source");
-    (doc, stderr)
-}
-
-#[test]
-fn a_one_shot_read_streams_the_large_lists_and_reads_what_pages_read() {
-    let cluster = workload_cluster();
-    let (streamed_dir, paged_dir) = (tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
-    let streamed = FaultProxy::passing(&cluster, streamed_dir.path());
-    // A fault that changes nothing, for its side effect: these lists' streaming lists are refused.
-    let paged = FaultProxy::start(&cluster, Fault::Delay { resources: STREAMED, by: Duration::ZERO }, paged_dir.path());
-    for args in [&["usage", "-o", "json"][..], &["usage", "--by", "node", "-o", "json"], &["usage", "-n", "team-a", "-o", "json"]] {
-        let (before_streamed, before_paged): (Vec<_>, Vec<_>) = STREAMED.iter().map(|r| (streamed.requests(r), paged.requests(r))).unzip();
-        let from_stream = figures(&streamed, args);
-        let from_pages = figures(&paged, args);
-        assert_eq!(from_stream, from_pages, "{args:?}: a streamed read and a paged one agree, warnings too");
-        for (i, resource) in STREAMED.iter().enumerate() {
-            let (watches, lists) = streamed.requests(resource);
-            assert_eq!(
-                (watches - before_streamed[i].0, lists - before_streamed[i].1),
-                (1, 0),
-                "{args:?}: one streaming list of {resource}, no page"
-            );
-            let (watches, lists) = paged.requests(resource);
-            assert_eq!((watches - before_paged[i].0, lists - before_paged[i].1), (1, 1), "{args:?}: {resource}: refused, then one page");
-        }
-    }
-    let (all, _) = figures(&streamed, &["usage", "-o", "json"]);
-    assert_eq!(
-        support::cli::family(&all, "blue", "ipv4")["usedAddresses"],
-        3,
-        "p, a1 (pod and endpoint) and b1; not the completed a2: {all}"
-    );
-}
-
-#[test]
-fn a_streaming_list_cut_before_its_last_object_ends_with_one_line() {
-    let cluster = workload_cluster();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let proxy = FaultProxy::start(&cluster, Fault::CutStreamingList { resources: &["pods"] }, dir.path());
-    let (code, stdout, stderr, _) = run(&proxy, &["usage"]);
-    let line = one_error_line(code, &stdout, &stderr);
-    for expected in ["list pods", &proxy.url, "the streaming list ended after 3 object(s), before the server marked its last one"] {
-        assert!(line.contains(expected), "names {expected:?}: {line}");
-    }
-    assert_eq!(proxy.requests("pods"), (1, 0), "a cut stream is not read again in pages: the server can stream");
-}
-
-#[test]
-fn a_slow_streaming_list_ends_at_the_request_timeout() {
-    let cluster = seeded_cluster();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let proxy = FaultProxy::passing(&cluster, dir.path());
-    // One node and the closing bookmark, two seconds apart each: past a three-second deadline,
-    // though no gap reaches the per-read timeout.
-    proxy.set_watch_fault(Some(("ciliumnodes", WatchFault::SlowInitialEvents(Duration::from_secs(2)))));
-    let (code, stdout, stderr, elapsed) = run(&proxy, &["usage", "--request-timeout", "3s"]);
-    let line = one_error_line(code, &stdout, &stderr);
-    for expected in
-        ["list ciliumnodes.cilium.io", "the streaming list did not end within --request-timeout 3s", "give a longer --request-timeout"]
-    {
-        assert!(line.contains(expected), "names {expected:?}: {line}");
-    }
-    assert!(elapsed < Duration::from_secs(20), "ended at the deadline: {:.1} s", elapsed.as_secs_f64());
 }
 
 // --- watches: serve outlives whatever its API server does (issue 40) ---------------------------------
@@ -393,6 +296,7 @@ fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Pat
 /// and becomes ready; before, each attempt was cut and begun again from nothing, for ever.
 #[test]
 fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
+    use support::faults::WatchFault;
     let cluster = seeded_cluster();
     let pods: Vec<_> = (0..60).map(|i| pod("default", &format!("slow-{i}"), "n1", &[&format!("10.40.0.{}", 100 + i)])).collect();
     cluster.create_objects(pods);

@@ -184,43 +184,6 @@ fn user_without_pod_access_gets_blocks_and_unknown_used() {
     assert!(notes.contains("served versions from API discovery"), "the CRD is forbidden too: {notes}");
 }
 
-/// An account that may list but not watch (a role written before the plugin streamed its
-/// lists) is refused each streaming list (403) and reads the same objects page by page.
-#[test]
-fn an_account_that_may_not_watch_reads_page_by_page() {
-    let cluster = TestCluster::start(Dialect::UpstreamV2);
-    cluster.create_objects(vec![
-        json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "blue"},
-               "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24}}}),
-        cilium_node("node-a", &[("blue", &["10.40.0.0/24", "10.40.1.0/24"])], 16),
-        pod("team-blue", "api-1", "node-a", &["10.40.0.10"]),
-        cilium_endpoint("team-blue", "api-2", "10.0.0.1", &["10.40.1.10"]),
-    ]);
-    let resources = [
-        ("cilium.io", "ciliumpodippools"),
-        ("cilium.io", "ciliumnodes"),
-        ("", "pods"),
-        ("cilium.io", "ciliumendpoints"),
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-    ];
-    cluster.grant("lister", &["get", "list"], &resources);
-    let admin = run_json(cluster.plugin().args(["usage", "-o", "json"]));
-    let run = cluster.plugin().args(["usage", "-o", "json", "-v", "--as", "lister"]).assert().success().get_output().clone();
-    assert_eq!(json_of(&run)["pools"], admin["pools"], "the same figures");
-    assert_eq!(family(&admin, "blue", "ipv4")["usedAddresses"], 2);
-    let stderr = stderr_of(&run);
-    for path in ["/apis/cilium.io/v2/ciliumnodes?", "/api/v1/pods?", "/apis/cilium.io/v2/ciliumendpoints?"] {
-        let requests: Vec<&str> = stderr.lines().filter(|l| l.starts_with("GET ") && l.contains(path)).collect();
-        assert!(
-            matches!(requests[..], [refused, paged] if refused.contains("sendInitialEvents=true") && refused.contains(" 403 ")
-                && paged.contains("limit=500") && paged.contains(" 200 ")),
-            "{path}: a refused streaming list, then a page: {stderr}"
-        );
-    }
-    let unread = ["warning: pods", "warning: CiliumEndpoints", "error:"];
-    assert!(!stderr.lines().any(|l| unread.iter().any(|u| l.starts_with(u))), "every list was read: {stderr}");
-}
-
 /// No answer from the server: exit 3 after the request timeout, naming the server.
 #[test]
 fn unreachable_server_exits_3_within_the_request_timeout() {

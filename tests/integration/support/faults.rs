@@ -24,9 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub const PROXY_TOKEN: &str = "ciliumpool-fault-proxy-token-0123456789";
 
 /// What the proxy does to list requests (not watches) whose path ends with one of `resources`
-/// (plurals: `ciliumnodes`, `pods`); their streaming lists are refused (422), as a server with the
-/// WatchList feature off refuses them, so that they are read page by page. Every other request
-/// is passed through unchanged.
+/// (plurals: `ciliumnodes`, `pods`). Every other request is passed through unchanged.
 #[derive(Clone, Debug)]
 pub enum Fault {
     /// The real first page, with the same `continue` token on every page: a list that never ends.
@@ -43,9 +41,6 @@ pub enum Fault {
     /// One list page of `bytes` of `{}` items (under the response bound, but millions of
     /// objects), generated as it is sent.
     EmptyItems { resources: &'static [&'static str], bytes: u64 },
-    /// Streaming lists passed on as the API server sends them, but cut before the bookmark that
-    /// marks their last object; pages are not faulted.
-    CutStreamingList { resources: &'static [&'static str] },
 }
 
 impl Fault {
@@ -56,8 +51,7 @@ impl Fault {
             | Fault::Inflate { resources, .. }
             | Fault::JunkItems { resources }
             | Fault::Delay { resources, .. }
-            | Fault::EmptyItems { resources, .. }
-            | Fault::CutStreamingList { resources } => resources,
+            | Fault::EmptyItems { resources, .. } => resources,
         }
     }
 }
@@ -118,9 +112,6 @@ impl Watches {
         }
     }
 }
-
-/// The API server's answer to a streaming list while its WatchList feature is off.
-const WATCH_LIST_OFF: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","code":422}"#;
 
 /// The continue token [`Fault::RepeatContinue`] sends on every page.
 pub const STUCK_TOKEN: &str = "ciliumpool-test-stuck";
@@ -231,22 +222,8 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             watches.limits.lock().unwrap().entry(resource.clone()).or_default().push(limit.to_string());
         }
     }
-    let names_resource = |fault: &Fault| fault.resources().iter().any(|r| path.ends_with(&format!("/{r}")));
     if is_watch {
         let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
-        match &fault {
-            Some(cut @ Fault::CutStreamingList { .. }) if !resumed && names_resource(cut) => {
-                return cut_before_the_last_bookmark(stream.get_mut(), &client, &target).await;
-            }
-            Some(Fault::CutStreamingList { .. }) => {}
-            Some(faulted) if !resumed && names_resource(faulted) => {
-                // A faulted resource's lists are answered page by page, where the fault is: its
-                // streaming lists are refused as a server with the WatchList feature off refuses them.
-                let _ = respond(stream.get_mut(), 422, WATCH_LIST_OFF.as_bytes()).await;
-                return;
-            }
-            _ => {}
-        }
         let faulted = *watches.fault.lock().unwrap();
         match faulted {
             Some((faulted, WatchFault::SlowInitialEvents(every))) if !resumed && faulted == resource => {
@@ -258,7 +235,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         }
         return;
     }
-    let faulted = is_list && fault.as_ref().is_some_and(|f| names_resource(f) && !matches!(f, Fault::CutStreamingList { .. }));
+    let faulted = is_list && fault.as_ref().is_some_and(|f| f.resources().iter().any(|r| path.ends_with(&format!("/{r}"))));
     let stream = stream.get_mut();
     let Some(fault) = fault.filter(|_| faulted) else {
         let (status, body) = forward(&client, &method, &target, body).await;
@@ -308,7 +285,6 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             let start = br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{}"#;
             let _ = generated(stream, start, b",{}", bytes, b"]}", &sent).await;
         }
-        Fault::CutStreamingList { .. } => unreachable!("its pages are passed on unfaulted"),
     }
 }
 
@@ -364,23 +340,6 @@ async fn slow_initial_events(stream: &mut TcpStream, client: &kube::Client, targ
         }
     };
     let _ = tokio::time::timeout_at(ends, passed).await;
-    let _ = stream.shutdown().await;
-}
-
-/// A streaming list passed on up to the bookmark after its last object, then closed.
-async fn cut_before_the_last_bookmark(stream: &mut TcpStream, client: &kube::Client, target: &str) {
-    use http_body_util::BodyExt;
-    let Some(mut body) = open_watch(stream, client, target).await else { return };
-    let mut pending: Vec<u8> = Vec::new();
-    'passing: while let Some(Ok(frame)) = body.frame().await {
-        pending.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..]));
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            if String::from_utf8_lossy(&line).contains("k8s.io/initial-events-end") || stream.write_all(&line).await.is_err() {
-                break 'passing;
-            }
-        }
-    }
     let _ = stream.shutdown().await;
 }
 

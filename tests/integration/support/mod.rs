@@ -371,13 +371,10 @@ impl TestCluster {
     /// Lets `user` get, list and watch the given resources cluster-wide: a ClusterRole and a
     /// ClusterRoleBinding named after the user. Run the plugin with `--as USER` afterwards.
     pub fn grant_read(&self, user: &str, resources: &[(&str, &str)]) {
-        self.grant(user, &["get", "list", "watch"], resources);
-    }
-
-    /// Grants `user` the `verbs` on `resources` ((API group, plural) pairs) cluster-wide.
-    pub fn grant(&self, user: &str, verbs: &[&str], resources: &[(&str, &str)]) {
-        let rules: Vec<Value> =
-            resources.iter().map(|(group, resource)| json!({"apiGroups": [group], "resources": [resource], "verbs": verbs})).collect();
+        let rules: Vec<Value> = resources
+            .iter()
+            .map(|(group, resource)| json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"]}))
+            .collect();
         let name = format!("test-read-{user}");
         let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
