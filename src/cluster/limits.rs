@@ -181,8 +181,12 @@ where
                 None => answer.await,
             }
             .map_err(Into::into)?;
+            // A refused watch is answered with one Status, a whole answer like any other's: read
+            // as a stream of events, a Status without a final line break was "cut inside an
+            // event", and `serve` never learned that its server refuses streaming lists.
+            let stream = watch && response.status().is_success();
             let (until, max_bytes, events) =
-                if watch { (None, u64::MAX, Some(Events::new(max_event_bytes))) } else { (until, max_bytes, None) };
+                if stream { (None, u64::MAX, Some(Events::new(max_event_bytes))) } else { (until, max_bytes, None) };
             Ok(response.map(|inner| BoundedBody {
                 inner,
                 until: until.map(|(at, d)| (Box::pin(tokio::time::sleep_until(at)), d)),

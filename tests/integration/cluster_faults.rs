@@ -318,6 +318,28 @@ fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
     }
 }
 
+/// A server that refuses streaming lists (the WatchList feature off) answers one Status, with
+/// or without a final line break: `serve` reads that resource page by page and becomes ready.
+/// Before, the Status was read as a watch stream cut inside an event, which is no refusal, so the
+/// streaming list was asked again after every backoff and the cluster was never ready.
+#[test]
+fn serve_reads_page_by_page_where_streaming_lists_are_refused() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::start(&cluster, Fault::RefuseStreamingLists { resources: &["pods", "ciliumendpoints"] }, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync in pages where streaming lists are refused");
+    assert_eq!(serve.sample("ciliumpool_used_addresses", "faulty", ",pool=\"blue\",family=\"ipv4\""), Some(1.0), "the pod was read");
+    for resource in ["pods", "ciliumendpoints"] {
+        let limits = proxy.list_limits(resource);
+        assert_eq!(limits.first().map(String::as_str), Some("1"), "{resource}: the first read probes");
+        assert!(limits[1..].iter().any(|limit| limit == "500"), "{resource}: then pages, after the refusal: {limits:?}");
+    }
+}
+
 #[test]
 fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
     use support::faults::WatchFault;

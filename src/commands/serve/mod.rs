@@ -113,7 +113,7 @@ async fn follow(
         log_every_step: true,
     };
     let mut watch = Watch::start(&cluster, &layout, watch_options);
-    let mut dirty = false;
+    let (mut dirty, mut analysed) = (false, false);
     loop {
         // A failing watch wakes the loop too, so that readiness follows it.
         let changed = tokio::select! {
@@ -128,9 +128,13 @@ async fn follow(
         dirty |= changed;
         lock(state).clusters[index].health = watch.health().to_vec();
         if dirty && watch.listed() {
-            watch.settle(DEBOUNCE).await;
+            // The first analysis as soon as every source is listed (readiness waits for it);
+            // later changes settle first, so that a burst of them is one analysis.
+            if analysed {
+                watch.settle(DEBOUNCE).await;
+            }
             update(args, &watch, &layout, state, index).await;
-            dirty = false;
+            (dirty, analysed) = (false, true);
         }
     }
 }

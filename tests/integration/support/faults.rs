@@ -41,6 +41,9 @@ pub enum Fault {
     /// One list page of `bytes` of `{}` items (under the response bound, but millions of
     /// objects), generated as it is sent.
     EmptyItems { resources: &'static [&'static str], bytes: u64 },
+    /// Streaming lists refused (422, without a final line break) as a server with the WatchList
+    /// feature off refuses them; pages and resumed watches pass.
+    RefuseStreamingLists { resources: &'static [&'static str] },
 }
 
 impl Fault {
@@ -51,7 +54,8 @@ impl Fault {
             | Fault::Inflate { resources, .. }
             | Fault::JunkItems { resources }
             | Fault::Delay { resources, .. }
-            | Fault::EmptyItems { resources, .. } => resources,
+            | Fault::EmptyItems { resources, .. }
+            | Fault::RefuseStreamingLists { resources } => resources,
         }
     }
 }
@@ -112,6 +116,10 @@ impl Watches {
         }
     }
 }
+
+/// The API server's answer to a streaming list while its WatchList feature is off (the proxy's
+/// has no final line break).
+const WATCH_LIST_OFF: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","code":422}"#;
 
 /// The continue token [`Fault::RepeatContinue`] sends on every page.
 pub const STUCK_TOKEN: &str = "ciliumpool-test-stuck";
@@ -222,8 +230,16 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             watches.limits.lock().unwrap().entry(resource.clone()).or_default().push(limit.to_string());
         }
     }
+    let names_resource = |fault: &Fault| fault.resources().iter().any(|r| path.ends_with(&format!("/{r}")));
     if is_watch {
         let resumed = !query.split('&').any(|p| p == "sendInitialEvents=true");
+        if let Some(refusing @ Fault::RefuseStreamingLists { .. }) = &fault
+            && !resumed
+            && names_resource(refusing)
+        {
+            let _ = respond(stream.get_mut(), 422, WATCH_LIST_OFF.as_bytes()).await;
+            return;
+        }
         let faulted = *watches.fault.lock().unwrap();
         match faulted {
             Some((faulted, WatchFault::SlowInitialEvents(every))) if !resumed && faulted == resource => {
@@ -235,7 +251,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         }
         return;
     }
-    let faulted = is_list && fault.as_ref().is_some_and(|f| f.resources().iter().any(|r| path.ends_with(&format!("/{r}"))));
+    let faulted = is_list && fault.as_ref().is_some_and(|f| names_resource(f) && !matches!(f, Fault::RefuseStreamingLists { .. }));
     let stream = stream.get_mut();
     let Some(fault) = fault.filter(|_| faulted) else {
         let (status, body) = forward(&client, &method, &target, body).await;
@@ -285,6 +301,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             let start = br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{}"#;
             let _ = generated(stream, start, b",{}", bytes, b"]}", &sent).await;
         }
+        Fault::RefuseStreamingLists { .. } => unreachable!("its pages are passed on unfaulted"),
     }
 }
 
