@@ -253,7 +253,7 @@ impl Connection {
                 )
             }
             Refused::TooLarge(bound) => format!(
-                "{verb} {what} on {server}: an answer was larger than {} (--max-response-size; a page of {} objects is a few MiB) and was not read further; {bad_server}, or raise --max-response-size",
+                "{verb} {what} on {server}: an answer was larger than {} (--max-response-size, for each {} objects of a list) and was not read further; {bad_server}, or raise --max-response-size",
                 crate::bytes::show(*bound),
                 super::limits::PAGE_SIZE
             ),

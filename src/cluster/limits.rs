@@ -151,6 +151,24 @@ pub struct Bound<S> {
     bounds: BoundLayer,
 }
 
+/// A request extension marking a whole list: one unpaged answer decoded as it arrives
+/// (`cluster::list`). Its answer has no bound on its total bytes but one on its bytes per object,
+/// [`BoundLayer::max_bytes`] per [`PAGE_SIZE`] objects the decoder has counted in `items` so far
+/// (the bound of the pages it replaces), and its deadline is extended by one deadline per
+/// `max_bytes` received.
+#[derive(Clone, Debug, Default)]
+pub struct WholeList {
+    pub items: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl WholeList {
+    /// The most bytes the answer may have read once `items` objects were decoded.
+    fn allowed(&self, max_bytes: u64) -> u64 {
+        let pages = self.items.load(std::sync::atomic::Ordering::Relaxed) as u64 / u64::from(PAGE_SIZE) + 1;
+        pages.saturating_mul(max_bytes)
+    }
+}
+
 /// A watch request: its answer is a stream that is meant to last.
 fn is_watch(uri: &http::Uri) -> bool {
     uri.query().is_some_and(|query| query.split('&').any(|pair| pair == "watch=true" || pair == "watch=1"))
@@ -172,6 +190,7 @@ where
 
     fn call(&mut self, request: Request<In>) -> Self::Future {
         let watch = is_watch(request.uri());
+        let whole = request.extensions().get::<WholeList>().cloned();
         let BoundLayer { deadline, max_bytes, max_event_bytes } = self.bounds;
         let until = deadline.map(|d| (tokio::time::Instant::now() + d, d));
         let answer = self.inner.call(request);
@@ -193,6 +212,7 @@ where
                 max_bytes,
                 read: 0,
                 events,
+                whole: whole.map(|list| (list, max_bytes)),
             }))
         })
     }
@@ -207,6 +227,8 @@ pub struct BoundedBody<B> {
     read: u64,
     /// For a watch stream: the event being read.
     events: Option<Events>,
+    /// For a whole list: its decoder's count, and the bytes it extends the deadline by.
+    whole: Option<(WholeList, u64)>,
 }
 
 /// A read that timed out somewhere in an error's chain of causes.
@@ -293,8 +315,20 @@ where
             this.events = None;
             return Poll::Ready(Some(Err(Box::new(refused))));
         }
+        let before = this.read;
         this.read += frame.data_ref().map_or(0, |data| data.len() as u64);
-        if this.read > this.max_bytes {
+        if let Some((list, per_page)) = &this.whole {
+            if this.read > list.allowed(*per_page) {
+                return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(*per_page)))));
+            }
+            // A long list may take one deadline per page's worth of bytes, as its pages did.
+            if let Some((sleep, deadline)) = &mut this.until
+                && before / per_page.max(&1) < this.read / per_page.max(&1)
+            {
+                let extended = sleep.deadline() + *deadline;
+                sleep.as_mut().reset(extended);
+            }
+        } else if this.read > this.max_bytes {
             return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(this.max_bytes)))));
         }
         Poll::Ready(Some(Ok(frame)))
@@ -375,10 +409,54 @@ mod tests {
 
     #[test]
     fn an_answer_is_cut_at_its_bound_while_it_streams() {
-        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0, events: None };
+        let bounded = |frames, max_bytes| BoundedBody { inner: Frames(frames), until: None, max_bytes, read: 0, events: None, whole: None };
         assert_eq!(read_all(bounded(3, 3 << 20)).unwrap(), 3 << 20, "the bound itself is allowed");
         let error = read_all(bounded(1000, 3 << 20)).unwrap_err();
         assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)));
+    }
+
+    /// A whole list may hold the bound once per page's worth of objects its decoder has counted.
+    #[test]
+    fn a_whole_list_is_bounded_per_page_of_objects_counted() {
+        let whole = |frames, counted: usize| {
+            let list = WholeList::default();
+            list.items.store(counted, std::sync::atomic::Ordering::Relaxed);
+            BoundedBody { inner: Frames(frames), until: None, max_bytes: u64::MAX, read: 0, events: None, whole: Some((list, 3 << 20)) }
+        };
+        let error = read_all(whole(4, 0)).unwrap_err();
+        assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)), "no object counted: one page's bound");
+        assert_eq!(read_all(whole(3, PAGE_SIZE as usize - 1)).unwrap(), 3 << 20);
+        assert_eq!(read_all(whole(6, PAGE_SIZE as usize)).unwrap(), 6 << 20, "a page's worth of objects: twice the bound");
+        assert!(read_all(whole(7, 2 * PAGE_SIZE as usize - 1)).is_err());
+    }
+
+    /// The deadline of a whole list grows by one deadline per bound's worth of bytes received.
+    #[tokio::test]
+    async fn a_whole_list_has_one_deadline_per_page_of_bytes() {
+        let deadline = Duration::from_secs(30);
+        let list = WholeList::default();
+        list.items.store(usize::MAX / 2, std::sync::atomic::Ordering::Relaxed);
+        let at = tokio::time::Instant::now() + deadline;
+        let mut body = BoundedBody {
+            inner: Frames(8),
+            until: Some((Box::pin(tokio::time::sleep_until(at)), deadline)),
+            max_bytes: u64::MAX,
+            read: 0,
+            events: None,
+            whole: Some((list, 2 << 20)),
+        };
+        assert_eq!(read_all_now(&mut body), 8 << 20);
+        let until = body.until.as_ref().unwrap().0.deadline();
+        assert_eq!(until, at + 4 * deadline, "8 MiB at 2 MiB per deadline: four more");
+    }
+
+    fn read_all_now(body: &mut BoundedBody<Frames>) -> u64 {
+        let waker = std::task::Waker::noop();
+        let mut read = 0;
+        while let Poll::Ready(Some(frame)) = Pin::new(&mut *body).poll_frame(&mut Context::from_waker(waker)) {
+            read += frame.unwrap().into_data().map_or(0, |d| d.len() as u64);
+        }
+        read
     }
 
     #[test]

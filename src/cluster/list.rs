@@ -1,12 +1,18 @@
-//! One resource listed page by page (`list_pages`), each page decoded straight from its bytes
-//! within the list's bounds (`limits.rs`): Pods and CiliumEndpoints into the model's structs,
-//! everything else as typed JSON. The reads of `read.rs` and `writes.rs` list through here.
+//! One resource listed (`list_pages`), in one answer or page by page, each answer decoded as its
+//! bytes arrive within the list's bounds (`limits.rs`): Pods and CiliumEndpoints into the model's
+//! structs, everything else as typed JSON. The reads of `read.rs` and `writes.rs` list through here.
 
-use super::limits::{MAX_ITEMS, Pagination, Refused};
+use super::limits::{MAX_ITEMS, Pagination, Refused, WholeList};
+use super::protobuf::{self, MEDIA_TYPE};
 use crate::model::Workloads;
 use crate::model::slim::{ItemBudget, SlimJson};
+use crate::model::workload::Names;
+use bytes::Bytes;
+use http_body_util::BodyExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 /// `plural.group` as kubectl and RBAC name a resource.
 pub(super) fn resource_name(resource: &ApiResource) -> String {
@@ -21,42 +27,45 @@ pub struct Listed {
     pub workloads: Workloads,
 }
 
-/// Every object of `resource` (in `namespace`, or all), `page_size` per request, each response
-/// decoded straight from its bytes: Pods and CiliumEndpoints into their structs, other items as
-/// JSON typed as [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails;
-/// items that are no object (or have no name) are left out and counted in one warning.
+/// Every object of `resource` (in `namespace`, or all), `page_size` per request (`None`: one
+/// answer, which the API server serves from its watch cache where a page after the first may come
+/// from etcd; docs/performance.md, "One answer per list"), each answer decoded as its bytes
+/// arrive: Pods (in protobuf) and CiliumEndpoints into their structs, other items as JSON typed as
+/// [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails; items that are
+/// no object (or have no name) are left out and counted in one warning.
 pub async fn list_pages(
     client: &kube::Client,
     resource: &ApiResource,
     namespace: Option<&str>,
-    page_size: u32,
+    page_size: Option<u32>,
 ) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
-    let mut params = ListParams::default().limit(page_size);
+    let mut params = ListParams { limit: page_size, ..ListParams::default() };
     let mut pages = Pagination::default();
     let mut unusable = Unusable::default();
     loop {
-        let request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
-        let mut page = page_of(client, request, pages.items_left()).await?;
-        let mut list = page.document.unwrap_or_default();
-        let mut count = page.workloads.len();
+        let mut request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
+        if request.uri().query() == Some("") {
+            // `pods?` as kube writes a list without parameters: `pods`, as kubectl and `-v` show it.
+            *request.uri_mut() = http::Uri::try_from(request.uri().path()).expect("a path is a URI");
+        }
+        let mut page = page_of(client, request, pages.items_left(), offers_protobuf(resource)).await?;
+        page.workloads.names.forget_unused();
+        let count = page.workloads.len() + page.items.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
         page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
-        if let Some(Value::Array(items)) = list.get_mut("items").map(Value::take) {
-            count += items.len();
-            listed.items.extend(items.into_iter().filter_map(|mut item| {
-                let map = item.as_object_mut().filter(|map| {
-                    map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty()))
-                });
-                let map = unusable.keep_some(map)?;
-                map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
-                map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
-                Some(item)
-            }));
-        }
+        listed.items.extend(page.items.into_iter().filter_map(|mut item| {
+            let map = item
+                .as_object_mut()
+                .filter(|map| map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty())));
+            let map = unusable.keep_some(map)?;
+            map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+            map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+            Some(item)
+        }));
         listed.workloads.append(page.workloads);
-        match pages.next(count, list.pointer("/metadata/continue").and_then(Value::as_str)).map_err(Refused::into_kube)? {
+        match pages.next(count, page.continue_token.as_deref()).map_err(Refused::into_kube)? {
             Some(token) => params = params.continue_token(token),
             None => break,
         }
@@ -76,19 +85,151 @@ pub async fn list_pages(
 pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let request = kube::core::Request::new(&url).list(&ListParams::default().limit(1)).map_err(kube::Error::BuildRequest)?;
-    page_of(client, request, MAX_ITEMS).await?;
+    page_of(client, request, MAX_ITEMS, false).await?;
     Ok(Listed::default())
 }
 
-/// One page of a list, decoded from its bytes while its items are counted against `items_left`
-/// (the rest of the list's object cap): a page with more is refused as soon as one item too many
-/// is read, before the rest are built (a 40 MiB page of `{}` items is millions of objects).
-async fn page_of(client: &kube::Client, request: http::Request<Vec<u8>>, items_left: usize) -> Result<SlimJson, kube::Error> {
-    let text = client.request_text(request).await?;
-    let budget = ItemBudget::new(items_left);
-    let mut reader = serde_json::Deserializer::from_str(&text);
+/// One page of a list, decoded.
+#[derive(Default)]
+struct Page {
+    /// Objects other than Pods and CiliumEndpoints, as JSON.
+    items: Vec<Value>,
+    workloads: Workloads,
+    continue_token: Option<String>,
+}
+
+/// Whether to ask for `resource` in protobuf: pods only. Custom resources have no protobuf
+/// encoding, and pods are most of a live read's bytes (docs/performance.md, "One answer per list").
+fn offers_protobuf(resource: &ApiResource) -> bool {
+    resource.group.is_empty() && resource.plural == "pods"
+}
+
+/// Frames of an answer on their way to its decoder.
+const FRAMES_IN_FLIGHT: usize = 16;
+
+/// One answer of a list, decoded on a thread of its own as its bytes arrive (`WholeList` bounds
+/// them), its items counted against `items_left` (the rest of the list's object cap): an answer
+/// with more is refused as soon as one item too many is read, before the rest are built (40 MiB
+/// of `{}` items is millions of objects). With `protobuf`, the answer is asked for in protobuf,
+/// then JSON; the server says which it sent.
+async fn page_of(
+    client: &kube::Client,
+    mut request: http::Request<Vec<u8>>,
+    items_left: usize,
+    protobuf: bool,
+) -> Result<Page, kube::Error> {
+    if protobuf {
+        let accept = format!("{MEDIA_TYPE}, application/json");
+        request.headers_mut().insert(http::header::ACCEPT, accept.parse().expect("a valid header value"));
+    }
+    let whole = WholeList::default();
+    let counted = whole.items.clone();
+    request.extensions_mut().insert(whole);
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let status = response.status();
+    let sent_protobuf = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|content_type| content_type.to_str().ok())
+        .is_some_and(|content_type| content_type.starts_with(MEDIA_TYPE));
+    let mut body = response.into_body();
+    if status.is_client_error() || status.is_server_error() {
+        let body = body.collect().await?.to_bytes();
+        return Err(api_error(status, &body, sent_protobuf));
+    }
+    let (frames, received) = tokio::sync::mpsc::channel(FRAMES_IN_FLIGHT);
+    let reader = std::io::BufReader::with_capacity(64 << 10, Frames { received, current: Bytes::new() });
+    let decoder = tokio::task::spawn_blocking(move || decode(reader, sent_protobuf, items_left, counted));
+    let mut failed = None;
+    while let Some(frame) = body.frame().await {
+        match frame.map(http_body::Frame::into_data) {
+            Ok(Ok(data)) => {
+                // The decoder is gone when it failed: its error says why.
+                if frames.send(data).await.is_err() {
+                    break;
+                }
+            }
+            Ok(Err(_trailers)) => {}
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    drop(frames);
+    let decoded = decoder.await.expect("the decoder does not panic");
+    // A broken answer ends its decoder inside it: the answer's error says why.
+    match failed {
+        Some(e) => Err(e),
+        None => decoded,
+    }
+}
+
+/// The frames of an answer as one byte stream, for a decoder on a thread of its own.
+struct Frames {
+    received: tokio::sync::mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl std::io::Read for Frames {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.received.blocking_recv() {
+                Some(frame) => self.current = frame,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+/// One answer decoded from `reader`: a protobuf pod list, or JSON read by `model::slim`.
+fn decode(reader: impl std::io::Read, protobuf: bool, items_left: usize, counted: Arc<AtomicUsize>) -> Result<Page, kube::Error> {
+    if protobuf {
+        let mut names = Names::default();
+        return match protobuf::read_pod_list(reader, items_left, &mut names, &counted) {
+            Ok(list) => Ok(Page {
+                workloads: Workloads { pods: list.pods, endpoints: Vec::new(), names },
+                continue_token: list.continue_token,
+                ..Page::default()
+            }),
+            Err(protobuf::ProtobufError::TooManyItems) => Err(Refused::TooManyItems(MAX_ITEMS).into_kube()),
+            Err(e) => Err(kube::Error::Service(Box::new(NotAPodList(e)))),
+        };
+    }
+    let budget = ItemBudget::new(items_left).counted_in(counted);
+    let mut reader = serde_json::Deserializer::from_reader(reader);
     let page = budget.read(&mut reader).and_then(|page| reader.end().map(|()| page));
-    page.map_err(|e| if budget.exceeded() { Refused::TooManyItems(MAX_ITEMS).into_kube() } else { kube::Error::SerdeError(e) })
+    let page: SlimJson =
+        page.map_err(|e| if budget.exceeded() { Refused::TooManyItems(MAX_ITEMS).into_kube() } else { kube::Error::SerdeError(e) })?;
+    let mut document = page.document.unwrap_or_default();
+    let continue_token = document.pointer("/metadata/continue").and_then(Value::as_str).map(str::to_string);
+    let items = match document.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    Ok(Page { items, workloads: page.workloads, continue_token })
+}
+
+/// A protobuf page of pods that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the protobuf list of pods could not be read: {0}")]
+struct NotAPodList(protobuf::ProtobufError);
+
+/// The error an answer of `status` says, as kube words it: its Status (in protobuf or JSON),
+/// else its text with the code.
+fn api_error(status: http::StatusCode, body: &[u8], protobuf: bool) -> kube::Error {
+    let decoded = if protobuf {
+        protobuf::read_status(body).ok().map(|(code, reason, message)| kube::core::Status::failure(&message, &reason).with_code(code))
+    } else {
+        serde_json::from_slice::<kube::core::Status>(body).ok()
+    };
+    let status = decoded.unwrap_or_else(|| {
+        kube::core::Status::failure(String::from_utf8_lossy(body).trim(), "Failed to parse error data").with_code(status.as_u16())
+    });
+    kube::Error::Api(Box::new(status))
 }
 
 /// How many list items could not be used.

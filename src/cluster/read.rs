@@ -3,7 +3,7 @@
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
-use super::limits::{PAGE_SIZE, Refused};
+use super::limits::Refused;
 use super::list::{Listed, list_pages, probe, resource_name, typed_value};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
@@ -205,7 +205,7 @@ impl Cluster {
         if probe_only {
             return probe(&self.connection.client, resource, namespace).await;
         }
-        list_pages(&self.connection.client, resource, namespace, PAGE_SIZE).await
+        list_pages(&self.connection.client, resource, namespace, None).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.

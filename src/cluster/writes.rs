@@ -243,7 +243,7 @@ impl PoolViews {
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
 async fn list_pools(conn: &Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    list_pages(&conn.client, &pools_resource(version), None, page_size)
+    list_pages(&conn.client, &pools_resource(version), None, Some(page_size))
         .await
         .map(|listed| listed.items)
         .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))

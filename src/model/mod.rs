@@ -7,6 +7,7 @@ pub mod crd;
 pub mod edit;
 pub mod ip;
 pub mod ipam;
+pub mod item_budget;
 pub mod node;
 pub mod pool;
 pub mod slim;

@@ -12,11 +12,12 @@
 //! server print (`apiVersion` and `kind` first); an object whose `kind` comes later is read whole
 //! and then decoded — correct, only slower.
 
+pub use super::item_budget::ItemBudget;
 use super::workload::{Endpoint, Pod, Workloads};
 use crate::json::{StrictSeed, duplicate_key, insert_unique};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 
 /// Which fields of a value to keep.
@@ -134,35 +135,6 @@ pub type SlimYaml = Slim<false>;
 impl<'de, const ARRAYS_HOLD_DOCUMENTS: bool, const READ_POOLS: bool> de::Deserialize<'de> for Slim<ARRAYS_HOLD_DOCUMENTS, READ_POOLS> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         ItemBudget::new(usize::MAX).read(deserializer)
-    }
-}
-
-/// A [`Slim`] reading that counts the items of lists as they are read and fails at once when
-/// there are more than `left` (a live list's object cap, `source::limits::Pagination`), before the
-/// rest of them are built.
-pub struct ItemBudget {
-    left: Cell<usize>,
-    over: Cell<bool>,
-}
-
-impl ItemBudget {
-    pub fn new(items: usize) -> ItemBudget {
-        ItemBudget { left: Cell::new(items), over: Cell::new(false) }
-    }
-
-    /// Whether the reading failed because a list held more items than the budget.
-    pub fn exceeded(&self) -> bool {
-        self.over.get()
-    }
-
-    /// Counts one item; an error past the budget.
-    fn take<E: de::Error>(&self) -> Result<(), E> {
-        let Some(left) = self.left.get().checked_sub(1) else {
-            self.over.set(true);
-            return Err(E::custom("more list items than the object cap"));
-        };
-        self.left.set(left);
-        Ok(())
     }
 }
 

@@ -159,7 +159,10 @@ fn verbose_shows_each_request_and_says_when_it_waits() {
         let prefix = format!("GET {}/", proxy.url);
         stderr
             .lines()
-            .filter(|l| l.starts_with(&prefix) && l.split('?').next().is_some_and(|path| path.ends_with(&format!("/{resource}"))))
+            .filter(|l| {
+                let url = l.split(' ').nth(1).unwrap_or_default();
+                l.starts_with(&prefix) && url.split('?').next().is_some_and(|path| path.ends_with(&format!("/{resource}")))
+            })
             .map(|l| {
                 let (_, after) = l.rsplit_once(" 200 OK in ").unwrap_or_else(|| panic!("status and time: {l}"));
                 after.strip_suffix(" ms").and_then(|ms| ms.parse().ok()).unwrap_or_else(|| panic!("milliseconds: {l}"))
@@ -174,7 +177,7 @@ fn verbose_shows_each_request_and_says_when_it_waits() {
     assert!(pods[0] >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");
     let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
     assert_eq!(waiting.len(), 1, "one waiting line, for the slow list only: {stderr}");
-    assert!(waiting[0].starts_with(&format!("waiting for {}: GET {}/api/v1/pods?", proxy.url, proxy.url)), "{stderr}");
+    assert!(waiting[0].starts_with(&format!("waiting for {}: GET {}/api/v1/pods has not answered", proxy.url, proxy.url)), "{stderr}");
 
     let (code, _, quiet, _) = run(&proxy, &["usage"]);
     assert_eq!(code, 0, "{quiet}");

@@ -352,7 +352,7 @@ fn watch_follows_pods_that_come_change_and_go() {
 
 /// More objects than one page (500) of CiliumNodes and Pods: every one is read; `-n` limits pods.
 #[test]
-fn lists_are_paginated() {
+fn large_lists_are_read_in_one_answer_each() {
     const NODES: usize = 600;
     const PODS: usize = 1100;
     const PODS_IN_B: usize = 100;
@@ -370,7 +370,18 @@ fn lists_are_paginated() {
     cluster.create_objects(objects);
     eprintln!("seeded {NODES} CiliumNodes and {PODS} Pods in {:.1} s", seeding.elapsed().as_secs_f64());
 
-    let all = run_json(cluster.plugin().args(["usage", "-o", "json"]));
+    let output = cluster.plugin().args(["usage", "-o", "json", "-v"]).output().expect("run the plugin");
+    let all = json_of(&output);
+    // One request per list, without a limit (served from the API server's watch cache).
+    let stderr = stderr_of(&output);
+    for list in ["/api/v1/pods", "/apis/cilium.io/v2/ciliumnodes", "/apis/cilium.io/v2/ciliumendpoints"] {
+        let requests: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("GET ") && (l.contains(&format!("{list} ")) || l.contains(&format!("{list}?"))))
+            .collect();
+        assert_eq!(requests.len(), 1, "one request of {list}: {stderr}");
+        assert!(requests[0].contains(&format!("{list} 200 OK")), "without a limit: {stderr}");
+    }
     let big = family(&all, "big", "ipv4");
     assert_eq!(big["allocatedBlocks"], NODES, "every CiliumNode page was read");
     assert_eq!(big["usedAddresses"], PODS, "every Pod page was read");
