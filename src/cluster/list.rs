@@ -1,4 +1,4 @@
-//! One resource listed (`list_pages`), in one answer or page by page, each answer decoded as its
+//! One resource listed (`list_all`), in one answer or page by page, each answer decoded as its
 //! bytes arrive within the list's bounds (`limits.rs`): Pods and CiliumEndpoints into the model's
 //! structs, everything else as typed JSON. The reads of `read.rs` and `writes.rs` list through here.
 
@@ -33,7 +33,7 @@ pub struct Listed {
 /// arrive: Pods (in protobuf) and CiliumEndpoints into their structs, other items as JSON typed as
 /// [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails; items that are
 /// no object (or have no name) are left out and counted in one warning.
-pub async fn list_pages(
+pub async fn list_all(
     client: &kube::Client,
     resource: &ApiResource,
     namespace: Option<&str>,
@@ -51,7 +51,6 @@ pub async fn list_pages(
             *request.uri_mut() = http::Uri::try_from(request.uri().path()).expect("a path is a URI");
         }
         let mut page = page_of(client, request, pages.items_left(), offers_protobuf(resource)).await?;
-        page.workloads.names.forget_unused();
         let count = page.workloads.len() + page.items.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
         page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
@@ -80,7 +79,7 @@ pub async fn list_pages(
     Ok(listed)
 }
 
-/// Whether `resource` can be listed, with the failures [`list_pages`] would meet first: one
+/// Whether `resource` can be listed, with the failures [`list_all`] would meet first: one
 /// request for one object, its answer decoded and dropped (`Cluster::layout`).
 pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);

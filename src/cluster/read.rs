@@ -4,7 +4,7 @@
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::Refused;
-use super::list::{Listed, list_pages, probe, resource_name, typed_value};
+use super::list::{Listed, list_all, probe, resource_name, typed_value};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
@@ -205,7 +205,7 @@ impl Cluster {
         if probe_only {
             return probe(&self.connection.client, resource, namespace).await;
         }
-        list_pages(&self.connection.client, resource, namespace, None).await
+        list_all(&self.connection.client, resource, namespace, None).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.
