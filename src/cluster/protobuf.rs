@@ -1,9 +1,9 @@
-//! A page of pods as the API server encodes it in protobuf (`application/vnd.kubernetes.protobuf`),
-//! decoded into the model's [`Pod`]s. The messages below declare only the fields
+//! A list of pods as the API server encodes it in protobuf (`application/vnd.kubernetes.protobuf`),
+//! decoded into the model's [`Pod`]s as its bytes arrive. The messages below declare only the fields
 //! [`Pod::decode_into`] reads, with the numbers of Kubernetes' `k8s.io/api/core/v1/generated.proto`
 //! and `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`; prost skips every other field
-//! without building it. A pod list in protobuf is 0.62 × the bytes of its JSON and the API server
-//! sends it faster (docs/performance.md, "Pods in protobuf").
+//! without building it. A pod list in protobuf is 0.62 × the bytes of its JSON and costs the API
+//! server less to send (docs/performance.md, "One answer per list").
 //!
 //! Every answer is `k8s\0` and a `runtime.Unknown` whose `raw` field holds the encoded object: a
 //! `PodList` for a list, a `Status` for an error. Custom resources have no protobuf encoding.
@@ -101,14 +101,14 @@ struct StatusMessage {
 /// Why a protobuf answer could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ProtobufError {
-    #[error("it does not begin as a protobuf answer of the API server does")]
+    #[error("it does not begin as the API server's protobuf answers do")]
     NoMagic,
     #[error("{0}")]
     Malformed(String),
     /// The answer's bytes could not be read (its connection failed).
     #[error("{0}")]
     Io(String),
-    /// The page held more pods than the list's object cap has left.
+    /// The list held more pods than its object cap has left.
     #[error("more list items than the object cap")]
     TooManyItems,
 }
