@@ -248,7 +248,7 @@ echo "$RUNS runs of the four raw GETs of the same lists, made right before it ag
 echo "analyses freed within that minute), and its peak; the kube-apiserver restarted before each"
 echo "mode, so its VmHWM is its peak during the raw GETs and the sync (its RSS between the two beside it)."
 echo
-echo "| initial listing | serve to ready | raw GETs | ratio | serve RSS 2 s after ready | 60 s after | serve peak | settled RSS / bytes | apiserver before | apiserver peak |"
+echo "| initial listing | serve to ready | raw GETs | ratio | serve RSS 2 s after ready | 60 s after | serve peak | settled RSS / bytes | apiserver between the raw GETs and serve | apiserver peak |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 sync_once "streaming lists (WatchList on)"
 sync_once "paginated lists (WatchList off)" --feature-gates=WatchList=false
