@@ -400,6 +400,33 @@ mod tests {
         assert_eq!(counted.load(Ordering::Relaxed), 3, "each pod decoded is counted for the byte bound");
     }
 
+    proptest::proptest! {
+        /// Any answer, however mangled, is read or refused: never a panic, never more pods than
+        /// the cap (an API server's answer is input like any file).
+        #[test]
+        fn mangled_answers_are_read_or_refused(
+            edits in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..256,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let cases = [
+                Case("web-1", Some("node-1"), "Running", &["10.1.0.5", "fd00::5"], Some("blue")),
+                Case("done", Some("node-2"), "Failed", &["10.1.0.6"], None),
+            ];
+            let mut answer = list(cases.iter().map(pod).collect(), "next");
+            for (at, byte) in edits {
+                let len = answer.len();
+                answer[at % len] = byte;
+            }
+            answer.truncate(cut.max(MAGIC.len()));
+            answer.extend(tail);
+            if let Ok(page) = read_pod_list(&answer[..], 2, &mut Names::default(), &AtomicUsize::default()) {
+                proptest::prop_assert!(page.pods.len() <= 2);
+            }
+            let _ = read_status(&answer);
+        }
+    }
+
     #[test]
     fn an_error_answer_reads_as_its_status() {
         let status = StatusMessage { status: "Failure".into(), message: "pods is forbidden".into(), reason: "Forbidden".into(), code: 403 };
