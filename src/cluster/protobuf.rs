@@ -9,7 +9,7 @@
 //! `PodList` for a list, a `Status` for an error. Custom resources have no protobuf encoding.
 
 use crate::model::ip::Addr;
-use crate::model::workload::{Ips, Names, Pod};
+use crate::model::workload::{Ips, Names, POOL_ANNOTATION, Pod};
 use prost::Message;
 use prost::encoding::WireType;
 use std::io::Read;
@@ -132,21 +132,8 @@ pub struct PodPage {
 /// grows with it, `cluster::limits::WholeList`). Memory holds one encoded pod at a time, never
 /// the answer. A list with more pods is refused at the first one too many, before it is decoded.
 pub fn read_pod_list(answer: impl Read, items_left: usize, names: &mut Names, counted: &AtomicUsize) -> Result<PodPage, ProtobufError> {
-    let mut answer = Wire(answer);
-    let mut magic = [0; MAGIC.len()];
-    answer.0.read_exact(&mut magic).map_err(|_| ProtobufError::NoMagic)?;
-    if magic != MAGIC {
-        return Err(ProtobufError::NoMagic);
-    }
     let mut page = PodPage::default();
-    // The envelope, `runtime.Unknown`: its field 2, `raw`, is the list.
-    while let Some((tag, wire_type)) = answer.key()? {
-        if (tag, wire_type) != (2, WireType::LengthDelimited) {
-            answer.skip(wire_type)?;
-            continue;
-        }
-        let len = answer.varint()?;
-        let mut list = Wire(Read::take(&mut answer.0, len));
+    read_envelope(answer, |list| {
         let mut field = Vec::new();
         while let Some((tag, wire_type)) = list.key()? {
             match (tag, wire_type) {
@@ -167,25 +154,49 @@ pub fn read_pod_list(answer: impl Read, items_left: usize, names: &mut Names, co
         if list.0.limit() > 0 {
             return Err(ProtobufError::Malformed("the answer ended inside its list".into()));
         }
-    }
+        Ok(())
+    })?;
     Ok(page)
 }
 
 /// An error answer's Status: its code, reason and message.
 pub fn read_status(answer: &[u8]) -> Result<(u16, String, String), ProtobufError> {
-    let raw = answer.strip_prefix(MAGIC).ok_or(ProtobufError::NoMagic)?;
-    let mut envelope = Wire(raw);
     let mut status = None;
-    let mut field = Vec::new();
-    while let Some((tag, wire_type)) = envelope.key()? {
-        match (tag, wire_type) {
-            (2, WireType::LengthDelimited) => status = Some(StatusMessage::decode(envelope.field(&mut field)?)?),
-            _ => envelope.skip(wire_type)?,
+    read_envelope(answer, |raw| {
+        let mut bytes = Vec::new();
+        raw.0.read_to_end(&mut bytes).map_err(|e| ProtobufError::Io(e.to_string()))?;
+        if raw.0.limit() > 0 {
+            return Err(ProtobufError::Malformed("the answer ended inside a field".into()));
         }
-    }
+        status = Some(StatusMessage::decode(bytes.as_slice())?);
+        Ok(())
+    })?;
     let status = status.unwrap_or_default();
     let code = u16::try_from(status.code).map_err(|_| ProtobufError::Malformed(format!("status code {}", status.code)))?;
     Ok((code, status.reason, status.message))
+}
+
+/// Reads an answer's envelope, `k8s\0` and a `runtime.Unknown`, to its end, handing its field 2,
+/// `raw` (the encoded object), to `object` as a stream of its own.
+fn read_envelope<R: Read>(
+    answer: R,
+    mut object: impl FnMut(&mut Wire<std::io::Take<&mut R>>) -> Result<(), ProtobufError>,
+) -> Result<(), ProtobufError> {
+    let mut answer = Wire(answer);
+    let mut magic = [0; MAGIC.len()];
+    answer.0.read_exact(&mut magic).map_err(|_| ProtobufError::NoMagic)?;
+    if magic != MAGIC {
+        return Err(ProtobufError::NoMagic);
+    }
+    while let Some((tag, wire_type)) = answer.key()? {
+        if (tag, wire_type) != (2, WireType::LengthDelimited) {
+            answer.skip(wire_type)?;
+            continue;
+        }
+        let len = answer.varint()?;
+        object(&mut Wire(Read::take(&mut answer.0, len)))?;
+    }
+    Ok(())
 }
 
 /// Protobuf's wire format read from a stream: keys, varints, fields.
@@ -280,16 +291,13 @@ impl PodMessage {
             name: meta.name.into_boxed_str(),
             node_name: spec.node_name.map(|node| names.intern(&node)),
             host_network: spec.host_network,
-            terminated: matches!(status.phase.as_str(), "Succeeded" | "Failed"),
+            terminated: Pod::is_terminal(&status.phase),
             ips,
             // A map's last entry of a key wins, as in Go.
             requested_pool: meta.annotations.into_iter().rev().find(|a| a.key == POOL_ANNOTATION).map(|a| a.value.into_boxed_str()),
         }
     }
 }
-
-/// The annotation that asks for a pool (docs/design/cilium.md).
-const POOL_ANNOTATION: &str = "ipam.cilium.io/ip-pool";
 
 #[cfg(test)]
 mod tests {

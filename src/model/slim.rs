@@ -13,7 +13,7 @@
 //! and then decoded — correct, only slower.
 
 pub use super::item_budget::ItemBudget;
-use super::workload::{Endpoint, Pod, Workloads};
+use super::workload::{Endpoint, POOL_ANNOTATION, Pod, Workloads};
 use crate::json::{StrictSeed, duplicate_key, insert_unique};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -39,7 +39,7 @@ pub const POD_FIELDS: Keep = Keep::Fields(&[
             ("name", Keep::All),
             ("namespace", Keep::All),
             ("resourceVersion", Keep::All),
-            ("annotations", Keep::Fields(&[("ipam.cilium.io/ip-pool", Keep::All)])),
+            ("annotations", Keep::Fields(&[(POOL_ANNOTATION, Keep::All)])),
         ]),
     ),
     ("spec", Keep::Fields(&[("nodeName", Keep::All), ("hostNetwork", Keep::All)])),

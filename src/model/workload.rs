@@ -153,11 +153,19 @@ pub struct Pod {
     /// Phase `Succeeded` or `Failed`: its addresses are released.
     pub terminated: bool,
     pub ips: Ips,
-    /// `ipam.cilium.io/ip-pool` (extra information only, never used to attribute an IP).
+    /// [`POOL_ANNOTATION`] (extra information only, never used to attribute an IP).
     pub requested_pool: Option<Box<str>>,
 }
 
+/// The annotation by which a pod asks for a pool.
+pub const POOL_ANNOTATION: &str = "ipam.cilium.io/ip-pool";
+
 impl Pod {
+    /// Whether a pod in `phase` has released its addresses (`Succeeded` or `Failed`).
+    pub fn is_terminal(phase: &str) -> bool {
+        matches!(phase, "Succeeded" | "Failed")
+    }
+
     pub fn decode(obj: &Value) -> Pod {
         Pod::decode_into(obj, &mut Names::default())
     }
@@ -176,11 +184,11 @@ impl Pod {
             name: meta.map(|m| str_at(m, "name")).unwrap_or_default().into_boxed_str(),
             node_name: obj.get("spec").and_then(|s| s.get("nodeName")).and_then(Value::as_str).map(|node| names.intern(node)),
             host_network: obj.get("spec").and_then(|s| s.get("hostNetwork")).and_then(Value::as_bool).unwrap_or(false),
-            terminated: matches!(status.and_then(|s| s.get("phase")).and_then(Value::as_str), Some("Succeeded" | "Failed")),
+            terminated: status.and_then(|s| s.get("phase")).and_then(Value::as_str).is_some_and(Pod::is_terminal),
             ips,
             requested_pool: meta
                 .and_then(|m| m.get("annotations"))
-                .and_then(|a| a.get("ipam.cilium.io/ip-pool"))
+                .and_then(|a| a.get(POOL_ANNOTATION))
                 .and_then(Value::as_str)
                 .map(Box::from),
         }
