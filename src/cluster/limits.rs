@@ -212,7 +212,7 @@ where
                 max_bytes,
                 read: 0,
                 events,
-                whole: whole.map(|list| (list, max_bytes)),
+                whole,
             }))
         })
     }
@@ -227,8 +227,9 @@ pub struct BoundedBody<B> {
     read: u64,
     /// For a watch stream: the event being read.
     events: Option<Events>,
-    /// For a whole list: its decoder's count, and the bytes it extends the deadline by.
-    whole: Option<(WholeList, u64)>,
+    /// For a whole list: its decoder's count (`max_bytes` is then its bound per page of objects,
+    /// and the bytes that extend its deadline by one).
+    whole: Option<WholeList>,
 }
 
 /// A read that timed out somewhere in an error's chain of causes.
@@ -317,13 +318,14 @@ where
         }
         let before = this.read;
         this.read += frame.data_ref().map_or(0, |data| data.len() as u64);
-        if let Some((list, per_page)) = &this.whole {
-            if this.read > list.allowed(*per_page) {
-                return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(*per_page)))));
+        if let Some(list) = &this.whole {
+            if this.read > list.allowed(this.max_bytes) {
+                return Poll::Ready(Some(Err(Box::new(Refused::TooLarge(this.max_bytes)))));
             }
             // A long list may take one deadline per page's worth of bytes, as its pages did.
+            let per_page = this.max_bytes.max(1);
             if let Some((sleep, deadline)) = &mut this.until
-                && before / per_page.max(&1) < this.read / per_page.max(&1)
+                && before / per_page < this.read / per_page
             {
                 let extended = sleep.deadline() + *deadline;
                 sleep.as_mut().reset(extended);
@@ -421,7 +423,7 @@ mod tests {
         let whole = |frames, counted: usize| {
             let list = WholeList::default();
             list.items.store(counted, std::sync::atomic::Ordering::Relaxed);
-            BoundedBody { inner: Frames(frames), until: None, max_bytes: u64::MAX, read: 0, events: None, whole: Some((list, 3 << 20)) }
+            BoundedBody { inner: Frames(frames), until: None, max_bytes: 3 << 20, read: 0, events: None, whole: Some(list) }
         };
         let error = read_all(whole(4, 0)).unwrap_err();
         assert_eq!(Refused::find(error.as_ref()), Some(&Refused::TooLarge(3 << 20)), "no object counted: one page's bound");
@@ -440,10 +442,10 @@ mod tests {
         let mut body = BoundedBody {
             inner: Frames(8),
             until: Some((Box::pin(tokio::time::sleep_until(at)), deadline)),
-            max_bytes: u64::MAX,
+            max_bytes: 2 << 20,
             read: 0,
             events: None,
-            whole: Some((list, 2 << 20)),
+            whole: Some(list),
         };
         assert_eq!(read_all_now(&mut body), 8 << 20);
         let until = body.until.as_ref().unwrap().0.deadline();

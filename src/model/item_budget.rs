@@ -10,20 +10,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// there are more than `left` (a live list's object cap, `source::limits::Pagination`), before the
 /// rest of them are built.
 pub struct ItemBudget {
-    left: Cell<usize>,
+    cap: usize,
+    /// The items read so far, shared: a whole list's byte bound grows with it on another thread.
+    taken: Arc<AtomicUsize>,
     over: Cell<bool>,
-    /// Where the items read so far are counted for another thread too.
-    counted: Option<Arc<AtomicUsize>>,
 }
 
 impl ItemBudget {
     pub fn new(items: usize) -> ItemBudget {
-        ItemBudget { left: Cell::new(items), over: Cell::new(false), counted: None }
+        ItemBudget { cap: items, taken: Arc::default(), over: Cell::new(false) }
     }
 
-    /// Also counts each item read in `counted` (a whole list's byte bound grows with it).
+    /// Counts the items read in `counted` (from zero) instead of a count of its own.
     pub fn counted_in(self, counted: Arc<AtomicUsize>) -> ItemBudget {
-        ItemBudget { counted: Some(counted), ..self }
+        ItemBudget { taken: counted, ..self }
     }
 
     /// Whether the reading failed because a list held more items than the budget.
@@ -33,14 +33,12 @@ impl ItemBudget {
 
     /// Counts one item; an error past the budget.
     pub(super) fn take<E: de::Error>(&self) -> Result<(), E> {
-        let Some(left) = self.left.get().checked_sub(1) else {
+        let taken = self.taken.load(Ordering::Relaxed);
+        if taken == self.cap {
             self.over.set(true);
             return Err(E::custom("more list items than the object cap"));
-        };
-        self.left.set(left);
-        if let Some(counted) = &self.counted {
-            counted.fetch_add(1, Ordering::Relaxed);
         }
+        self.taken.store(taken + 1, Ordering::Relaxed);
         Ok(())
     }
 }
