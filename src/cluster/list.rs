@@ -54,15 +54,14 @@ pub async fn list_all(
         let count = page.workloads.len() + page.items.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
         page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
-        listed.items.extend(page.items.into_iter().filter_map(|mut item| {
-            let map = item
-                .as_object_mut()
-                .filter(|map| map.get("metadata").and_then(|m| m.get("name")).is_some_and(|n| n.as_str().is_some_and(|n| !n.is_empty())));
-            let map = unusable.keep_some(map)?;
-            map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
-            map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
-            Some(item)
-        }));
+        unusable.0 += page.nameless;
+        for mut item in page.items {
+            if let Some(map) = item.as_object_mut() {
+                map.entry("apiVersion").or_insert_with(|| Value::from(resource.api_version.clone()));
+                map.entry("kind").or_insert_with(|| Value::from(resource.kind.clone()));
+            }
+            listed.items.push(item);
+        }
         listed.workloads.append(page.workloads);
         match pages.next(count, page.continue_token.as_deref()).map_err(Refused::into_kube)? {
             Some(token) => params = params.continue_token(token),
@@ -91,8 +90,10 @@ pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Opt
 /// One page of a list, decoded.
 #[derive(Default)]
 struct Page {
-    /// Objects other than Pods and CiliumEndpoints, as JSON.
+    /// Objects other than Pods and CiliumEndpoints, as JSON, each with a name.
     items: Vec<Value>,
+    /// Items left out of `items` for having no name (`ItemBudget::dropping_nameless`).
+    nameless: usize,
     workloads: Workloads,
     continue_token: Option<String>,
 }
@@ -198,7 +199,7 @@ fn decode(reader: impl std::io::Read, protobuf: bool, items_left: usize, counted
             Err(e) => Err(kube::Error::Service(Box::new(NotAPodList(e)))),
         };
     }
-    let budget = ItemBudget::new(items_left).counted_in(counted);
+    let budget = ItemBudget::new(items_left).counted_in(counted).dropping_nameless();
     let mut reader = serde_json::Deserializer::from_reader(reader);
     let page = budget.read(&mut reader).and_then(|page| reader.end().map(|()| page));
     let page: SlimJson =
@@ -209,7 +210,7 @@ fn decode(reader: impl std::io::Read, protobuf: bool, items_left: usize, counted
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    Ok(Page { items, workloads: page.workloads, continue_token })
+    Ok(Page { items, nameless: budget.nameless(), workloads: page.workloads, continue_token })
 }
 
 /// A protobuf page of pods that could not be read.
@@ -239,11 +240,6 @@ impl Unusable {
     /// Counts `usable == false`; returns `usable` (for `retain`).
     fn keep(&mut self, usable: bool) -> bool {
         self.0 += usize::from(!usable);
-        usable
-    }
-
-    fn keep_some<T>(&mut self, usable: Option<T>) -> Option<T> {
-        self.keep(usable.is_some());
         usable
     }
 }

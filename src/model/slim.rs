@@ -248,6 +248,9 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
             while let Some(item) = seq.next_element_seed(ObjectVisitor { place: Place::Item, ..self })? {
                 if self.place == Place::Items {
                     self.budget.take()?;
+                    if item.as_ref().is_some_and(|item| !self.budget.keeps(item)) {
+                        continue;
+                    }
                 }
                 items.extend(item);
             }
@@ -518,6 +521,18 @@ mod tests {
         assert_eq!(read(3), (Some(1), false));
         assert_eq!(read(2), (None, true), "the third item is one too many");
         assert_eq!(read(0), (None, true));
+    }
+
+    #[test]
+    fn a_live_lists_nameless_items_are_counted_and_dropped_as_they_are_read() {
+        let named = json!({"metadata": {"name": "n-1"}});
+        let page = json!({"kind": "List", "items": [{}, named, [1], {"metadata": {"name": ""}}, 3, big_pod(true)]}).to_string();
+        let budget = ItemBudget::new(6).dropping_nameless();
+        let slim: SlimJson = budget.read(&mut serde_json::Deserializer::from_str(&page)).unwrap();
+        assert_eq!(slim.document.unwrap()["items"], json!([named]), "only the named item is kept");
+        assert_eq!((budget.nameless(), slim.workloads.pods.len()), (4, 1), "the pod is lifted, not counted as nameless");
+        let kept: SlimJson = ItemBudget::new(6).read(&mut serde_json::Deserializer::from_str(&page)).unwrap();
+        assert_eq!(kept.document.unwrap()["items"].as_array().map(Vec::len), Some(5), "files keep every item");
     }
 
     #[test]
