@@ -217,9 +217,12 @@ impl TestCluster {
     }
 
     /// The real kubectl, pointed at this cluster (run it with `.output()` to inspect failures).
+    /// Its discovery cache is this cluster's own: kubectl keys the shared one (`~/.kube/cache`) by
+    /// host and port for 6 hours, and a control plane started on the port of an earlier one with
+    /// other CRD versions was dumped through the versions the earlier one served.
     pub fn kubectl_command(&self) -> Command {
         let mut command = Command::new(self.bin.join("kubectl"));
-        command.env("KUBECONFIG", &self.kubeconfig).stdin(Stdio::null());
+        command.env("KUBECONFIG", &self.kubeconfig).env("KUBECACHEDIR", self.dir.join("kube-cache")).stdin(Stdio::null());
         command
     }
 
