@@ -8,8 +8,8 @@
 #      sampled every 10 s from /proc/PID/status, against the RSS after the first full sync;
 #   4. initial sync at $SYNC_NODES × $SYNC_PODS (a fresh control plane unless that is the loaded size): time to /readyz 200 vs the
 #      raw GETs of the same lists, serve's RSS vs the bytes of the lists, and the kube-apiserver's
-#      peak RSS (VmHWM) during the sync, with streaming lists (WatchList on, the default) and with
-#      paginated lists (the apiserver restarted with --feature-gates=WatchList=false).
+#      peak RSS (VmHWM) during the sync, with one list answer per resource (the default) and with
+#      streaming lists (`serve --streaming-lists`), the apiserver restarted before each.
 # Targets (benchmarks, not tests): scrape p99 ≤ 5 ms; change ≤ 2 s after the debounce; RSS at the end
 # of the churn ≤ 1.1 × the RSS after the first sync.
 
@@ -29,8 +29,8 @@ readyz() { curl -s -o /dev/null -w '%{http_code}' "$URL/readyz" || true; }
 # figures: the pool series of one scrape (the exporter's own series change on every scrape).
 figures() { curl -s "$URL/metrics" | grep -v -e '^#' -e '^ciliumpool_exporter_' | md5sum; }
 
-start_serve() {
-  "$BIN" serve --listen "127.0.0.1:$PORT" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+start_serve() { # start_serve [serve flags...]
+  "$BIN" serve --listen "127.0.0.1:$PORT" "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
   serve_pid=$!
 }
 wait_ready() { # wait_ready <seconds>
@@ -158,10 +158,10 @@ restart_apiserver() {
   sleep 10 # let its caches settle before the baseline
 }
 
-sync_once() { # sync_once <label> [apiserver flags...]
+sync_once() { # sync_once <label> [serve flags...]
   local label=$1; shift
   log "initial sync, $label"
-  restart_apiserver "$@"
+  restart_apiserver
   # The raw GETs against the restarted server, which also fill its watch caches (a custom
   # resource's is built at its first request): serve is then timed against the same server state
   # as they are, not against caches still loading from etcd.
@@ -172,7 +172,7 @@ sync_once() { # sync_once <label> [apiserver flags...]
   base=$(rss_of "$apiserver")
   # VmHWM counts from the process start; a fresh process for each mode makes it the sync's peak.
   start=$(now)
-  start_serve
+  start_serve "$@"
   wait_ready 600
   ready=$(( ($(now) - start) / 1000 ))
   sleep 2
@@ -250,5 +250,5 @@ echo "mode, so its VmHWM is its peak during the raw GETs and the sync (its RSS b
 echo
 echo "| initial listing | serve to ready | raw GETs | ratio | serve RSS 2 s after ready | 60 s after | serve peak | settled RSS / bytes | apiserver between the raw GETs and serve | apiserver peak |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-sync_once "streaming lists (WatchList on)"
-sync_once "paginated lists (WatchList off)" --feature-gates=WatchList=false
+sync_once "one list answer per resource (the default)"
+sync_once "streaming lists (--streaming-lists)" --streaming-lists

@@ -111,6 +111,9 @@ pub struct ServeArgs {
     /// The most bytes one watch event may have; a larger one makes its resource stale until it is watched again, e.g. 32Mi
     #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = crate::bytes::parse)]
     pub max_event_size: u64,
+    /// Take each initial listing as a streaming list (WatchList), not one list answer: slower to ready, lighter for API servers that read whole lists from etcd (docs/metrics.md)
+    #[arg(long)]
+    pub streaming_lists: bool,
     /// Resident memory past which a growing watch store is let go (stale, relisted after a backoff) instead of the process being killed; about 3/4 of the pod's memory limit, e.g. 768Mi
     #[arg(long, value_name = "SIZE", default_value = "384Mi", value_parser = crate::bytes::parse)]
     pub memory_budget: u64,

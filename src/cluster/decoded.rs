@@ -2,8 +2,11 @@
 //! from the API server's bytes into the model's structs, reading only the fields the snapshot
 //! uses, with the metadata the reflector needs; their names shared across the watch.
 
+use super::list::Listed;
 use super::read::{CILIUM_ENDPOINTS, Kind, PODS};
+use super::reflector::FromListed;
 use super::slim_store::Slim;
+use crate::model::Workloads;
 use crate::model::slim;
 use crate::model::workload::{Endpoint, Names, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -33,6 +36,10 @@ pub(super) trait Workload: Clone + Debug + Send + Sync + 'static {
     /// What is parsed of each object: what [`Workload::decode`] reads, and the resourceVersion.
     const FIELDS: slim::Keep;
     fn decode(object: &Value, names: &mut Names) -> Self;
+    /// The objects of this kind a listing decoded.
+    fn listed(workloads: Workloads) -> Vec<Self>;
+    /// Namespace and name.
+    fn names(&self) -> (&str, &str);
 }
 
 impl Workload for Pod {
@@ -41,6 +48,12 @@ impl Workload for Pod {
     fn decode(object: &Value, names: &mut Names) -> Pod {
         Pod::decode_into(object, names)
     }
+    fn listed(workloads: Workloads) -> Vec<Pod> {
+        workloads.pods
+    }
+    fn names(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
 }
 
 impl Workload for Endpoint {
@@ -48,6 +61,12 @@ impl Workload for Endpoint {
     const FIELDS: slim::Keep = slim::ENDPOINT_FIELDS;
     fn decode(object: &Value, names: &mut Names) -> Endpoint {
         Endpoint::decode_into(object, names)
+    }
+    fn listed(workloads: Workloads) -> Vec<Endpoint> {
+        workloads.endpoints
+    }
+    fn names(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
     }
 }
 
@@ -71,6 +90,23 @@ impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
         };
         let item = NAMES.with_borrow_mut(|names| T::decode(&object, names));
         Ok(Decoded { metadata, item })
+    }
+}
+
+impl<T: Workload> FromListed for Decoded<T> {
+    /// The listing's objects of this kind, already decoded (`cluster::list`), with the metadata
+    /// the store keys them by; the list's resourceVersion stands for each.
+    fn from_listed(listed: Listed) -> Result<Vec<Decoded<T>>, String> {
+        let decoded = T::listed(listed.workloads).into_iter().map(|item| {
+            let (namespace, name) = item.names();
+            let metadata = ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()).filter(|namespace| !namespace.is_empty()),
+                ..ObjectMeta::default()
+            };
+            Decoded { metadata, item }
+        });
+        Ok(decoded.collect())
     }
 }
 

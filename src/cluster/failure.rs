@@ -58,6 +58,8 @@ impl Failure {
             },
             kube::Error::SerdeError(e) => format!("the stream held a line that is no watch event ({e})"),
             other => match Refused::find(other) {
+                Some(Refused::TooManyItems(cap)) => return Failure::TooManyObjects(*cap),
+                Some(Refused::OverBudget) => return Failure::OverBudget,
                 Some(refused) => refused.to_string(),
                 None => causes(other),
             },
@@ -117,6 +119,9 @@ mod tests {
         let big = kube::Error::ReadEvents(std::io::Error::other(Refused::EventTooLarge(16)));
         assert_eq!(Failure::of(&big).to_string(), "a watch event is larger than 16 bytes (--max-event-size)");
         assert!(Failure::Gone.relists() && Failure::TooManyObjects(3).relists());
+        // A listing stopped by the store's object cap or the memory budget is that failure.
+        assert_eq!(Failure::of(&Refused::TooManyItems(7).into_kube()), Failure::TooManyObjects(7));
+        assert_eq!(Failure::of(&Refused::OverBudget.into_kube()), Failure::OverBudget);
         assert!(!Failure::Stalled(Duration::from_secs(35)).relists() && !Failure::ShortWatch.relists());
     }
 }

@@ -54,9 +54,12 @@ pub enum Refused {
     /// The list went on past [`MAX_PAGES`].
     #[error("more than {0} pages")]
     TooManyPages(usize),
-    /// The list held more than [`MAX_ITEMS`] objects.
+    /// The list held more than its object cap ([`MAX_ITEMS`] unless told otherwise).
     #[error("more than {0} objects")]
     TooManyItems(usize),
+    /// The list's reading was stopped because the process is over its memory budget.
+    #[error("the process is over its memory budget (--memory-budget)")]
+    OverBudget,
     /// One event of a watch stream grew past the event bound without ending.
     #[error("a watch event is larger than {0} bytes (--max-event-size)")]
     EventTooLarge(u64),
@@ -94,19 +97,35 @@ impl Refused {
 }
 
 /// The pages of one list so far: refuses a repeated `continue` token (the list would never end)
-/// and a list past [`MAX_PAGES`] or [`MAX_ITEMS`].
-#[derive(Default)]
+/// and a list past [`MAX_PAGES`] or its object cap ([`MAX_ITEMS`] unless told otherwise).
 pub struct Pagination {
     tokens: HashSet<String>,
     pages: usize,
     items: usize,
+    max_items: usize,
+}
+
+impl Default for Pagination {
+    fn default() -> Self {
+        Pagination::capped(MAX_ITEMS)
+    }
 }
 
 impl Pagination {
-    /// How many more objects the list may hold ([`MAX_ITEMS`] less those of the pages so far):
-    /// the next page is refused while it is read once it holds more.
+    /// A list of at most `max_items` objects.
+    pub fn capped(max_items: usize) -> Pagination {
+        Pagination { tokens: HashSet::new(), pages: 0, items: 0, max_items }
+    }
+
+    /// How many more objects the list may hold (its cap less those of the pages so far): the
+    /// next page is refused while it is read once it holds more.
     pub fn items_left(&self) -> usize {
-        MAX_ITEMS.saturating_sub(self.items)
+        self.max_items.saturating_sub(self.items)
+    }
+
+    /// The most objects the list may hold.
+    pub fn max_items(&self) -> usize {
+        self.max_items
     }
 
     /// Records a page of `items` objects that ended with `token` (`None` or empty: the last
@@ -114,8 +133,8 @@ impl Pagination {
     pub fn next<'t>(&mut self, items: usize, token: Option<&'t str>) -> Result<Option<&'t str>, Refused> {
         self.pages += 1;
         self.items += items;
-        if self.items > MAX_ITEMS {
-            return Err(Refused::TooManyItems(MAX_ITEMS));
+        if self.items > self.max_items {
+            return Err(Refused::TooManyItems(self.max_items));
         }
         let Some(token) = token.filter(|t| !t.is_empty()) else { return Ok(None) };
         if !self.tokens.insert(token.to_string()) {

@@ -5,14 +5,14 @@
 use super::limits::{MAX_ITEMS, Pagination, Refused, WholeList};
 use super::protobuf::{self, MEDIA_TYPE};
 use crate::model::Workloads;
-use crate::model::slim::{ItemBudget, SlimJson};
+use crate::model::slim::{ItemBudget, Over, SlimJson};
 use crate::model::workload::Names;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// `plural.group` as kubectl and RBAC name a resource.
 pub(super) fn resource_name(resource: &ApiResource) -> String {
@@ -20,29 +20,45 @@ pub(super) fn resource_name(resource: &ApiResource) -> String {
 }
 
 /// The items of a list: Pods and CiliumEndpoints decoded as they were read (`model::slim`),
-/// everything else as JSON.
+/// everything else as JSON; and the list's resourceVersion, from which a watch follows it.
 #[derive(Default)]
 pub struct Listed {
     pub items: Vec<Value>,
     pub workloads: Workloads,
+    pub resource_version: Option<String>,
 }
 
-/// Every object of `resource` (in `namespace`, or all), `page_size` per request (`None`: one
-/// answer, which the API server serves from its watch cache where a page after the first may come
-/// from etcd; docs/performance.md, "One answer per list"), each answer decoded as its bytes
-/// arrive: Pods (in protobuf) and CiliumEndpoints into their structs, other items as JSON typed as
-/// [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails; items that are
-/// no object (or have no name) are left out and counted in one warning.
+/// How one list is read.
+#[derive(Clone, Copy, Debug)]
+pub struct ListBounds {
+    /// Objects per request; `None`: one answer, which the API server serves from its watch cache
+    /// where a page after the first may come from etcd (docs/performance.md, "One answer per list").
+    pub page_size: Option<u32>,
+    /// The most objects the list may hold: one more is refused as it is read.
+    pub max_items: usize,
+    /// Stops the reading at the next object while set (`serve`'s memory budget).
+    pub halt: Option<&'static AtomicBool>,
+}
+
+impl ListBounds {
+    /// One answer of at most [`MAX_ITEMS`] objects.
+    pub const WHOLE: ListBounds = ListBounds { page_size: None, max_items: MAX_ITEMS, halt: None };
+}
+
+/// Every object of `resource` (in `namespace`, or all), read within `bounds`, each answer decoded
+/// as its bytes arrive: Pods (in protobuf) and CiliumEndpoints into their structs, other items as
+/// JSON typed as [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails;
+/// items that are no object (or have no name) are left out and counted in one warning.
 pub async fn list_all(
     client: &kube::Client,
     resource: &ApiResource,
     namespace: Option<&str>,
-    page_size: Option<u32>,
+    bounds: ListBounds,
 ) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let mut listed = Listed::default();
-    let mut params = ListParams { limit: page_size, ..ListParams::default() };
-    let mut pages = Pagination::default();
+    let mut params = ListParams { limit: bounds.page_size, ..ListParams::default() };
+    let mut pages = Pagination::capped(bounds.max_items);
     let mut unusable = Unusable::default();
     loop {
         let mut request = kube::core::Request::new(&url).list(&params).map_err(kube::Error::BuildRequest)?;
@@ -50,7 +66,8 @@ pub async fn list_all(
             // `pods?` as kube writes a list without parameters: `pods`, as kubectl and `-v` show it.
             *request.uri_mut() = http::Uri::try_from(request.uri().path()).expect("a path is a URI");
         }
-        let mut page = page_of(client, request, pages.items_left(), offers_protobuf(resource)).await?;
+        let budget = Budget { items_left: pages.items_left(), max_items: pages.max_items(), halt: bounds.halt };
+        let mut page = page_of(client, request, budget, offers_protobuf(resource)).await?;
         let count = page.workloads.len() + page.items.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
         page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
@@ -63,6 +80,7 @@ pub async fn list_all(
             listed.items.push(item);
         }
         listed.workloads.append(page.workloads);
+        listed.resource_version = page.resource_version;
         match pages.next(count, page.continue_token.as_deref()).map_err(Refused::into_kube)? {
             Some(token) => params = params.continue_token(token),
             None => break,
@@ -83,7 +101,7 @@ pub async fn list_all(
 pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let request = kube::core::Request::new(&url).list(&ListParams::default().limit(1)).map_err(kube::Error::BuildRequest)?;
-    page_of(client, request, MAX_ITEMS, false).await?;
+    page_of(client, request, Budget { items_left: MAX_ITEMS, max_items: MAX_ITEMS, halt: None }, false).await?;
     Ok(Listed::default())
 }
 
@@ -95,7 +113,31 @@ struct Page {
     /// Items left out of `items` for having no name (`ItemBudget::dropping_nameless`).
     nameless: usize,
     workloads: Workloads,
+    resource_version: Option<String>,
     continue_token: Option<String>,
+}
+
+/// What one answer may hold: `items_left` of the list's `max_items`, read while `halt` is off.
+#[derive(Clone, Copy)]
+struct Budget {
+    items_left: usize,
+    max_items: usize,
+    halt: Option<&'static AtomicBool>,
+}
+
+impl Budget {
+    /// The budget as the decoder counts it, counted in `counted` (the body's byte bound reads it).
+    fn counting(self, counted: Arc<AtomicUsize>) -> ItemBudget {
+        ItemBudget::new(self.items_left).counted_in(counted).halted_by(self.halt)
+    }
+
+    /// The error of a reading stopped by its budget.
+    fn refused(self, over: Over) -> kube::Error {
+        match over {
+            Over::Items => Refused::TooManyItems(self.max_items).into_kube(),
+            Over::Halted => Refused::OverBudget.into_kube(),
+        }
+    }
 }
 
 /// Whether to ask for `resource` in protobuf: pods only. Custom resources have no protobuf
@@ -108,16 +150,11 @@ fn offers_protobuf(resource: &ApiResource) -> bool {
 const FRAMES_IN_FLIGHT: usize = 16;
 
 /// One answer of a list, decoded on a thread of its own as its bytes arrive (`WholeList` bounds
-/// them), its items counted against `items_left` (the rest of the list's object cap): an answer
+/// them), its items counted against `budget` (the rest of the list's object cap): an answer
 /// with more is refused as soon as one item too many is read, before the rest are built (40 MiB
 /// of `{}` items is millions of objects). With `protobuf`, the answer is asked for in protobuf,
 /// then JSON; the server says which it sent.
-async fn page_of(
-    client: &kube::Client,
-    mut request: http::Request<Vec<u8>>,
-    items_left: usize,
-    protobuf: bool,
-) -> Result<Page, kube::Error> {
+async fn page_of(client: &kube::Client, mut request: http::Request<Vec<u8>>, budget: Budget, protobuf: bool) -> Result<Page, kube::Error> {
     if protobuf {
         let accept = format!("{MEDIA_TYPE}, application/json");
         request.headers_mut().insert(http::header::ACCEPT, accept.parse().expect("a valid header value"));
@@ -139,7 +176,7 @@ async fn page_of(
     }
     let (frames, received) = tokio::sync::mpsc::channel(FRAMES_IN_FLIGHT);
     let reader = std::io::BufReader::with_capacity(64 << 10, Frames { received, current: Bytes::new() });
-    let decoder = tokio::task::spawn_blocking(move || decode(reader, sent_protobuf, items_left, counted));
+    let decoder = tokio::task::spawn_blocking(move || decode(reader, sent_protobuf, budget, counted));
     let mut failed = None;
     while let Some(frame) = body.frame().await {
         match frame.map(http_body::Frame::into_data) {
@@ -186,31 +223,33 @@ impl std::io::Read for Frames {
 }
 
 /// One answer decoded from `reader`: a protobuf pod list, or JSON read by `model::slim`.
-fn decode(reader: impl std::io::Read, protobuf: bool, items_left: usize, counted: Arc<AtomicUsize>) -> Result<Page, kube::Error> {
+fn decode(reader: impl std::io::Read, protobuf: bool, budget: Budget, counted: Arc<AtomicUsize>) -> Result<Page, kube::Error> {
+    let counter = budget.counting(counted);
     if protobuf {
         let mut names = Names::default();
-        return match protobuf::read_pod_list(reader, items_left, &mut names, &counted) {
+        return match protobuf::read_pod_list(reader, &counter, &mut names) {
             Ok(list) => Ok(Page {
                 workloads: Workloads { pods: list.pods, endpoints: Vec::new(), names },
+                resource_version: list.resource_version,
                 continue_token: list.continue_token,
                 ..Page::default()
             }),
-            Err(protobuf::ProtobufError::TooManyItems) => Err(Refused::TooManyItems(MAX_ITEMS).into_kube()),
+            Err(protobuf::ProtobufError::Stopped(over)) => Err(budget.refused(over)),
             Err(e) => Err(kube::Error::Service(Box::new(NotAPodList(e)))),
         };
     }
-    let budget = ItemBudget::new(items_left).counted_in(counted).dropping_nameless();
+    let counter = counter.dropping_nameless();
     let mut reader = serde_json::Deserializer::from_reader(reader);
-    let page = budget.read(&mut reader).and_then(|page| reader.end().map(|()| page));
-    let page: SlimJson =
-        page.map_err(|e| if budget.exceeded() { Refused::TooManyItems(MAX_ITEMS).into_kube() } else { kube::Error::SerdeError(e) })?;
+    let page = counter.read(&mut reader).and_then(|page| reader.end().map(|()| page));
+    let page: SlimJson = page.map_err(|e| counter.over().map_or(kube::Error::SerdeError(e), |over| budget.refused(over)))?;
     let mut document = page.document.unwrap_or_default();
-    let continue_token = document.pointer("/metadata/continue").and_then(Value::as_str).map(str::to_string);
+    let text = |field: &str| document.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).map(str::to_string);
+    let (resource_version, continue_token) = (text("resourceVersion"), text("continue"));
     let items = match document.get_mut("items").map(Value::take) {
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    Ok(Page { items, nameless: budget.nameless(), workloads: page.workloads, continue_token })
+    Ok(Page { items, nameless: counter.nameless(), workloads: page.workloads, resource_version, continue_token })
 }
 
 /// A protobuf page of pods that could not be read.

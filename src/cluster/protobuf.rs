@@ -9,11 +9,11 @@
 //! `PodList` for a list, a `Status` for an error. Custom resources have no protobuf encoding.
 
 use crate::model::ip::Addr;
+use crate::model::slim::{ItemBudget, Over};
 use crate::model::workload::{Ips, Names, POOL_ANNOTATION, Pod};
 use prost::Message;
 use prost::encoding::WireType;
 use std::io::Read;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The four bytes before every protobuf answer of the API server.
 pub const MAGIC: &[u8] = b"k8s\0";
@@ -21,9 +21,12 @@ pub const MAGIC: &[u8] = b"k8s\0";
 /// The media type to ask for, and that a protobuf answer carries.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
-/// `meta.v1.ListMeta`, the field that continues a paged list.
+/// `meta.v1.ListMeta`: the list's resourceVersion (a watch resumes from it) and the token that
+/// continues a paged list.
 #[derive(Clone, PartialEq, Message)]
 struct ListMeta {
+    #[prost(string, tag = "2")]
+    resource_version: String,
     #[prost(string, tag = "3")]
     continue_token: String,
 }
@@ -108,9 +111,9 @@ pub enum ProtobufError {
     /// The answer's bytes could not be read (its connection failed).
     #[error("{0}")]
     Io(String),
-    /// The list held more pods than its object cap has left.
-    #[error("more list items than the object cap")]
-    TooManyItems,
+    /// The list held more pods than its object cap has left, or the reading was halted.
+    #[error("the reading stopped: {0:?}")]
+    Stopped(Over),
 }
 
 impl From<prost::DecodeError> for ProtobufError {
@@ -119,34 +122,33 @@ impl From<prost::DecodeError> for ProtobufError {
     }
 }
 
-/// A pod list: its pods, decoded, and the token that asks for its next page (the API server
-/// pages a list only when asked to; a server that pages anyway is followed).
+/// A pod list: its pods, decoded, its resourceVersion, and the token that asks for its next page
+/// (the API server pages a list only when asked to; a server that pages anyway is followed).
 #[derive(Debug, Default)]
 pub struct PodPage {
     pub pods: Vec<Pod>,
+    pub resource_version: Option<String>,
     pub continue_token: Option<String>,
 }
 
-/// The pods of a protobuf list answer, read from `answer` as its bytes arrive, at most
-/// `items_left` of them; `counted` follows how many were decoded (the byte bound of a whole list
-/// grows with it, `cluster::limits::WholeList`). Memory holds one encoded pod at a time, never
-/// the answer. A list with more pods is refused at the first one too many, before it is decoded.
-pub fn read_pod_list(answer: impl Read, items_left: usize, names: &mut Names, counted: &AtomicUsize) -> Result<PodPage, ProtobufError> {
+/// The pods of a protobuf list answer, read from `answer` as its bytes arrive, each counted by
+/// `budget` before it is decoded (the byte bound of a whole list grows with the count,
+/// `cluster::limits::WholeList`): a list with more pods than its cap, or read while the budget is
+/// halted, is refused at that pod. Memory holds one encoded pod at a time, never the answer.
+pub fn read_pod_list(answer: impl Read, budget: &ItemBudget, names: &mut Names) -> Result<PodPage, ProtobufError> {
     let mut page = PodPage::default();
     read_envelope(answer, |list| {
         let mut field = Vec::new();
         while let Some((tag, wire_type)) = list.key()? {
             match (tag, wire_type) {
                 (1, WireType::LengthDelimited) => {
-                    let token = ListMeta::decode(list.field(&mut field)?)?.continue_token;
-                    page.continue_token = Some(token).filter(|token| !token.is_empty());
+                    let meta = ListMeta::decode(list.field(&mut field)?)?;
+                    page.resource_version = Some(meta.resource_version).filter(|version| !version.is_empty());
+                    page.continue_token = Some(meta.continue_token).filter(|token| !token.is_empty());
                 }
                 (2, WireType::LengthDelimited) => {
-                    if page.pods.len() == items_left {
-                        return Err(ProtobufError::TooManyItems);
-                    }
+                    budget.count().map_err(ProtobufError::Stopped)?;
                     page.pods.push(PodMessage::decode(list.field(&mut field)?)?.into_pod(names));
-                    counted.fetch_add(1, Ordering::Relaxed);
                 }
                 _ => list.skip(wire_type)?,
             }
@@ -315,7 +317,7 @@ mod tests {
 
     fn list(pods: Vec<PodMessage>, token: &str) -> Vec<u8> {
         let mut raw = Vec::new();
-        prost::encoding::message::encode(1, &ListMeta { continue_token: token.into() }, &mut raw);
+        prost::encoding::message::encode(1, &ListMeta { resource_version: "41".into(), continue_token: token.into() }, &mut raw);
         for pod in &pods {
             prost::encoding::message::encode(2, pod, &mut raw);
         }
@@ -367,8 +369,8 @@ mod tests {
         ];
         let page = list(cases.iter().map(pod).collect(), "next");
         let mut names = Names::default();
-        let read = read_pod_list(&page[..], 10, &mut names, &AtomicUsize::default()).unwrap();
-        assert_eq!(read.continue_token.as_deref(), Some("next"));
+        let read = read_pod_list(&page[..], &ItemBudget::new(10), &mut names).unwrap();
+        assert_eq!((read.continue_token.as_deref(), read.resource_version.as_deref()), (Some("next"), Some("41")));
         let expected: Vec<String> = cases.iter().map(|case| format!("{:?}", Pod::decode(&pod_json(case)))).collect();
         assert_eq!(read.pods.iter().map(|pod| format!("{pod:?}")).collect::<Vec<_>>(), expected);
         assert!(std::sync::Arc::ptr_eq(&read.pods[0].namespace, &read.pods[1].namespace), "names are shared");
@@ -380,7 +382,7 @@ mod tests {
         host.spec.as_mut().unwrap().host_network = true;
         let mut single = pod(&Case("s", Some("n"), "Running", &[], None));
         single.status.as_mut().unwrap().pod_ip = "10.0.0.9".into();
-        let read = read_pod_list(&list(vec![host, single], "")[..], 10, &mut Names::default(), &AtomicUsize::default()).unwrap();
+        let read = read_pod_list(&list(vec![host, single], "")[..], &ItemBudget::new(10), &mut Names::default()).unwrap();
         assert_eq!(read.continue_token, None, "an empty token ends the list");
         assert!(read.pods[0].host_network && !read.pods[0].holds_pod_ips());
         assert_eq!(read.pods[1].ips.len(), 1, "podIP when podIPs is absent");
@@ -389,23 +391,26 @@ mod tests {
     #[test]
     fn a_page_over_the_object_cap_is_refused_and_bad_bytes_fail() {
         let page = list(["p0", "p1", "p2"].map(|name| pod(&Case(name, None, "Running", &[], None))).into(), "");
-        assert_eq!(read_pod_list(&page[..], 3, &mut Names::default(), &AtomicUsize::default()).unwrap().pods.len(), 3);
-        assert_eq!(read_pod_list(&page[..], 2, &mut Names::default(), &AtomicUsize::default()).unwrap_err(), ProtobufError::TooManyItems);
+        assert_eq!(read_pod_list(&page[..], &ItemBudget::new(3), &mut Names::default()).unwrap().pods.len(), 3);
+        assert_eq!(read_pod_list(&page[..], &ItemBudget::new(2), &mut Names::default()).unwrap_err(), ProtobufError::Stopped(Over::Items));
         assert_eq!(
-            read_pod_list(&b"{\"kind\":\"PodList\"}"[..], 2, &mut Names::default(), &AtomicUsize::default()).unwrap_err(),
+            read_pod_list(&b"{\"kind\":\"PodList\"}"[..], &ItemBudget::new(2), &mut Names::default()).unwrap_err(),
             ProtobufError::NoMagic
         );
         assert!(matches!(
-            read_pod_list(&page[..page.len() - 3], 9, &mut Names::default(), &AtomicUsize::default()),
+            read_pod_list(&page[..page.len() - 3], &ItemBudget::new(9), &mut Names::default()),
             Err(ProtobufError::Malformed(_))
         ));
         // A field that says it holds 2^60 bytes and holds three: an error, not an allocation.
         let mut hostile = MAGIC.to_vec();
         hostile.extend([0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0x12, 0x01, 0x00]);
-        assert!(matches!(read_pod_list(&hostile[..], 9, &mut Names::default(), &AtomicUsize::default()), Err(ProtobufError::Malformed(_))));
-        let counted = AtomicUsize::default();
-        read_pod_list(&page[..], 3, &mut Names::default(), &counted).unwrap();
-        assert_eq!(counted.load(Ordering::Relaxed), 3, "each pod decoded is counted for the byte bound");
+        assert!(matches!(read_pod_list(&hostile[..], &ItemBudget::new(9), &mut Names::default()), Err(ProtobufError::Malformed(_))));
+        let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::default());
+        read_pod_list(&page[..], &ItemBudget::new(3).counted_in(counted.clone()), &mut Names::default()).unwrap();
+        assert_eq!(counted.load(std::sync::atomic::Ordering::Relaxed), 3, "each pod decoded is counted for the byte bound");
+        static HALT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+        let halted = ItemBudget::new(3).halted_by(Some(&HALT));
+        assert_eq!(read_pod_list(&page[..], &halted, &mut Names::default()).unwrap_err(), ProtobufError::Stopped(Over::Halted));
     }
 
     proptest::proptest! {
@@ -428,7 +433,7 @@ mod tests {
             }
             answer.truncate(cut.max(MAGIC.len()));
             answer.extend(tail);
-            if let Ok(page) = read_pod_list(&answer[..], 2, &mut Names::default(), &AtomicUsize::default()) {
+            if let Ok(page) = read_pod_list(&answer[..], &ItemBudget::new(2), &mut Names::default()) {
                 proptest::prop_assert!(page.pods.len() <= 2);
             }
             let _ = read_status(&answer);

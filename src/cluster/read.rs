@@ -4,7 +4,7 @@
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::limits::Refused;
-use super::list::{Listed, list_all, probe, resource_name, typed_value};
+use super::list::{ListBounds, Listed, list_all, probe, resource_name, typed_value};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
@@ -190,10 +190,15 @@ impl Cluster {
     /// An API handle for a resource, in the `-n` namespace when it is namespaced and one was given.
     pub fn api<K: kube::Resource<Scope = kube::core::DynamicResourceScope>>(&self, resource: &K::DynamicType) -> Api<K> {
         let client = self.connection.client.clone();
-        match &self.namespace {
-            Some(namespace) if NAMESPACED.contains(&K::plural(resource).as_ref()) => Api::namespaced_with(client, namespace, resource),
-            _ => Api::all_with(client, resource),
+        match self.namespace_of(&K::plural(resource)) {
+            Some(namespace) => Api::namespaced_with(client, namespace, resource),
+            None => Api::all_with(client, resource),
         }
+    }
+
+    /// The `-n` namespace, when one was given and the resource (`plural`) is namespaced.
+    pub fn namespace_of(&self, plural: &str) -> Option<&str> {
+        self.namespace.as_deref().filter(|_| NAMESPACED.contains(&plural))
     }
 
     /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
@@ -201,11 +206,11 @@ impl Cluster {
     /// never looks at, and decoding them is most of a live read's cost. With `probe_only`, only
     /// whether it can be listed (an empty list when it can).
     async fn list(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {
-        let namespace = self.namespace.as_deref().filter(|_| NAMESPACED.contains(&resource.plural.as_str()));
+        let namespace = self.namespace_of(&resource.plural);
         if probe_only {
             return probe(&self.connection.client, resource, namespace).await;
         }
-        list_all(&self.connection.client, resource, namespace, None).await
+        list_all(&self.connection.client, resource, namespace, ListBounds::WHOLE).await
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.

@@ -1,5 +1,5 @@
-//! One watched resource, followed as client-go's reflector follows it: a listing (a streaming
-//! list, or pages), then watches resumed from the last resourceVersion. What kube's `watcher`
+//! One watched resource, followed as client-go's reflector follows it: a listing (one answer
+//! decoded as it arrives, or a streaming list), then watches resumed from the last resourceVersion. What kube's `watcher`
 //! hides is decided here (docs/metrics.md, "Freshness and restarts"):
 //!
 //! * every restart waits a jittered, doubling backoff that is forgotten only after a quiet period,
@@ -16,10 +16,10 @@ pub use super::failure::{Failure, OVER_BUDGET};
 
 use super::backoff::Backoff;
 use super::failure::over_budget;
-use super::limits::{PAGE_SIZE, Pagination};
+use super::list::{ListBounds, Listed, list_all};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kube::api::{Api, ListParams, WatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, WatchParams};
 use kube::core::{Resource, WatchEvent};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::Event;
@@ -79,7 +79,7 @@ enum Phase<K> {
 pub struct Rules {
     /// The server is asked to end each watch after this long.
     pub watch_timeout: Duration,
-    /// Initial listings through a streaming list (falls back to pages when the server refuses).
+    /// Initial listings through a streaming list (falls back to one list when the server refuses).
     pub streaming: bool,
     /// The most objects the store may hold.
     pub max_objects: usize,
@@ -92,6 +92,22 @@ pub trait Sink<K>: Send + 'static {
     fn apply(&mut self, event: Event<K>);
     /// The objects the store holds.
     fn objects(&self) -> usize;
+}
+
+/// The objects of a listing ([`Listed`], `cluster::list`) as a store takes them.
+pub trait FromListed: Sized {
+    /// Every object of `listed`; an error names the first one that cannot be read.
+    fn from_listed(listed: Listed) -> Result<Vec<Self>, String>;
+}
+
+impl FromListed for DynamicObject {
+    fn from_listed(listed: Listed) -> Result<Vec<DynamicObject>, String> {
+        listed
+            .items
+            .into_iter()
+            .map(|item| serde_json::from_value(item).map_err(|e| format!("a listed object could not be read: {e}")))
+            .collect()
+    }
 }
 
 impl<K> Sink<K> for Writer<K>
@@ -114,6 +130,9 @@ where
     K::DynamicType: Clone + Eq + Hash,
 {
     api: Api<K>,
+    /// What a listing lists: the resource, in `namespace` or all.
+    resource: ApiResource,
+    namespace: Option<String>,
     rules: Rules,
     sink: S,
     source: usize,
@@ -134,13 +153,16 @@ enum Step<K> {
 
 impl<K, S> Follow<K, S>
 where
-    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource + Clone + Debug + DeserializeOwned + FromListed + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash,
     S: Sink<K>,
 {
-    pub fn new(api: Api<K>, rules: Rules, sink: S, source: usize) -> Follow<K, S> {
+    /// Follows `resource` (in `namespace`, when given) through `api` into `sink`.
+    pub fn new(api: Api<K>, resource: &K::DynamicType, namespace: Option<&str>, rules: Rules, sink: S, source: usize) -> Follow<K, S> {
         Follow {
             api,
+            resource: ApiResource::erase::<K>(resource),
+            namespace: namespace.map(str::to_string),
             rules,
             sink,
             source,
@@ -198,38 +220,29 @@ where
         Signal::Failed { source: self.source, failure, step, wait, refused_streaming }
     }
 
-    /// A paginated listing, swapped into the store when complete.
+    /// A listing in one answer, decoded as it arrives (`cluster::list`; the API server serves it
+    /// from its watch cache, docs/performance.md "One answer per list"), within the store's object
+    /// cap and the memory budget, swapped into the store when complete.
     async fn list(&mut self) -> Step<K> {
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        let mut pages = Pagination::default();
-        let mut count = 0;
-        self.sink.apply(Event::Init);
-        loop {
-            let page = match self.api.list(&params).await {
-                Ok(page) => page,
-                Err(error) => return self.abandon(Failure::of(&error)),
-            };
-            let items = page.items.len();
-            count += items;
-            if count > self.rules.max_objects {
-                return self.abandon(Failure::TooManyObjects(self.rules.max_objects));
-            }
-            if over_budget() {
-                return self.abandon(Failure::OverBudget);
-            }
-            for item in page.items {
-                self.sink.apply(Event::InitApply(item));
-            }
-            match pages.next(items, page.metadata.continue_.as_deref()) {
-                Ok(Some(token)) => params = params.continue_token(token),
-                Ok(None) => {
-                    self.sink.apply(Event::InitDone);
-                    let version = page.metadata.resource_version.unwrap_or_default();
-                    return Step::Report(Signal::Changed { source: self.source, listed: true }, Phase::Watch(version));
-                }
-                Err(refused) => return self.abandon(Failure::Request(refused.to_string())),
-            }
+        let bounds = ListBounds { page_size: None, max_items: self.rules.max_objects, halt: Some(&super::failure::OVER_BUDGET) };
+        let listed = match list_all(&self.api.clone().into_client(), &self.resource, self.namespace.as_deref(), bounds).await {
+            Ok(listed) => listed,
+            Err(error) => return self.abandon(Failure::of(&error)),
+        };
+        let version = listed.resource_version.clone().unwrap_or_default();
+        let objects = match K::from_listed(listed) {
+            Ok(objects) => objects,
+            Err(why) => return self.abandon(Failure::Request(why)),
+        };
+        if over_budget() {
+            return self.abandon(Failure::OverBudget);
         }
+        self.sink.apply(Event::Init);
+        for object in objects {
+            self.sink.apply(Event::InitApply(object));
+        }
+        self.sink.apply(Event::InitDone);
+        Step::Report(Signal::Changed { source: self.source, listed: true }, Phase::Watch(version))
     }
 
     /// A listing given up: what it had gathered is let go at once.

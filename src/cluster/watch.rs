@@ -7,7 +7,7 @@ use super::backoff::backoff;
 use super::decoded::{Decoded, NAMES, Workload};
 use super::list::{Listed, typed_value};
 use super::read::{Cluster, Layout, Objects};
-use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, Sink};
+use super::reflector::{Follow, FromListed, Rules, STALL_MARGIN, Signal, Sink};
 use super::slim_store::SlimStore;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::StreamExt;
@@ -36,13 +36,13 @@ impl Watched<DynamicObject> {
     }
 
     fn listed(&self) -> Listed {
-        Listed { items: self.objects(), workloads: Default::default() }
+        Listed { items: self.objects(), ..Listed::default() }
     }
 }
 
 /// Pods and endpoints of the stores, as a snapshot takes them.
 fn workloads(pods: Vec<Pod>, endpoints: Vec<Endpoint>) -> Listed {
-    Listed { items: Vec::new(), workloads: Workloads { pods, endpoints, names: Names::default() } }
+    Listed { workloads: Workloads { pods, endpoints, names: Names::default() }, ..Listed::default() }
 }
 
 /// The longest watch request the server may hold open (kube's default, below the apiserver's cap).
@@ -139,7 +139,7 @@ pub struct Watch {
 /// Starts one watch into kube's reflector store.
 fn start<K>(cluster: &Cluster, resource: K::DynamicType, rules: Rules, signals: &mut Signals, health: &mut Vec<SourceHealth>) -> Watched<K>
 where
-    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + FromListed + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
 {
     let writer = Writer::new(resource.clone());
@@ -165,7 +165,7 @@ type Signals = SelectAll<BoxStream<'static, Signal>>;
 /// Follows one resource into `sink`; its events become signals for the source with the next index.
 fn follow<K, S>(cluster: &Cluster, resource: K::DynamicType, rules: Rules, sink: S, signals: &mut Signals, health: &mut Vec<SourceHealth>)
 where
-    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<Scope = DynamicResourceScope> + Clone + Debug + DeserializeOwned + FromListed + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
     S: Sink<K>,
 {
@@ -183,7 +183,8 @@ where
         restarts: 0,
         streaming: rules.streaming,
     });
-    let follow = Follow::new(cluster.api::<K>(&resource), rules, sink, source);
+    let namespace = cluster.namespace_of(&K::plural(&resource));
+    let follow = Follow::new(cluster.api::<K>(&resource), &resource, namespace, rules, sink, source);
     signals.push(futures::stream::unfold(follow, Follow::next).boxed());
 }
 

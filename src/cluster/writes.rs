@@ -7,7 +7,7 @@
 //! re-reads and asks the caller's edit again — kube does not retry 409s itself.
 
 use super::client::{Connection, pools_api, pools_resource};
-use super::list::list_all;
+use super::list::{ListBounds, list_all};
 use super::read::crd_resource;
 use crate::error::{cluster, input};
 use crate::model::CrdInfo;
@@ -243,7 +243,7 @@ impl PoolViews {
 
 /// Every pool through one version, page by page, as plain JSON with apiVersion and kind set.
 async fn list_pools(conn: &Connection, version: &str, page_size: u32) -> Result<Vec<Value>> {
-    list_all(&conn.client, &pools_resource(version), None, Some(page_size))
+    list_all(&conn.client, &pools_resource(version), None, ListBounds { page_size: Some(page_size), ..ListBounds::WHOLE })
         .await
         .map(|listed| listed.items)
         .map_err(|e| conn.request_failed(e, "list", &format!("ciliumpodippools.{version}.cilium.io")))

@@ -12,7 +12,7 @@
 //! server print (`apiVersion` and `kind` first); an object whose `kind` comes later is read whole
 //! and then decoded — correct, only slower.
 
-pub use super::item_budget::ItemBudget;
+pub use super::item_budget::{ItemBudget, Over};
 use super::workload::{Endpoint, POOL_ANNOTATION, Pod, Workloads};
 use crate::json::{StrictSeed, duplicate_key, insert_unique};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -371,6 +371,7 @@ mod tests {
     use super::*;
     use crate::model::Snapshot;
     use serde_json::json;
+    use std::sync::atomic::AtomicBool;
 
     fn big_pod(kind_first: bool) -> Value {
         let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -516,11 +517,15 @@ mod tests {
         let read = |items: usize| {
             let budget = ItemBudget::new(items);
             let slim: Result<SlimJson, _> = budget.read(&mut serde_json::Deserializer::from_str(&page));
-            (slim.map(|s| s.workloads.pods.len()).ok(), budget.exceeded())
+            (slim.map(|s| s.workloads.pods.len()).ok(), budget.over())
         };
-        assert_eq!(read(3), (Some(1), false));
-        assert_eq!(read(2), (None, true), "the third item is one too many");
-        assert_eq!(read(0), (None, true));
+        assert_eq!(read(3), (Some(1), None));
+        assert_eq!(read(2), (None, Some(Over::Items)), "the third item is one too many");
+        assert_eq!(read(0), (None, Some(Over::Items)));
+        static HALT: AtomicBool = AtomicBool::new(true);
+        let halted = ItemBudget::new(3).halted_by(Some(&HALT));
+        assert!(halted.read::<_, true, false>(&mut serde_json::Deserializer::from_str(&page)).is_err());
+        assert_eq!(halted.over(), Some(Over::Halted), "a halted reading stops at its first item");
     }
 
     #[test]

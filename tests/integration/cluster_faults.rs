@@ -225,10 +225,15 @@ impl Served {
     }
 
     fn start_contexts(kubeconfig: &std::path::Path, contexts: &str) -> Served {
+        Served::start_with(kubeconfig, contexts, &[])
+    }
+
+    fn start_with(kubeconfig: &std::path::Path, contexts: &str, flags: &[&str]) -> Served {
         let address = format!("127.0.0.1:{}", support::prometheus::free_port());
         let mut command = support::cli::plugin_process();
         command
             .args(["serve", "--context", contexts, "--listen", &address, "--request-timeout", "5s"])
+            .args(flags)
             .args(["--stale-after", &format!("{}s", STALE_AFTER.as_secs()), "--max-watch-objects", "20000", "--kubeconfig"])
             .arg(kubeconfig)
             .stdin(std::process::Stdio::null())
@@ -294,9 +299,29 @@ fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Pat
     std::fs::write(path, config.to_string()).unwrap();
 }
 
-/// A streaming list that outlasts the short timeout of the watches that follow it (150,000 pods
-/// on a busy API server) is not cut at that timeout: `serve` asks a streaming list for minutes
-/// and becomes ready; before, each attempt was cut and begun again from nothing, for ever.
+/// By default each resource is listed in one answer (which the API server serves from its watch
+/// cache: docs/performance.md, "One answer per list"), then watched from that list's version.
+#[test]
+fn serve_lists_each_resource_in_one_answer_then_watches_it() {
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
+    assert_eq!(serve.sample("ciliumpool_used_addresses", "faulty", ",pool=\"blue\",family=\"ipv4\""), Some(1.0), "the pod was read");
+    for resource in ["pods", "ciliumendpoints", "ciliumnodes"] {
+        assert_eq!(proxy.list_limits(resource), ["1", ""], "{resource}: the first read probes, then one list without a limit");
+        let (watches, _) = proxy.requests(resource);
+        assert!(watches >= 1, "{resource}: watched after its list");
+    }
+}
+
+/// A streaming list (`--streaming-lists`) that outlasts the short timeout of the watches that
+/// follow it (150,000 pods on a busy API server) is not cut at that timeout: `serve` asks a
+/// streaming list for minutes and becomes ready; before, each attempt was cut and begun again
+/// from nothing, for ever.
 #[test]
 fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
     use support::faults::WatchFault;
@@ -309,7 +334,7 @@ fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
     two_contexts(&cluster, &proxy, &kubeconfig);
     // 61 pods, one every 100 ms: about 6 s, past the 4 s each watch of `serve --request-timeout 5s` asks.
     proxy.set_watch_fault(Some(("pods", WatchFault::SlowInitialEvents(Duration::from_millis(100)))));
-    let mut serve = Served::start(&kubeconfig);
+    let mut serve = Served::start_with(&kubeconfig, "healthy,faulty", &["--streaming-lists"]);
     serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
     serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync through a slow streaming list");
     let (watches, lists) = proxy.requests("pods");
@@ -322,24 +347,24 @@ fn serve_becomes_ready_through_a_streaming_list_longer_than_a_watch() {
 }
 
 /// A server that refuses streaming lists (the WatchList feature off) answers one Status, with
-/// or without a final line break: `serve` reads that resource page by page and becomes ready.
-/// Before, the Status was read as a watch stream cut inside an event, which is no refusal, so the
-/// streaming list was asked again after every backoff and the cluster was never ready.
+/// or without a final line break: `serve --streaming-lists` lists that resource in one answer and
+/// becomes ready. Before, the Status was read as a watch stream cut inside an event, which is no
+/// refusal, so the streaming list was asked again after every backoff and the cluster was never ready.
 #[test]
-fn serve_reads_page_by_page_where_streaming_lists_are_refused() {
+fn serve_lists_where_streaming_lists_are_refused() {
     let cluster = seeded_cluster();
     let dir = tempfile::tempdir().expect("temp dir");
     let proxy = FaultProxy::start(&cluster, Fault::RefuseStreamingLists { resources: &["pods", "ciliumendpoints"] }, dir.path());
     let kubeconfig = dir.path().join("two-contexts");
     two_contexts(&cluster, &proxy, &kubeconfig);
-    let mut serve = Served::start(&kubeconfig);
+    let mut serve = Served::start_with(&kubeconfig, "healthy,faulty", &["--streaming-lists"]);
     serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
-    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync in pages where streaming lists are refused");
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync through lists where streaming lists are refused");
     assert_eq!(serve.sample("ciliumpool_used_addresses", "faulty", ",pool=\"blue\",family=\"ipv4\""), Some(1.0), "the pod was read");
     for resource in ["pods", "ciliumendpoints"] {
         let limits = proxy.list_limits(resource);
         assert_eq!(limits.first().map(String::as_str), Some("1"), "{resource}: the first read probes");
-        assert!(limits[1..].iter().any(|limit| limit == "500"), "{resource}: then pages, after the refusal: {limits:?}");
+        assert_eq!(&limits[1..], [""], "{resource}: then one list, after the refusal");
     }
 }
 

@@ -108,7 +108,7 @@ async fn follow(
     }
     let watch_options = WatchOptions {
         watch_timeout: Some(STALL_WATCH_TIMEOUT),
-        streaming_lists: true,
+        streaming_lists: args.streaming_lists,
         max_objects: args.max_watch_objects,
         log_every_step: true,
     };
