@@ -94,8 +94,8 @@ impl<'de, T: Workload> Deserialize<'de> for Decoded<T> {
 }
 
 impl<T: Workload> FromListed for Decoded<T> {
-    /// The listing's objects of this kind, already decoded (`cluster::list`), with the metadata
-    /// the store keys them by; the list's resourceVersion stands for each.
+    /// The listing's objects of this kind, already decoded (`cluster::list`), with the names the
+    /// store keys them by (no resourceVersion of their own: the watch resumes from the list's).
     fn from_listed(listed: Listed) -> Result<Vec<Decoded<T>>, String> {
         let decoded = T::listed(listed.workloads).into_iter().map(|item| {
             let (namespace, name) = item.names();
@@ -183,6 +183,16 @@ mod tests {
         assert_eq!(decoded.metadata, expected);
         let other: Decoded<Pod> = serde_json::from_value(pod("web-2")).unwrap();
         assert!(Arc::ptr_eq(&decoded.item.namespace, &other.item.namespace), "one copy of a namespace across the watch");
+    }
+
+    #[test]
+    fn a_listed_pod_is_stored_under_its_namespace_and_name() {
+        let pod = Pod::decode(&pod("web-1"));
+        let listed = Listed { workloads: Workloads { pods: vec![pod.clone()], ..Workloads::default() }, ..Listed::default() };
+        let decoded = Decoded::<Pod>::from_listed(listed).unwrap();
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(Slim::names(&decoded[0]), ("shop", "web-1"), "the key a watch event of the same pod gets");
+        assert_eq!(format!("{:?}", decoded[0].item), format!("{pod:?}"));
     }
 
     #[test]

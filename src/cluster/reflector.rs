@@ -1,6 +1,7 @@
 //! One watched resource, followed as client-go's reflector follows it: a listing (one answer
-//! decoded as it arrives, or a streaming list), then watches resumed from the last resourceVersion. What kube's `watcher`
-//! hides is decided here (docs/metrics.md, "Freshness and restarts"):
+//! decoded as it arrives, or a streaming list), then watches resumed from the last
+//! resourceVersion. What kube's `watcher` hides is decided here (docs/metrics.md, "Freshness and
+//! restarts"):
 //!
 //! * every restart waits a jittered, doubling backoff that is forgotten only after a quiet period,
 //!   so failures that recur right after a successful listing keep backing off (no relist storm);
@@ -105,7 +106,10 @@ impl FromListed for DynamicObject {
         listed
             .items
             .into_iter()
-            .map(|item| serde_json::from_value(item).map_err(|e| format!("a listed object could not be read: {e}")))
+            .map(|item| {
+                let name = item.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+                serde_json::from_value(item).map_err(|e| format!("the listed object {name} could not be read: {e}"))
+            })
             .collect()
     }
 }
@@ -409,6 +413,16 @@ mod tests {
         assert!(!closed_at_timeout(secs(20), secs(30)), "closed early: no proof");
         assert!(closed_at_timeout(Duration::from_millis(980), secs(1)), "a one-second watch closed by the server");
         assert!(!closed_at_timeout(Duration::from_millis(10), secs(1)), "an empty answer is no proof, however short the timeout");
+    }
+
+    #[test]
+    fn listed_objects_are_the_stores_objects_and_an_unreadable_one_is_named() {
+        let node = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}});
+        let objects = DynamicObject::from_listed(Listed { items: vec![node], ..Listed::default() }).unwrap();
+        assert_eq!(objects.iter().map(|o| o.metadata.name.as_deref()).collect::<Vec<_>>(), [Some("n1")]);
+        let odd = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2", "labels": "x"}});
+        let error = DynamicObject::from_listed(Listed { items: vec![odd], ..Listed::default() }).unwrap_err();
+        assert!(error.starts_with("the listed object n2 could not be read: "), "{error}");
     }
 
     #[test]
