@@ -2,9 +2,8 @@
 //! from the API server's bytes into the model's structs, reading only the fields the snapshot
 //! uses, with the metadata the reflector needs; their names shared across the watch.
 
-use super::list::Listed;
+use super::list::{FromListed, Listed};
 use super::read::{CILIUM_ENDPOINTS, Kind, PODS};
-use super::reflector::FromListed;
 use super::slim_store::Slim;
 use crate::model::Workloads;
 use crate::model::slim;

@@ -283,10 +283,44 @@ impl Unusable {
     }
 }
 
+/// The objects of a listing ([`Listed`], `cluster::list`) as a store takes them.
+pub trait FromListed: Sized {
+    /// Every object of `listed`; an error names the first one that cannot be read.
+    fn from_listed(listed: Listed) -> Result<Vec<Self>, String>;
+}
+
+impl FromListed for DynamicObject {
+    fn from_listed(listed: Listed) -> Result<Vec<DynamicObject>, String> {
+        listed
+            .items
+            .into_iter()
+            .map(|item| {
+                let name = item.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+                serde_json::from_value(item).map_err(|e| format!("the listed object {name} could not be read: {e}"))
+            })
+            .collect()
+    }
+}
+
 /// An object as JSON with `apiVersion` and `kind` (list items of built-in kinds omit them).
 pub fn typed_value(mut object: DynamicObject, resource: &ApiResource) -> Value {
     if object.types.is_none() {
         object.types = Some(TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });
     }
     serde_json::to_value(object).expect("a Kubernetes object serializes to JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listed_objects_are_the_stores_objects_and_an_unreadable_one_is_named() {
+        let node = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}});
+        let objects = DynamicObject::from_listed(Listed { items: vec![node], ..Listed::default() }).unwrap();
+        assert_eq!(objects.iter().map(|o| o.metadata.name.as_deref()).collect::<Vec<_>>(), [Some("n1")]);
+        let odd = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2", "labels": "x"}});
+        let error = DynamicObject::from_listed(Listed { items: vec![odd], ..Listed::default() }).unwrap_err();
+        assert!(error.starts_with("the listed object n2 could not be read: "), "{error}");
+    }
 }

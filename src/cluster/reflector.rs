@@ -17,10 +17,10 @@ pub use super::failure::{Failure, OVER_BUDGET};
 
 use super::backoff::Backoff;
 use super::failure::over_budget;
-use super::list::{ListBounds, Listed, list_all};
+use super::list::{FromListed, ListBounds, list_all};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kube::api::{Api, ApiResource, DynamicObject, WatchParams};
+use kube::api::{Api, ApiResource, WatchParams};
 use kube::core::{Resource, WatchEvent};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::Event;
@@ -93,25 +93,6 @@ pub trait Sink<K>: Send + 'static {
     fn apply(&mut self, event: Event<K>);
     /// The objects the store holds.
     fn objects(&self) -> usize;
-}
-
-/// The objects of a listing ([`Listed`], `cluster::list`) as a store takes them.
-pub trait FromListed: Sized {
-    /// Every object of `listed`; an error names the first one that cannot be read.
-    fn from_listed(listed: Listed) -> Result<Vec<Self>, String>;
-}
-
-impl FromListed for DynamicObject {
-    fn from_listed(listed: Listed) -> Result<Vec<DynamicObject>, String> {
-        listed
-            .items
-            .into_iter()
-            .map(|item| {
-                let name = item.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
-                serde_json::from_value(item).map_err(|e| format!("the listed object {name} could not be read: {e}"))
-            })
-            .collect()
-    }
 }
 
 impl<K> Sink<K> for Writer<K>
@@ -413,16 +394,6 @@ mod tests {
         assert!(!closed_at_timeout(secs(20), secs(30)), "closed early: no proof");
         assert!(closed_at_timeout(Duration::from_millis(980), secs(1)), "a one-second watch closed by the server");
         assert!(!closed_at_timeout(Duration::from_millis(10), secs(1)), "an empty answer is no proof, however short the timeout");
-    }
-
-    #[test]
-    fn listed_objects_are_the_stores_objects_and_an_unreadable_one_is_named() {
-        let node = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n1"}});
-        let objects = DynamicObject::from_listed(Listed { items: vec![node], ..Listed::default() }).unwrap();
-        assert_eq!(objects.iter().map(|o| o.metadata.name.as_deref()).collect::<Vec<_>>(), [Some("n1")]);
-        let odd = serde_json::json!({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": "n2", "labels": "x"}});
-        let error = DynamicObject::from_listed(Listed { items: vec![odd], ..Listed::default() }).unwrap_err();
-        assert!(error.starts_with("the listed object n2 could not be read: "), "{error}");
     }
 
     #[test]

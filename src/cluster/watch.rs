@@ -5,9 +5,10 @@
 
 use super::backoff::backoff;
 use super::decoded::{Decoded, NAMES, Workload};
+use super::list::FromListed;
 use super::list::{Listed, typed_value};
 use super::read::{Cluster, Layout, Objects};
-use super::reflector::{Follow, FromListed, Rules, STALL_MARGIN, Signal, Sink};
+use super::reflector::{Follow, Rules, STALL_MARGIN, Signal, Sink};
 use super::slim_store::SlimStore;
 use crate::model::workload::{Endpoint, Names, Pod, Workloads};
 use futures::StreamExt;
