@@ -228,6 +228,23 @@ impl Served {
         Served::start_with(kubeconfig, contexts, &[])
     }
 
+    /// `serve` of the current context with `flags`, its stderr read line by line.
+    fn start_logged(kubeconfig: &std::path::Path, flags: &[&str]) -> (Served, support::LineReader) {
+        let address = format!("127.0.0.1:{}", support::prometheus::free_port());
+        let mut command = support::cli::plugin_process();
+        command
+            .args(["serve", "--listen", &address])
+            .args(flags)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("start serve");
+        let stderr = support::LineReader::new(child.stderr.take().unwrap());
+        (Served { address, process: support::KillOnDrop(child) }, stderr)
+    }
+
     fn start_with(kubeconfig: &std::path::Path, contexts: &str, flags: &[&str]) -> Served {
         let address = format!("127.0.0.1:{}", support::prometheus::free_port());
         let mut command = support::cli::plugin_process();
@@ -426,19 +443,9 @@ fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
     let cluster = seeded_cluster();
     let dir = tempfile::tempdir().expect("temp dir");
     let proxy = FaultProxy::passing(&cluster, dir.path());
-    let address = format!("127.0.0.1:{}", support::prometheus::free_port());
-    let mut command = support::cli::plugin_process();
     // No object cap to speak of: only the budget stands between the flood and the process's end.
-    command
-        .args(["serve", "--listen", &address, "--request-timeout", "5s", "--max-watch-objects", "100000000", "--memory-budget", "96Mi"])
-        .arg("--kubeconfig")
-        .arg(&proxy.kubeconfig)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().expect("start serve");
-    let stderr = support::LineReader::new(child.stderr.take().unwrap());
-    let mut serve = Served { address, process: support::KillOnDrop(child) };
+    let flags = ["--request-timeout", "5s", "--max-watch-objects", "100000000", "--memory-budget", "96Mi"];
+    let (mut serve, stderr) = Served::start_logged(&proxy.kubeconfig, &flags);
     let ready = |serve: &mut Served| {
         let (_, text) = support::prometheus::get(&serve.address, "/metrics", None).unwrap_or_default();
         text.lines().any(|l| l == "ciliumpool_exporter_ready 1")
@@ -461,6 +468,22 @@ fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
     let peak = serve.peak_memory();
     eprintln!("serve's peak resident memory under a 96 MiB budget: {} MiB", peak >> 20);
     assert!(peak <= 160 << 20, "serve reached {} MiB", peak >> 20);
+}
+
+/// A listing past `--max-watch-objects` is refused as it is read (the one-answer list counts its
+/// objects): that resource is stale by name, the others are listed, and `serve` lives on.
+#[test]
+fn serve_refuses_a_listing_past_its_object_cap_and_names_the_resource() {
+    let cluster = seeded_cluster();
+    cluster.create_objects(vec![pod("default", "q", "n1", &["10.40.0.10"])]);
+    let (mut serve, stderr) = Served::start_logged(&cluster.kubeconfig, &["--max-watch-objects", "1"]);
+    let refused =
+        stderr.read_until(Duration::from_secs(60), "the refused listing", |line| line.starts_with("warning: the watch of pods failed"));
+    let line = refused.last().unwrap();
+    assert!(line.contains("more than 1 objects (--max-watch-objects); its objects are let go"), "{line}");
+    let (_, metrics) = support::prometheus::get(&serve.address, "/metrics", None).unwrap();
+    assert!(metrics.lines().any(|l| l == "ciliumpool_exporter_ready 0"), "not ready without its pods:\n{metrics}");
+    assert!(serve.process.0.try_wait().unwrap().is_none(), "serve is alive");
 }
 
 /// Issue 43 §1 for `serve`, when the first context's first read fails: `faulty` (the proxy,
