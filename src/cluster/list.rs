@@ -66,8 +66,7 @@ pub async fn list_all(
             // `pods?` as kube writes a list without parameters: `pods`, as kubectl and `-v` show it.
             *request.uri_mut() = http::Uri::try_from(request.uri().path()).expect("a path is a URI");
         }
-        let budget = Budget { items_left: pages.items_left(), max_items: pages.max_items(), halt: bounds.halt };
-        let mut page = page_of(client, request, budget, offers_protobuf(resource)).await?;
+        let mut page = page_of(client, request, Budget::of(&pages, bounds.halt), offers_protobuf(resource)).await?;
         let count = page.workloads.len() + page.items.len();
         page.workloads.pods.retain(|pod| unusable.keep(!pod.name.is_empty()));
         page.workloads.endpoints.retain(|endpoint| unusable.keep(!endpoint.name.is_empty()));
@@ -101,7 +100,7 @@ pub async fn list_all(
 pub async fn probe(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Result<Listed, kube::Error> {
     let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
     let request = kube::core::Request::new(&url).list(&ListParams::default().limit(1)).map_err(kube::Error::BuildRequest)?;
-    page_of(client, request, Budget { items_left: MAX_ITEMS, max_items: MAX_ITEMS, halt: None }, false).await?;
+    page_of(client, request, Budget::of(&Pagination::default(), None), false).await?;
     Ok(Listed::default())
 }
 
@@ -126,6 +125,11 @@ struct Budget {
 }
 
 impl Budget {
+    /// What the next answer of the list `pages` follows may hold.
+    fn of(pages: &Pagination, halt: Option<&'static AtomicBool>) -> Budget {
+        Budget { items_left: pages.items_left(), max_items: pages.max_items(), halt }
+    }
+
     /// The budget as the decoder counts it, counted in `counted` (the body's byte bound reads it).
     fn counting(self, counted: Arc<AtomicUsize>) -> ItemBudget {
         ItemBudget::new(self.items_left).counted_in(counted).halted_by(self.halt)
@@ -295,8 +299,11 @@ impl FromListed for DynamicObject {
             .items
             .into_iter()
             .map(|item| {
-                let name = item.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
-                serde_json::from_value(item).map_err(|e| format!("the listed object {name} could not be read: {e}"))
+                // Read from a reference, so that the name is looked up only for the error.
+                serde::Deserialize::deserialize(&item).map_err(|e| {
+                    let name = item.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+                    format!("the listed object {name} could not be read: {e}")
+                })
             })
             .collect()
     }

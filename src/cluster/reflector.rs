@@ -209,7 +209,7 @@ where
     /// from its watch cache, docs/performance.md "One answer per list"), within the store's object
     /// cap and the memory budget, swapped into the store when complete.
     async fn list(&mut self) -> Step<K> {
-        let bounds = ListBounds { page_size: None, max_items: self.rules.max_objects, halt: Some(&super::failure::OVER_BUDGET) };
+        let bounds = ListBounds { page_size: None, max_items: self.rules.max_objects, halt: Some(&OVER_BUDGET) };
         let listed = match list_all(&self.api.clone().into_client(), &self.resource, self.namespace.as_deref(), bounds).await {
             Ok(listed) => listed,
             Err(error) => return self.abandon(Failure::of(&error)),

@@ -104,5 +104,6 @@ impl ItemBudget {
 /// Whether `item` is an object with a non-empty `metadata.name`: what a live list's item needs to
 /// be told apart from the others.
 pub fn has_name(item: &Value) -> bool {
-    item.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|name| !name.is_empty())
+    // `get`, not `pointer`: a pointer copies each of its tokens to unescape it (issue 44's profile).
+    item.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).is_some_and(|name| !name.is_empty())
 }
