@@ -163,6 +163,20 @@ async fn page_of(client: &kube::Client, mut request: http::Request<Vec<u8>>, bud
         let accept = format!("{MEDIA_TYPE}, application/json");
         request.headers_mut().insert(http::header::ACCEPT, accept.parse().expect("a valid header value"));
     }
+    answer_of(client, request, move |reader, sent_protobuf, counted| decode(reader, sent_protobuf, budget, counted)).await
+}
+
+/// An answer's bytes as its decoder reads them.
+pub(super) type AnswerReader = std::io::BufReader<Frames>;
+
+/// One answer to `request`, bounded by `WholeList`, read by `decode` on a thread of its own as
+/// its bytes arrive; `decode` is told whether the server sent protobuf, and is given the count
+/// of items the body's byte bound reads. An error answer is kube's error for its Status.
+pub(super) async fn answer_of<T: Send + 'static>(
+    client: &kube::Client,
+    mut request: http::Request<Vec<u8>>,
+    decode: impl FnOnce(AnswerReader, bool, Arc<AtomicUsize>) -> Result<T, kube::Error> + Send + 'static,
+) -> Result<T, kube::Error> {
     let whole = WholeList::default();
     let counted = whole.items.clone();
     request.extensions_mut().insert(whole);
@@ -180,7 +194,7 @@ async fn page_of(client: &kube::Client, mut request: http::Request<Vec<u8>>, bud
     }
     let (frames, received) = tokio::sync::mpsc::channel(FRAMES_IN_FLIGHT);
     let reader = std::io::BufReader::with_capacity(64 << 10, Frames { received, current: Bytes::new() });
-    let decoder = tokio::task::spawn_blocking(move || decode(reader, sent_protobuf, budget, counted));
+    let decoder = tokio::task::spawn_blocking(move || decode(reader, sent_protobuf, counted));
     let mut failed = None;
     while let Some(frame) = body.frame().await {
         match frame.map(http_body::Frame::into_data) {
@@ -207,7 +221,7 @@ async fn page_of(client: &kube::Client, mut request: http::Request<Vec<u8>>, bud
 }
 
 /// The frames of an answer as one byte stream, for a decoder on a thread of its own.
-struct Frames {
+pub(super) struct Frames {
     received: tokio::sync::mpsc::Receiver<Bytes>,
     current: Bytes,
 }

@@ -10,6 +10,7 @@ pub mod cilium;
 pub mod client;
 pub mod credentials;
 mod decoded;
+pub mod endpoint_table;
 mod failure;
 pub mod limits;
 pub mod list;

@@ -3,6 +3,7 @@
 //! the same `Snapshot::from_objects`, so live and offline figures cannot diverge.
 
 use super::client::{ConnectOptions, Connection, connect, pools_resource};
+use super::endpoint_table::{self, TableRead};
 use super::limits::Refused;
 use super::list::{ListBounds, Listed, list_all, probe, resource_name, typed_value};
 use crate::error::cluster;
@@ -104,6 +105,8 @@ pub struct Layout {
     /// `Err` when pods cannot be read: used addresses come from elsewhere or are unknown.
     pods: Result<ApiResource, Unreadable>,
     endpoints: Result<ApiResource, Unreadable>,
+    /// How the CiliumEndpoints were read (`-v`): as Tables, or in one list and why.
+    pub endpoints_read: String,
     schema_note: Option<String>,
     /// ConfigMap `cilium-config`, or why it could not be read (the IPAM mode is unknown then).
     config: Result<Value, String>,
@@ -156,7 +159,10 @@ impl Cluster {
             self.read_pools(),
             async { refused_ends(self.list(&nodes_resource, probe_only).await, &nodes_resource) },
             async { refused_ends(self.list(&pods_resource, probe_only).await, &pods_resource) },
-            async { refused_ends(self.list(&endpoints_resource, probe_only).await, &endpoints_resource) },
+            async {
+                let (listed, how) = self.list_endpoints(&endpoints_resource, probe_only).await;
+                refused_ends(listed, &endpoints_resource).map(|listed| (listed, how))
+            },
             async { Ok(self.cilium_config().await) },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -166,8 +172,10 @@ impl Cluster {
             e => self.connection.request_failed(e, "list", &resource_name(&nodes_resource)),
         })?;
         let pods = self.optional(pods, &pods_resource)?;
+        let (endpoints, endpoints_read) = endpoints;
         let endpoints = self.optional(endpoints, &endpoints_resource)?;
         let layout = Layout {
+            endpoints_read,
             schema: pools.schema,
             pools: pools.resource,
             nodes: nodes_resource,
@@ -211,6 +219,19 @@ impl Cluster {
             return probe(&self.connection.client, resource, namespace).await;
         }
         list_all(&self.connection.client, resource, namespace, ListBounds::WHOLE).await
+    }
+
+    /// The CiliumEndpoints as Tables where they can be read so (`endpoint_table`), else in one
+    /// list; and how, for `-v`.
+    async fn list_endpoints(&self, resource: &ApiResource, probe_only: bool) -> (Result<Listed, kube::Error>, String) {
+        if probe_only {
+            return (self.list(resource, true).await, String::new());
+        }
+        match endpoint_table::list(&self.connection.client, self.namespace_of(&resource.plural)).await {
+            Ok(TableRead::Read { listed, namespaces }) => (Ok(listed), format!(" (as the Tables of {namespaces} namespace(s))")),
+            Ok(TableRead::NotTaken(why)) => (self.list(resource, false).await, format!(" (in one list: {why})")),
+            Err(e) => (Err(e), String::new()),
+        }
     }
 
     /// A list the snapshot can do without: forbidden or not served degrades, anything else fails.

@@ -372,9 +372,11 @@ fn large_lists_are_read_in_one_answer_each() {
 
     let output = cluster.plugin().args(["usage", "-o", "json", "-v"]).output().expect("run the plugin");
     let all = json_of(&output);
-    // One request per list, without a limit (served from the API server's watch cache).
+    // One request per list, without a limit (served from the API server's watch cache); the
+    // CiliumEndpoints as one Table per namespace.
     let stderr = stderr_of(&output);
-    for list in ["/api/v1/pods", "/apis/cilium.io/v2/ciliumnodes", "/apis/cilium.io/v2/ciliumendpoints"] {
+    assert!(stderr.contains("CiliumEndpoints: 0 (as the Tables of "), "{stderr}");
+    for list in ["/api/v1/pods", "/apis/cilium.io/v2/ciliumnodes"] {
         let requests: Vec<&str> = stderr
             .lines()
             .filter(|l| l.starts_with("GET ") && (l.contains(&format!("{list} ")) || l.contains(&format!("{list}?"))))
@@ -389,6 +391,52 @@ fn large_lists_are_read_in_one_answer_each() {
 
     let in_b = run_json(cluster.plugin().args(["usage", "-o", "json", "-n", "pages-b"]));
     assert_eq!(family(&in_b, "big", "ipv4")["usedAddresses"], PODS_IN_B);
+}
+
+/// CiliumEndpoints are read as one Table per namespace (the printer columns of their one address
+/// pair), which gives the figures of the whole list; that list is read where the CRD has no such
+/// columns. An endpoint without its pod, in a namespace without pods too, is found either way.
+#[test]
+fn endpoints_read_as_tables_give_the_figures_of_the_whole_list() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "dual"},
+            "spec": {"ipv4": {"cidrs": ["10.40.0.0/16"], "maskSize": 24}, "ipv6": {"cidrs": ["fd00:40::/96"], "maskSize": 112}}}),
+        cilium_node("node-a", &[("dual", &["10.40.1.0/24", "fd00:40::1:0/112"])], 8),
+        pod("shop", "web-1", "node-a", &["10.40.1.10", "fd00:40::1:10"]),
+        cilium_endpoint("shop", "web-1", "192.168.0.1", &["10.40.1.10", "fd00:40::1:10"]),
+        // Left behind by pods that are gone: their addresses are still in use.
+        cilium_endpoint("shop", "web-2", "192.168.0.1", &["10.40.1.11", "fd00:40::1:11"]),
+        cilium_endpoint("leftovers", "job-7", "192.168.0.1", &["10.40.1.12"]),
+        cilium_endpoint("leftovers", "job-8", "192.168.0.1", &["fd00:40::1:13"]),
+    ]);
+    let read = |args: &[&str]| {
+        let output = cluster.plugin().args(["usage", "-o", "json", "-v"]).args(args).output().expect("run the plugin");
+        (json_of(&output), stderr_of(&output))
+    };
+    let used = |usage: &Value, family_name: &str| family(usage, "dual", family_name)["usedAddresses"].clone();
+
+    let (tables, stderr) = read(&[]);
+    assert!(stderr.contains("CiliumEndpoints: 4 (as the Tables of "), "{stderr}");
+    assert!(stderr.contains("/apis/cilium.io/v2/namespaces/leftovers/ciliumendpoints?includeObject=None 200 OK"), "{stderr}");
+    assert_eq!((used(&tables, "ipv4"), used(&tables, "ipv6")), (json!(3), json!(3)), "every endpoint's addresses");
+    let (in_leftovers, stderr) = read(&["-n", "leftovers"]);
+    assert!(stderr.contains("CiliumEndpoints: 2 (as the Tables of 1 namespace(s))"), "{stderr}");
+    assert_eq!((used(&in_leftovers, "ipv4"), used(&in_leftovers, "ipv6")), (json!(1), json!(1)));
+
+    // A CRD without the address columns: the whole list, and the same figures.
+    let versions: Value =
+        serde_json::from_str(&cluster.kubectl(&["get", "crd", "ciliumendpoints.cilium.io", "-o", "jsonpath={.spec.versions}"])).unwrap();
+    let v2 = versions.as_array().unwrap().iter().position(|v| v["name"] == "v2").expect("v2 is served");
+    let patch = json!([{"op": "remove", "path": format!("/spec/versions/{v2}/additionalPrinterColumns")}]).to_string();
+    cluster.kubectl(&["patch", "crd", "ciliumendpoints.cilium.io", "--type=json", "-p", &patch]);
+    let (whole, stderr) = read(&[]);
+    assert!(
+        stderr.contains("CiliumEndpoints: 4 (in one list: the CiliumEndpoint CRD has no printer columns of the endpoints' addresses)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/apis/cilium.io/v2/ciliumendpoints 200 OK"), "{stderr}");
+    assert_eq!(whole, tables, "as Tables and in one list alike");
 }
 
 /// A cluster that moved to CFP v2: pools stored as v2alpha1 before the move are read through v2

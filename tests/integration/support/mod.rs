@@ -543,13 +543,18 @@ pub fn cilium_node(name: &str, allocated: &[(&str, &[&str])], needed_ipv4: u64) 
     })
 }
 
-/// A CiliumEndpoint with the given addresses (`status.networking.addressing`).
+/// A CiliumEndpoint with the given addresses (at most one of each family) as Cilium writes them:
+/// one pair, `status.networking.addressing[0]` (docs/cilium-facts.md).
 pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str]) -> Value {
-    let addressing: Vec<Value> = ips.iter().map(|ip| if ip.contains(':') { json!({"ipv6": ip}) } else { json!({"ipv4": ip}) }).collect();
+    let (ipv6, ipv4): (Vec<&str>, Vec<&str>) = ips.iter().partition(|ip| ip.contains(':'));
+    assert!(ipv4.len() <= 1 && ipv6.len() <= 1, "one address of each family: {ips:?}");
+    let mut pair = serde_json::Map::new();
+    pair.extend(ipv4.first().map(|ip| ("ipv4".to_string(), json!(ip))));
+    pair.extend(ipv6.first().map(|ip| ("ipv6".to_string(), json!(ip))));
     json!({
         "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
         "metadata": {"namespace": namespace, "name": name},
-        "status": {"networking": {"node": node_ip, "addressing": addressing}},
+        "status": {"networking": {"node": node_ip, "addressing": [pair]}},
     })
 }
 
