@@ -4,7 +4,7 @@
 //! sixth of its bytes (docs/performance.md, "CiliumEndpoints as Tables").
 //!
 //! The columns show `status.networking.addressing[0]`: Cilium writes one address pair per
-//! endpoint (docs/cilium-facts.md, "One address pair per CiliumEndpoint"). The read is taken only
+//! endpoint (docs/design/cilium.md, "One address pair per CiliumEndpoint"). The read is taken only
 //! where the CRD says its columns show that pair and the namespaces can be listed; otherwise
 //! [`TableRead::NotTaken`] says why, and the caller lists the endpoints whole.
 

@@ -85,6 +85,8 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         assert!(code <= 1, "{args:?}: {out}{err}");
         assert!(!err.contains("warning:") && !err.contains("forbidden"), "{args:?} sees everything: {err}");
     }
+    let (_, _, err) = run_as(&cluster, "reader", &["usage", "-v"]);
+    assert!(err.contains("CiliumEndpoints: 1 (as the Tables of ") && !err.contains(" 403 "), "the cheaper read of endpoints: {err}");
     // The documented effect of removing each rule (docs/rbac.md).
     let expected = [
         (3, "forbidden (403): user reader-0 cannot list ciliumpodippools"),
@@ -92,6 +94,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         (0, "warning: CiliumEndpoints: forbidden (403)"),
         (0, "warning: CRD ciliumpodippools.cilium.io: forbidden (403)"),
         (0, "warning: ConfigMap kube-system/cilium-config: forbidden (403) — IPAM mode unknown"),
+        (0, "CiliumEndpoints: 1 (in one list: namespaces: forbidden (403))"),
     ];
     assert_eq!(expected.len(), reader.len(), "every documented rule is tested");
     let probes = [
@@ -100,6 +103,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         ("list", "ciliumendpoints.cilium.io"),
         ("get", "customresourcedefinitions/ciliumpodippools.cilium.io"),
         ("get", "configmaps/cilium-config -n kube-system"),
+        ("list", "namespaces"),
     ];
     for (k, (code, line)) in expected.iter().enumerate() {
         let user = format!("reader-{k}");
@@ -107,7 +111,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         grant(&cluster, &user, &without, ("User", &user));
         let kept = (k + 1) % reader.len();
         await_can_i(&cluster, &user, probes[kept].0, probes[kept].1, true);
-        let (got, out, err) = run_as(&cluster, &user, &["usage"]);
+        let (got, out, err) = run_as(&cluster, &user, &["usage", "-v"]);
         assert_eq!(got, *code, "without rule {k}: {out}{err}");
         assert!(err.contains(line), "without rule {k}: expected {line:?} in {err}");
     }

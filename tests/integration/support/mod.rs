@@ -544,7 +544,7 @@ pub fn cilium_node(name: &str, allocated: &[(&str, &[&str])], needed_ipv4: u64) 
 }
 
 /// A CiliumEndpoint with the given addresses (at most one of each family) as Cilium writes them:
-/// one pair, `status.networking.addressing[0]` (docs/cilium-facts.md).
+/// one pair, `status.networking.addressing[0]` (docs/design/cilium.md).
 pub fn cilium_endpoint(namespace: &str, name: &str, node_ip: &str, ips: &[&str]) -> Value {
     let (ipv6, ipv4): (Vec<&str>, Vec<&str>) = ips.iter().partition(|ip| ip.contains(':'));
     assert!(ipv4.len() <= 1 && ipv6.len() <= 1, "one address of each family: {ips:?}");
