@@ -31,8 +31,9 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io, application/j
 /// Namespaces read at once.
 const IN_FLIGHT: usize = 8;
 
-/// The most namespaces read one by one: beyond, one list is fewer round trips on a slow link.
-pub const MAX_NAMESPACES: usize = 500;
+/// The most namespaces read one by one: 32 round trips at [`IN_FLIGHT`], 1.6 s at a 50 ms round
+/// trip, about what a 30 MB list takes at 20 MB/s; beyond, one list is the quicker guess.
+pub const MAX_NAMESPACES: usize = 256;
 
 /// The endpoints as Tables, or why they were not read so.
 pub enum TableRead {
@@ -49,9 +50,11 @@ pub async fn list(client: &kube::Client, namespace: Option<&str>) -> Result<Tabl
         (Ok(columns), Ok(namespaces)) => (Arc::new(columns), namespaces),
         (Err(why), _) | (_, Err(why)) => return Ok(TableRead::NotTaken(why)),
     };
+    // In the namespaces' order, as the API server lists them (by name), so that the endpoints
+    // come in the order of the whole list.
     let tables: Vec<Result<Vec<Endpoint>, String>> = futures::stream::iter(namespaces.iter())
         .map(|namespace| table_of(client, namespace, columns.clone()))
-        .buffer_unordered(IN_FLIGHT)
+        .buffered(IN_FLIGHT)
         .try_collect()
         .await?;
     let mut endpoints = Vec::new();

@@ -1,5 +1,6 @@
 //! The API server: the client and its bounds (`client.rs`, `limits.rs`, `trace.rs`), one read of a
-//! snapshot (`read.rs` over `list.rs`, pods in protobuf in `protobuf.rs`, `cilium.rs`), watches that follow it (`watch.rs` over
+//! snapshot (`read.rs` over `list.rs`, pods in protobuf in `protobuf.rs`, CiliumEndpoints as Tables in
+//! `endpoint_table.rs`, `cilium.rs`), watches that follow it (`watch.rs` over
 //! `reflector.rs`, why a follow restarts in `failure.rs`, how long it waits in `backoff.rs`, the
 //! slim stores of pods and endpoints in `slim_store.rs` holding them as `decoded.rs` decodes them,
 //! `memory.rs` for `serve`'s budget), every write the plugin makes (`writes.rs`),
