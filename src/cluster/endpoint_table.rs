@@ -95,9 +95,19 @@ fn columns_of(crd: &Value) -> Result<[String; 2], String> {
 
 /// `namespace`, or every namespace; `Ok(Err(why))` when they cannot be listed or are too many.
 async fn namespaces(client: &kube::Client, namespace: Option<&str>) -> Result<Result<Vec<String>, String>, kube::Error> {
-    if let Some(namespace) = namespace {
-        return Ok(Ok(vec![namespace.to_string()]));
-    }
+    let names = match namespace {
+        Some(namespace) => vec![namespace.to_string()],
+        None => match all_namespaces(client).await? {
+            Ok(names) => names,
+            Err(why) => return Ok(Err(why)),
+        },
+    };
+    // Namespace names are DNS labels; anything else is not put in a URL.
+    Ok(names.into_iter().map(|name| if is_label(&name) { Ok(name) } else { Err(format!("{name:?} is no namespace name")) }).collect())
+}
+
+/// The names of every namespace, unless there are more than [`MAX_NAMESPACES`].
+async fn all_namespaces(client: &kube::Client) -> Result<Result<Vec<String>, String>, kube::Error> {
     #[derive(serde::Deserialize)]
     struct List {
         #[serde(default)]
@@ -127,9 +137,7 @@ async fn namespaces(client: &kube::Client, namespace: Option<&str>) -> Result<Re
     if !list.metadata.continue_token.is_empty() {
         return Ok(Err(format!("more than {MAX_NAMESPACES} namespaces")));
     }
-    // Namespace names are DNS labels; anything else is not put in a URL.
-    let names = list.items.into_iter().map(|item| item.metadata.name);
-    Ok(names.map(|name| if is_label(&name) { Ok(name) } else { Err("a namespace's name is no DNS label".to_string()) }).collect())
+    Ok(Ok(list.items.into_iter().map(|item| item.metadata.name).collect()))
 }
 
 fn is_label(name: &str) -> bool {
@@ -312,6 +320,12 @@ mod tests {
         let one_missing = json!([{"name": "IPv4", "jsonPath": ".status.networking.addressing[0].ipv4"}]);
         assert!(columns_of(&crd(one_missing)).is_err());
         assert!(columns_of(&json!({"spec": {}})).is_err());
+    }
+
+    #[test]
+    fn only_dns_labels_are_put_in_a_url() {
+        assert!(is_label("team-1") && is_label(&"a".repeat(63)));
+        assert!(!is_label("") && !is_label("a/b") && !is_label("Team") && !is_label("a?b") && !is_label(&"a".repeat(64)));
     }
 
     fn read(table: &str) -> Result<Vec<Endpoint>, TableError> {
