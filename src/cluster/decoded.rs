@@ -3,7 +3,7 @@
 //! uses, with the metadata the reflector needs; their names shared across the watch.
 
 use super::list::{FromListed, Listed};
-use super::read::{CILIUM_ENDPOINTS, Kind, PODS};
+use super::resources::{CILIUM_ENDPOINTS, Kind, PODS};
 use super::slim_store::Slim;
 use crate::model::Workloads;
 use crate::model::slim;

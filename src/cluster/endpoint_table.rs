@@ -10,6 +10,7 @@
 
 use super::limits::{MAX_ITEMS, Refused};
 use super::list::{Listed, answer_of};
+use super::resources::endpoints_resource;
 use crate::model::Workloads;
 use crate::model::ip::Addr;
 use crate::model::slim::ItemBudget;
@@ -50,20 +51,24 @@ pub async fn list(client: &kube::Client, namespace: Option<&str>) -> Result<Tabl
         (Ok(columns), Ok(namespaces)) => (Arc::new(columns), namespaces),
         (Err(why), _) | (_, Err(why)) => return Ok(TableRead::NotTaken(why)),
     };
-    // In the namespaces' order, as the API server lists them (by name), so that the endpoints
-    // come in the order of the whole list.
-    let tables: Vec<Result<Vec<Endpoint>, String>> = futures::stream::iter(namespaces.iter())
-        .map(|namespace| table_of(client, namespace, columns.clone()))
-        .buffered(IN_FLIGHT)
-        .try_collect()
-        .await?;
-    let mut endpoints = Vec::new();
-    for table in tables {
-        match table {
-            Ok(mut table) => endpoints.append(&mut table),
-            Err(why) => return Ok(TableRead::NotTaken(why)),
-        }
-    }
+    // The first failure ends the read at once (the answers still coming are dropped); the
+    // endpoints are then put in the namespaces' order, as the API server lists them (by name),
+    // which is the order of the whole list.
+    let read = futures::stream::iter(namespaces.iter().enumerate())
+        .map(|(at, namespace)| {
+            let table = table_of(client, namespace, columns.clone());
+            async move { table.await.map(|table| (at, table)) }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<_>>()
+        .await;
+    let mut tables = match read {
+        Ok(tables) => tables,
+        Err(Stop::Failed(e)) => return Err(e),
+        Err(Stop::NotTaken(why)) => return Ok(TableRead::NotTaken(why)),
+    };
+    tables.sort_unstable_by_key(|(at, _)| *at);
+    let endpoints: Vec<Endpoint> = tables.into_iter().flat_map(|(_, table)| table).collect();
     if endpoints.len() > MAX_ITEMS {
         return Err(Refused::TooManyItems(MAX_ITEMS).into_kube());
     }
@@ -152,10 +157,18 @@ fn unreadable(what: &str, error: &kube::Error) -> String {
     }
 }
 
-/// The endpoints of one namespace, from its Table; `Ok(Err(why))` when the answer is no Table
-/// with the address columns, or the server refused it.
-async fn table_of(client: &kube::Client, namespace: &str, columns: Arc<[String; 2]>) -> Result<Result<Vec<Endpoint>, String>, kube::Error> {
-    let url = format!("/apis/cilium.io/v2/namespaces/{namespace}/ciliumendpoints?includeObject=None");
+/// Why the Tables were not all read.
+enum Stop {
+    /// What the whole list would have met as well: the read ends.
+    Failed(kube::Error),
+    /// What only a Table meets: the endpoints are listed whole.
+    NotTaken(String),
+}
+
+/// The endpoints of one namespace, from its Table.
+async fn table_of(client: &kube::Client, namespace: &str, columns: Arc<[String; 2]>) -> Result<Vec<Endpoint>, Stop> {
+    let path = <kube::api::DynamicObject as kube::Resource>::url_path(&endpoints_resource(), Some(namespace));
+    let url = format!("{path}?includeObject=None");
     let request = http::Request::get(url).header(http::header::ACCEPT, TABLE).body(Vec::new()).expect("a valid request");
     let namespace: Arc<str> = Arc::from(namespace);
     let decoded = answer_of(client, request, {
@@ -163,14 +176,13 @@ async fn table_of(client: &kube::Client, namespace: &str, columns: Arc<[String; 
         move |reader, _protobuf, counted| Ok(read_table(reader, &namespace, &columns, ItemBudget::new(MAX_ITEMS).counted_in(counted)))
     })
     .await;
+    let not_taken = |why: String| Stop::NotTaken(format!("the Table of namespace {namespace}: {why}"));
     match decoded {
-        Ok(Ok(endpoints)) => Ok(Ok(endpoints)),
-        Ok(Err(TableError::Over)) => Err(Refused::TooManyItems(MAX_ITEMS).into_kube()),
-        Ok(Err(TableError::Unusable(why))) => Ok(Err(format!("the Table of namespace {namespace}: {why}"))),
-        Err(kube::Error::Api(status)) => {
-            Ok(Err(format!("the Table of namespace {namespace}: {} ({})", status.reason.to_lowercase(), status.code)))
-        }
-        Err(e) => Err(e),
+        Ok(Ok(endpoints)) => Ok(endpoints),
+        Ok(Err(TableError::Over)) => Err(Stop::Failed(Refused::TooManyItems(MAX_ITEMS).into_kube())),
+        Ok(Err(TableError::Unusable(why))) => Err(not_taken(why)),
+        Err(kube::Error::Api(status)) => Err(not_taken(format!("{} ({})", status.reason.to_lowercase(), status.code))),
+        Err(e) => Err(Stop::Failed(e)),
     }
 }
 
@@ -233,7 +245,13 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
         let (mut kind, mut cells, mut endpoints) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "kind" => kind = Some(map.next_value::<String>()?),
+                // The kind comes first in the API server's answer: anything else is not read on.
+                "kind" => {
+                    kind = Some(map.next_value::<String>()?);
+                    if kind.as_deref() != Some("Table") {
+                        return Err(de::Error::custom("the answer is no Table"));
+                    }
+                }
                 "columnDefinitions" => cells = Some(self.cells(&map.next_value::<Vec<Column>>()?).map_err(de::Error::custom)?),
                 "rows" => {
                     let cells = cells.ok_or_else(|| de::Error::custom("rows before the column definitions"))?;

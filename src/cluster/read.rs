@@ -6,11 +6,12 @@ use super::client::{ConnectOptions, Connection, connect, pools_resource};
 use super::endpoint_table::{self, TableRead};
 use super::limits::Refused;
 use super::list::{ListBounds, Listed, list_all, probe, resource_name, typed_value};
+use super::resources::{config_maps_resource, crd_resource, endpoints_resource, nodes_resource, pods_resource};
 use crate::error::cluster;
 use crate::model::crd::{CrdInfo, CrdVersion, POOL_CRD_NAME};
 use crate::model::{Origin, Pool, Snapshot};
 use anyhow::Result;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::Value;
 
 /// The namespaced resources a snapshot reads: `-n` narrows these (pools and nodes are cluster-scoped).
@@ -18,43 +19,6 @@ const NAMESPACED: [&str; 2] = ["pods", "ciliumendpoints"];
 
 /// Pool versions the plugin can read, preferred first (v2 is the source of truth once served).
 const POOL_VERSIONS: [&str; 2] = ["v2", "v2alpha1"];
-
-fn nodes_resource() -> ApiResource {
-    resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
-}
-
-/// A kind as the API serves it, for types that name their kind at compile time (`source::watch`).
-pub struct Kind {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
-}
-
-pub const PODS: Kind = Kind { group: "", version: "v1", api_version: "v1", kind: "Pod", plural: "pods" };
-pub const CILIUM_ENDPOINTS: Kind =
-    Kind { group: "cilium.io", version: "v2", api_version: "cilium.io/v2", kind: "CiliumEndpoint", plural: "ciliumendpoints" };
-
-fn pods_resource() -> ApiResource {
-    resource(PODS.group, PODS.version, PODS.kind, PODS.plural)
-}
-
-fn endpoints_resource() -> ApiResource {
-    resource(CILIUM_ENDPOINTS.group, CILIUM_ENDPOINTS.version, CILIUM_ENDPOINTS.kind, CILIUM_ENDPOINTS.plural)
-}
-
-fn config_maps_resource() -> ApiResource {
-    resource("", "v1", "ConfigMap", "configmaps")
-}
-
-pub(super) fn crd_resource() -> ApiResource {
-    resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
 
 /// A connected cluster and the namespace pods are read from (`None` = all namespaces).
 pub struct Cluster {

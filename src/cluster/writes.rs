@@ -8,7 +8,7 @@
 
 use super::client::{Connection, pools_api, pools_resource};
 use super::list::{ListBounds, list_all};
-use super::read::crd_resource;
+use super::resources::crd_resource;
 use crate::error::{cluster, input};
 use crate::model::CrdInfo;
 use crate::model::crd::POOL_CRD_NAME;

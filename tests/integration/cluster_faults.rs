@@ -169,9 +169,11 @@ fn verbose_shows_each_request_and_says_when_it_waits() {
             })
             .collect()
     };
-    for resource in ["ciliumnodes", "ciliumendpoints"] {
-        assert_eq!(answered(resource).len(), 1, "one list request of {resource}: {stderr}");
-    }
+    assert_eq!(answered("ciliumnodes").len(), 1, "one list request of ciliumnodes: {stderr}");
+    // The CiliumEndpoints as one Table per namespace (`cluster/endpoint_table.rs`).
+    let tables = stderr.lines().filter(|l| l.contains("/ciliumendpoints?includeObject=None 200 OK in ")).count();
+    assert!(tables >= 1 && tables == answered("ciliumendpoints").len(), "a Table per namespace: {stderr}");
+    assert!(stderr.contains(" (as the Tables of "), "the proxy passes a Table on: {stderr}");
     let pods = answered("pods");
     assert_eq!(pods.len(), 1, "{stderr}");
     assert!(pods[0] >= delay.as_millis(), "the time of the delayed answer is its real time: {stderr}");

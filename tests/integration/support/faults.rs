@@ -211,7 +211,7 @@ impl FaultProxy {
 /// One request on one connection: forwarded, faulted or not, then the connection is closed.
 async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, sent: Arc<AtomicU64>, watches: Arc<Watches>) {
     let mut stream = BufReader::new(stream);
-    let Some((method, target, body)) = read_request(&mut stream).await else { return };
+    let Some((method, target, body, table)) = read_request(&mut stream).await else { return };
     if watches.frozen() {
         return watches.thaw().await;
     }
@@ -254,7 +254,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
     let faulted = is_list && fault.as_ref().is_some_and(|f| names_resource(f) && !matches!(f, Fault::RefuseStreamingLists { .. }));
     let stream = stream.get_mut();
     let Some(fault) = fault.filter(|_| faulted) else {
-        let (status, body) = forward(&client, &method, &target, body).await;
+        let (status, body) = forward(&client, &method, &target, body, table.as_deref()).await;
         let _ = respond(stream, status, &body).await;
         return;
     };
@@ -262,12 +262,12 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         Fault::RepeatContinue { .. } => {
             // The apiserver would refuse a made-up token: ask it for the first page every time.
             let query: Vec<&str> = query.split('&').filter(|p| !p.starts_with("continue=")).collect();
-            let (status, body) = forward(&client, &method, &format!("{path}?{}", query.join("&")), Vec::new()).await;
+            let (status, body) = forward(&client, &method, &format!("{path}?{}", query.join("&")), Vec::new(), None).await;
             let body = edit_list(&body, |list| list["metadata"]["continue"] = json!(STUCK_TOKEN));
             let _ = respond(stream, status, &body).await;
         }
         Fault::JunkItems { .. } => {
-            let (status, body) = forward(&client, &method, &target, body).await;
+            let (status, body) = forward(&client, &method, &target, body, None).await;
             let body = edit_list(&body, |list| {
                 let items = list["items"].as_array_mut().expect("a list has items");
                 items.push(json!("not an object"));
@@ -277,11 +277,11 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
         }
         Fault::Delay { by, .. } => {
             tokio::time::sleep(by).await;
-            let (status, body) = forward(&client, &method, &target, body).await;
+            let (status, body) = forward(&client, &method, &target, body, None).await;
             let _ = respond(stream, status, &body).await;
         }
         Fault::Trickle { every, .. } => {
-            let (status, body) = forward(&client, &method, &target, body).await;
+            let (status, body) = forward(&client, &method, &target, body, None).await;
             if stream.write_all(&head(status)).await.is_err() {
                 return;
             }
@@ -446,13 +446,14 @@ async fn generated(stream: &mut TcpStream, start: &[u8], unit: &[u8], bytes: u64
     stream.write_all(end).await
 }
 
-/// The request line and, when it has one, the body; `None` when the client sent nothing usable.
-async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, String, Vec<u8>)> {
+/// The request line, the body when it has one, and the `Accept` header when it asks for a Table
+/// (in JSON, as every answer of the proxy); `None` when the client sent nothing usable.
+async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, String, Vec<u8>, Option<String>)> {
     let mut line = String::new();
     stream.read_line(&mut line).await.ok()?;
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next()?.to_string(), parts.next()?.to_string());
-    let mut length = 0;
+    let (mut length, mut table) = (0, None);
     loop {
         let mut header = String::new();
         stream.read_line(&mut header).await.ok()?;
@@ -465,18 +466,26 @@ async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, Stri
         {
             length = value.trim().parse().ok()?;
         }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("accept")
+            && value.contains("as=Table")
+        {
+            table = Some(value.trim().to_string());
+        }
     }
     let mut body = vec![0; length];
     stream.read_exact(&mut body).await.ok()?;
-    Some((method, target, body))
+    Some((method, target, body, table))
 }
 
-/// The request sent on to the real apiserver; its status and whole body.
-async fn forward(client: &kube::Client, method: &str, target: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+/// The request sent on to the real apiserver (asking for a Table with `accept`); its status and
+/// whole body.
+async fn forward(client: &kube::Client, method: &str, target: &str, body: Vec<u8>, accept: Option<&str>) -> (u16, Vec<u8>) {
     let request = http::Request::builder()
         .method(method)
         .uri(target)
         .header("content-type", "application/json")
+        .header("accept", accept.unwrap_or("application/json"))
         .body(kube::client::Body::from(body))
         .expect("a request");
     match client.send(request).await {
