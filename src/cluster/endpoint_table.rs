@@ -1,6 +1,6 @@
 //! CiliumEndpoints read as the API server's Tables (`as=Table`, `includeObject=None`), namespace
 //! by namespace: each endpoint's name and the printer columns that show its addresses. A large API
-//! server serves them for about a quarter of the CPU of the JSON list of the same endpoints, and a
+//! server serves them for a fifth to a half of the CPU of the JSON list of the same endpoints, and a
 //! sixth of its bytes (docs/performance.md, "CiliumEndpoints as Tables").
 //!
 //! The columns show `status.networking.addressing[0]`: Cilium writes one address pair per
