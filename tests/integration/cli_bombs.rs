@@ -1,6 +1,6 @@
 //! Hostile inputs that cost memory (issue #28): comment floods, archive bombs, alias bombs, deep
-//! nesting. The plugin runs as a child and its peak resident memory is read from the kernel
-//! (`wait4`'s `ru_maxrss`): parsing must cost a small multiple of the objects kept, never of the
+//! nesting. The plugin runs as a child of a small process that reads its peak resident memory from
+//! the kernel (`wait4`'s `ru_maxrss`, `support::cli::measured`): parsing must cost a small multiple of the objects kept, never of the
 //! bytes read. Every bomb is generated at test time into a temporary directory, as a stream of
 //! small writes (the archives are a few megabytes on disk), never committed. The diagnostics of
 //! archives (what was skipped and why) are tested here too.
@@ -95,6 +95,17 @@ fn answered_within_the_ceiling(filler: &[u8], bytes: usize, what: &str) {
     let (code, stderr, rss) = measured(&["usage", "-f", path.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     assert!(rss < CEILING_KIB, "{what}: peak RSS {} MiB", rss >> 10);
+}
+
+/// The peak RSS is the plugin's own, whatever this test process holds (it once reported the
+/// test process's 350 MiB, `support::cli::measured`).
+#[test]
+fn the_measured_peak_is_the_plugins_own() {
+    let held: Vec<u8> = vec![1; 400 << 20];
+    let (code, stderr, rss) = measured(&["version", "-f", "examples/snapshot/"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(rss < 100 << 10, "peak RSS {} MiB while this process holds {} MiB", rss >> 10, held.len() >> 20);
+    std::hint::black_box(&held);
 }
 
 #[test]

@@ -13,25 +13,41 @@ pub fn plugin_process() -> Command {
     command
 }
 
+/// Starts the command of its arguments, waits for it, writes its exit code (-1 when a signal
+/// ended it) and `ru_maxrss` into the file of its first argument, and exits with that code.
+const MEASURING_PARENT: &str = r#"
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+with open(sys.argv[1], "w") as out:
+    out.write(f"{code} {usage.ru_maxrss}")
+"#;
+
 /// Exit code, stderr and peak RSS (KiB) of the plugin run with `args` (stdout is dropped).
-// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// A child's `ru_maxrss` starts from the resident memory of the process it was spawned from
+/// (Linux carries the peak over at exec, and `fork` and `vfork` both start from the parent's
+/// memory): spawned by this test process, the plugin would report the test process's own peak
+/// (350 MiB once another test's backtrace was symbolized). A small Python process spawns it
+/// instead and reports the plugin's figure.
 pub fn measured(args: &[&str]) -> (i32, String, i64) {
-    use std::os::unix::process::ExitStatusExt;
-    use std::process::Stdio;
-    let mut child = plugin_process().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the plugin starts");
-    let mut stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: waits for our own child; status and usage are plain out-parameters.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32, "wait4 failed");
-    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
-    (code, reader.join().unwrap(), usage.ru_maxrss)
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = dir.path().join("rusage");
+    let mut parent = Command::new("python3");
+    parent.args(["-c", MEASURING_PARENT]).arg(&report).arg(super::PLUGIN).args(args);
+    // The plugin's environment, as `plugin_process` sets it.
+    for (name, value) in plugin_process().get_envs() {
+        match value {
+            Some(value) => parent.env(name, value),
+            None => parent.env_remove(name),
+        };
+    }
+    let output = parent.stdout(std::process::Stdio::null()).output().expect("python3 starts the plugin");
+    let report = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("the plugin's rusage ({e}): {output:?}"));
+    let (code, rss) = report.split_once(' ').expect("code and ru_maxrss");
+    (code.parse().expect("an exit code"), String::from_utf8_lossy(&output.stderr).into_owned(), rss.parse().expect("ru_maxrss"))
 }
 
 /// [`plugin_process`] as an `assert_cmd` command.
