@@ -176,12 +176,12 @@ async fn table_of(client: &kube::Client, namespace: &str, columns: Arc<[String; 
         move |reader, _protobuf, counted| Ok(read_table(reader, &namespace, &columns, ItemBudget::new(MAX_ITEMS).counted_in(counted)))
     })
     .await;
-    let not_taken = |why: String| Stop::NotTaken(format!("the Table of namespace {namespace}: {why}"));
+    let what = format!("the Table of namespace {namespace}");
     match decoded {
         Ok(Ok(endpoints)) => Ok(endpoints),
         Ok(Err(TableError::Over)) => Err(Stop::Failed(Refused::TooManyItems(MAX_ITEMS).into_kube())),
-        Ok(Err(TableError::Unusable(why))) => Err(not_taken(why)),
-        Err(kube::Error::Api(status)) => Err(not_taken(format!("{} ({})", status.reason.to_lowercase(), status.code))),
+        Ok(Err(TableError::Unusable(why))) => Err(Stop::NotTaken(format!("{what}: {why}"))),
+        Err(e @ kube::Error::Api(_)) => Err(Stop::NotTaken(unreadable(&what, &e))),
         Err(e) => Err(Stop::Failed(e)),
     }
 }

@@ -69,8 +69,9 @@ pub struct Layout {
     /// `Err` when pods cannot be read: used addresses come from elsewhere or are unknown.
     pods: Result<ApiResource, Unreadable>,
     endpoints: Result<ApiResource, Unreadable>,
-    /// How the CiliumEndpoints were read (`-v`): as Tables, or in one list and why.
-    pub endpoints_read: String,
+    /// How the CiliumEndpoints were listed (`-v`): as Tables, or in one list and why; `None` when
+    /// they were only probed.
+    pub endpoints_how: Option<String>,
     schema_note: Option<String>,
     /// ConfigMap `cilium-config`, or why it could not be read (the IPAM mode is unknown then).
     config: Result<Value, String>,
@@ -136,10 +137,10 @@ impl Cluster {
             e => self.connection.request_failed(e, "list", &resource_name(&nodes_resource)),
         })?;
         let pods = self.optional(pods, &pods_resource)?;
-        let (endpoints, endpoints_read) = endpoints;
+        let (endpoints, endpoints_how) = endpoints;
         let endpoints = self.optional(endpoints, &endpoints_resource)?;
         let layout = Layout {
-            endpoints_read,
+            endpoints_how,
             schema: pools.schema,
             pools: pools.resource,
             nodes: nodes_resource,
@@ -187,14 +188,14 @@ impl Cluster {
 
     /// The CiliumEndpoints as Tables where they can be read so (`endpoint_table`), else in one
     /// list; and how, for `-v`.
-    async fn list_endpoints(&self, resource: &ApiResource, probe_only: bool) -> (Result<Listed, kube::Error>, String) {
+    async fn list_endpoints(&self, resource: &ApiResource, probe_only: bool) -> (Result<Listed, kube::Error>, Option<String>) {
         if probe_only {
-            return (self.list(resource, true).await, String::new());
+            return (self.list(resource, true).await, None);
         }
         match endpoint_table::list(&self.connection.client, self.namespace_of(&resource.plural)).await {
-            Ok(TableRead::Read { listed, namespaces }) => (Ok(listed), format!(" (as the Tables of {namespaces} namespace(s))")),
-            Ok(TableRead::NotTaken(why)) => (self.list(resource, false).await, format!(" (in one list: {why})")),
-            Err(e) => (Err(e), String::new()),
+            Ok(TableRead::Read { listed, namespaces }) => (Ok(listed), Some(format!("as the Tables of {namespaces} namespace(s)"))),
+            Ok(TableRead::NotTaken(why)) => (self.list(resource, false).await, Some(format!("in one list: {why}"))),
+            Err(e) => (Err(e), None),
         }
     }
 

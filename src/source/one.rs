@@ -30,7 +30,7 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
             snapshot.nodes.len(),
             count(snapshot.pods.as_ref().map(Vec::len)),
             count(snapshot.endpoints.as_ref().map(Vec::len)),
-            layout.endpoints_read,
+            layout.endpoints_how.as_deref().map(|how| format!(" ({how})")).unwrap_or_default(),
         );
     }
     Ok(snapshot)
