@@ -8,9 +8,10 @@
 # unmodified from the module cache into a temporary build tree, next to a generated go.mod with a
 # `replace`; only `pkg/ipam`'s Family type is stubbed. Nothing of Cilium is committed.
 #
-# `build.sh --crds` instead prints a directory holding Cilium's own CRDs of the pinned release
-# (ciliumpodippools.yaml from v2alpha1, ciliumnodes.yaml and ciliumendpoints.yaml from v2), copied
-# unmodified from pkg/k8s/apis/cilium.io/client/crds/ in the module cache, for the cluster tests.
+# `build.sh --crds` instead prints a directory holding every CRD of the pinned release (the
+# v2 and v2alpha1 ones, in one folder: no name repeats), copied unmodified from
+# pkg/k8s/apis/cilium.io/client/crds/ in the module cache, for the cluster tests (the running
+# operator of tests/integration/support/operator.rs needs all of them).
 #
 # stdout: exactly one line, the path of the binary (or the CRD directory). Everything else goes
 # to stderr.
@@ -61,15 +62,15 @@ cilium_source() {
 }
 
 if [[ ${1:-} == --crds ]]; then
-  CRDS="$CACHE_ROOT/crds-$CILIUM_VERSION"
-  CRD_FILES=(v2alpha1/ciliumpodippools.yaml v2/ciliumnodes.yaml v2/ciliumendpoints.yaml)
+  CRDS="$CACHE_ROOT/crds-$CILIUM_VERSION-all"
   if [[ ! -d $CRDS ]]; then
     DIR="$(cilium_source)"
     [[ -n $DIR && -d $DIR ]] || die "go mod download github.com/cilium/cilium@$CILIUM_VERSION gave no source directory"
     mkdir -p "$CACHE_ROOT"
     tmp="$(mktemp -d "$CACHE_ROOT/.tmp.crds.XXXXXX")"
-    for f in "${CRD_FILES[@]}"; do
-      cp "$DIR/pkg/k8s/apis/cilium.io/client/crds/$f" "$tmp/" || { rm -rf "$tmp"; die "cilium $CILIUM_VERSION has no CRD $f"; }
+    cp "$DIR"/pkg/k8s/apis/cilium.io/client/crds/{v2,v2alpha1}/*.yaml "$tmp/" || { rm -rf "$tmp"; die "cilium $CILIUM_VERSION has no CRDs"; }
+    for f in ciliumpodippools.yaml ciliumnodes.yaml ciliumendpoints.yaml; do
+      [[ -f $tmp/$f ]] || { rm -rf "$tmp"; die "cilium $CILIUM_VERSION has no CRD $f"; }
     done
     chmod -R u+w,a+r "$tmp" && chmod 755 "$tmp"
     mv -T "$tmp" "$CRDS" 2>/dev/null || rm -rf "$tmp"   # a concurrent run may have published it
