@@ -18,7 +18,7 @@ use super::count::Count;
 use super::problem::{Problem, ProblemKind, Severity, node_object, pool_object};
 use super::report::{NodeReport, PoolReport};
 use crate::model::crd::POOL_CRD_NAME;
-use crate::model::{CaveatKind, Snapshot};
+use crate::model::{CaveatKind, Family, Snapshot};
 use nodes::{blocks_with_several_owners, node_blocks, split_pool_entries};
 use pools::{drained_cidr, exhaustion, orphan_blocks, overlapping_pools, reservations};
 pub use problems::{NEARLY_EXHAUSTED, Problems};
@@ -38,10 +38,12 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
 pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], problems: &mut Problems) {
     orphan_blocks(pools, problems);
     overlapping_pools(pools, problems);
+    // Cilium before 1.21 serves no cilium.io/v2 pools and ignores their reserved ranges.
+    let ignored_by = snapshot.origin.cilium_versions.iter().find(|v| v.serves_v2_pools() == Some(false));
     for pool in pools {
         for fam in &pool.families {
             for cidr in &fam.cidrs {
-                reservations(pool, fam, cidr, problems);
+                reservations(pool, fam, cidr, ignored_by, problems);
                 drained_cidr(pool, cidr, problems);
             }
             exhaustion(pool, fam, problems);
@@ -64,19 +66,36 @@ fn input_caveats(snapshot: &Snapshot, problems: &mut Problems) {
 }
 
 /// Operator errors on CiliumNodes; stale when the node already has what it asked for
-/// (cilium/cilium#28758).
+/// (cilium/cilium#28758). The families are never added together: the operator allocates each
+/// family of each requested pool on its own, and a dual-stack pool whose IPv6 is exhausted leaves
+/// a node with its IPv4 blocks and an error about IPv6 alone.
 fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Problems) {
     // One report per node, in the snapshot's order (analyze::node_reports).
     for (node, report) in snapshot.nodes.iter().zip(nodes) {
         let Some(error) = &node.operator_error else { continue };
-        let satisfied = node.requested.iter().all(|req| {
-            let usable: Count = report.pools.iter().find(|p| p.pool == req.pool).map_or(Count::ZERO, |p| p.usable_addresses());
-            usable >= Count::from(req.needed_ipv4 as u128 + req.needed_ipv6 as u128)
-        });
-        let (severity, message) = if satisfied {
-            (Severity::Info, format!("operator error {error:?} is likely stale: the node already holds the addresses it requests"))
+        let usable = |pool: &str, family: Family| -> Count {
+            let entry = report.pools.iter().find(|p| &*p.pool == pool);
+            entry.and_then(|p| p.families.iter().find(|f| f.family == family)).map_or(Count::ZERO, |f| f.usable_addresses)
+        };
+        let needed = |pool: &str, family: Family| node.requested.iter().filter(|r| &*r.pool == pool).map(|r| r.needed(family)).sum::<u64>();
+        let short = |pool: &str, family: Family| usable(pool, family) < Count::from(needed(pool, family));
+        let named = failed_allocations(error);
+        // The (pool, family) pairs still short of what the node requests: those the error names,
+        // or, for an error worded otherwise, every family of every requested pool.
+        let still_short: Vec<(String, Family)> = if named.is_empty() {
+            let requested = node.requested.iter().flat_map(|r| [(r.pool.to_string(), Family::Ipv4), (r.pool.to_string(), Family::Ipv6)]);
+            requested.filter(|(pool, family)| short(pool, *family)).collect()
         } else {
-            (Severity::Warning, format!("operator error {error:?} (the node still needs addresses)"))
+            named.into_iter().filter(|(pool, family)| short(pool, *family)).collect()
+        };
+        // Quoted as it is: every view escapes a message once, where it prints it.
+        let quoted = error;
+        let (severity, message) = if still_short.is_empty() {
+            (Severity::Info, format!("operator error \"{quoted}\" is likely stale: the node already holds the addresses it requests"))
+        } else {
+            let short: Vec<String> =
+                still_short.iter().map(|(pool, family)| format!("{} addresses of pool {pool}", family.name())).collect();
+            (Severity::Warning, format!("operator error \"{quoted}\" (the node still needs {})", short.join(", ")))
         };
         problems.add(Problem::new(
             severity,
@@ -86,6 +105,17 @@ fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Pro
             "check the operator log; a stale error clears on the next successful allocation",
         ));
     }
+}
+
+/// The (pool, family) pairs an operator error says it could not allocate, as Cilium 1.20's
+/// multi-pool allocator words each failure (`AllocateToNode`, joined by newlines):
+/// `failed to allocate ipv6 address for node "n1" from pool "p": pool empty`.
+fn failed_allocations(error: &str) -> Vec<(String, Family)> {
+    static FAILURE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"failed to allocate (ipv4|ipv6) address for node "[^"]*" from pool "([^"]*)""#).expect("a valid pattern")
+    });
+    let family = |name: &str| if name == "ipv6" { Family::Ipv6 } else { Family::Ipv4 };
+    FAILURE.captures_iter(error).map(|c| (c[2].to_string(), family(&c[1]))).collect()
 }
 
 /// The CRD still lists v2alpha1 in status.storedVersions.
@@ -180,37 +210,45 @@ mod tests {
     }
 
     #[test]
-    fn an_operator_error_is_stale_when_the_node_holds_what_it_requests() {
-        // Pool p hands out /26 blocks: 62 usable addresses each. Every node shows an operator
-        // error and requests (IPv4, IPv6) addresses; the IPv4 and IPv6 requests add up.
-        let with_request = |name: &str, blocks: &[&str], ipv4: u64, ipv6: u64| {
+    fn an_operator_error_is_stale_when_the_node_holds_what_it_requests_in_each_family() {
+        // Pool p hands out /26 IPv4 blocks (62 usable addresses each) and /122 IPv6 blocks (64).
+        // Every node shows an operator error and requests (IPv4, IPv6) addresses; the operator
+        // allocates each family on its own, so the families never add up.
+        let with_request = |name: &str, blocks: &[&str], ipv4: u64, ipv6: u64, error: &str| {
             node(
                 name,
                 json!({"allocated": [{"pool": "p", "cidrs": blocks}], "requested": [{"pool": "p", "needed": {"ipv4-addrs": ipv4, "ipv6-addrs": ipv6}}]}),
-                json!({"ipam": {"operator-status": {"error": "allocation failed"}}}),
+                json!({"ipam": {"operator-status": {"error": error}}}),
             )
         };
+        let ipv6_empty =
+            r#"ipam-multi-pool-sync allocation failed: failed to allocate ipv6 address for node "d" from pool "p": pool empty"#;
         let objects = vec![
             pool("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26}, "ipv6": {"cidrs": ["fd00::/120"], "maskSize": 122}})),
-            with_request("a", &["10.0.0.0/26"], 2, 0),                     // 2 <= 62: stale
-            with_request("b", &["10.0.0.64/26", "10.0.0.128/26"], 100, 0), // 100 <= 124: stale
-            with_request("c", &["10.0.0.192/26"], 40, 30),                 // 70 > 62: still needs addresses
-            with_request("d", &["10.0.1.0/26"], 10, 10),                   // 20 <= 62: stale
-            with_request("e", &["10.0.1.64/26"], 63, 0),                   // 63 > 62: still needs addresses
+            with_request("a", &["10.0.0.0/26"], 2, 0, "allocation failed"), // 2 <= 62: stale
+            with_request("b", &["10.0.0.64/26", "10.0.0.128/26"], 100, 0, "allocation failed"), // 100 <= 124: stale
+            with_request("c", &["10.0.0.192/26", "fd00::/122"], 40, 30, "allocation failed"), // 40 <= 62, 30 <= 64: stale
+            with_request("d", &["10.0.1.0/26"], 10, 10, ipv6_empty),        // no IPv6 block: still needs IPv6
+            with_request("e", &["10.0.1.64/26"], 63, 0, "allocation failed"), // 63 > 62: still needs IPv4
+            with_request("f", &["10.0.1.128/26", "fd00::40/122"], 10, 10, ipv6_empty), // the IPv6 block came since: stale
         ];
-        let severities: Vec<(String, Severity)> =
-            found(objects, ProblemKind::StaleOperatorError).into_iter().map(|p| (p.object, p.severity)).collect();
+        let problems = found(objects, ProblemKind::StaleOperatorError);
+        let severities: Vec<(&str, Severity)> = problems.iter().map(|p| (p.object.as_str(), p.severity)).collect();
         // Sorted most severe first.
         assert_eq!(
             severities,
             [
-                ("CiliumNode/c".to_string(), Severity::Warning),
-                ("CiliumNode/e".to_string(), Severity::Warning),
-                ("CiliumNode/a".to_string(), Severity::Info),
-                ("CiliumNode/b".to_string(), Severity::Info),
-                ("CiliumNode/d".to_string(), Severity::Info),
+                ("CiliumNode/d", Severity::Warning),
+                ("CiliumNode/e", Severity::Warning),
+                ("CiliumNode/a", Severity::Info),
+                ("CiliumNode/b", Severity::Info),
+                ("CiliumNode/c", Severity::Info),
+                ("CiliumNode/f", Severity::Info),
             ]
         );
+        // The operator's own words, quoted once; the family and pool still short, named.
+        assert_eq!(problems[0].message, format!("operator error \"{ipv6_empty}\" (the node still needs ipv6 addresses of pool p)"));
+        assert!(problems[1].message.ends_with("(the node still needs ipv4 addresses of pool p)"), "{}", problems[1].message);
     }
 
     #[test]

@@ -58,7 +58,10 @@ pub(super) fn node_blocks(snapshot: &Snapshot, problems: &mut Problems) {
                     problems.add(Problem::warning(
                         ProblemKind::OrphanBlock,
                         node_object(&node.name),
-                        format!("block {} is listed under pool {:?}, which does not exist", block.original, alloc.pool),
+                        format!(
+                            "block {} is listed under pool {:?}, which does not exist: the operator leaves it with the node until the node releases it",
+                            block.original, alloc.pool
+                        ),
                         "recreate the pool, or drain the node so the agent releases the block",
                     ));
                 }

@@ -6,6 +6,7 @@ use super::{NEARLY_EXHAUSTED, Problems};
 use crate::allocator::blocks;
 use crate::allocator::problem::{Problem, ProblemKind, pool_object};
 use crate::allocator::report::{CidrReport, FamilyReport, PoolReport};
+use crate::model::cilium::CiliumVersion;
 use std::collections::BTreeSet;
 
 /// Blocks listed under a pool but outside its CIDRs.
@@ -18,7 +19,7 @@ pub(super) fn orphan_blocks(pools: &[PoolReport], problems: &mut Problems) {
                         ProblemKind::OrphanBlock,
                         pool_object(&pool.name),
                         format!(
-                            "block {} listed by {} under pool {} lies outside the pool's {} CIDRs",
+                            "block {} listed by {} under pool {} lies outside the pool's {} CIDRs: the operator leaves it with the node until the node releases it, and hands out nothing more from it",
                             orphan.prefix,
                             orphan.nodes.join(", "),
                             pool.name,
@@ -59,26 +60,40 @@ pub(super) fn overlapping_pools(pools: &[PoolReport], problems: &mut Problems) {
 
 /// Reservations over allocated blocks (grandfathered), and reservations withholding far more
 /// than they reserve.
-pub(super) fn reservations(pool: &PoolReport, fam: &FamilyReport, cidr: &CidrReport, problems: &mut Problems) {
+pub(super) fn reservations(
+    pool: &PoolReport,
+    fam: &FamilyReport,
+    cidr: &CidrReport,
+    ignored_by: Option<&CiliumVersion>,
+    problems: &mut Problems,
+) {
     for r in &cidr.reservations {
         if !r.allocated_overlapping.is_empty() {
             let nodes: BTreeSet<&str> = r.allocated_overlapping.iter().flat_map(|b| b.nodes.iter().map(|node| &**node)).collect();
             let nodes = nodes.into_iter().collect::<Vec<_>>().join(", ");
             let blocks: Vec<String> = r.allocated_overlapping.iter().map(|b| b.prefix.to_string()).collect();
-            problems.add(
-                Problem::warning(
+            let (range, blocks) = (format!("{}-{}", r.start, r.end), blocks.join(", "));
+            let problem = match ignored_by {
+                // The operator may have handed the blocks out after the reservation, and will again.
+                Some(operator) => Problem::error(
                     ProblemKind::ReservationOverAllocated,
                     pool_object(&pool.name),
                     format!(
-                        "reserved range {}-{} covers allocated block(s) {} still held by {nodes} (grandfathered, not evicted)",
-                        r.start,
-                        r.end,
-                        blocks.join(", ")
+                        "reserved range {range} covers block(s) {blocks} held by {nodes}: the running operator ({}) does not honour reserved ranges and hands out blocks inside them",
+                        operator.image
                     ),
+                    &format!(
+                        "upgrade Cilium to 1.21 or later, which honours reservedRanges; then drain node(s) {nodes} to free the block(s)"
+                    ),
+                ),
+                None => Problem::warning(
+                    ProblemKind::ReservationOverAllocated,
+                    pool_object(&pool.name),
+                    format!("reserved range {range} covers allocated block(s) {blocks} still held by {nodes} (grandfathered, not evicted)"),
                     &format!("drain node(s) {nodes} to free the block(s)"),
-                )
-                .in_pool(Some(&pool.name)),
-            );
+                ),
+            };
+            problems.add(problem.in_pool(Some(&pool.name)));
         }
         let withheld_addresses = r.touched_blocks() * blocks::block_size(fam.family, fam.mask_size.unwrap_or(fam.family.bits()));
         if withheld_addresses > r.reserved_addresses + r.reserved_addresses {

@@ -41,14 +41,19 @@ pub fn unmatched_pool_entries(problems: &mut Problems, pool: &str, fam: &PoolFam
     }
 }
 
-/// A CIDR smaller than one block (it is left out of the figures).
+/// A CIDR smaller than one block. Cilium's operator accepts it (its cidrset of the CIDR has no
+/// block: `1 << (mask - prefix length)` with a negative shift is 0 in Go) and hands out nothing
+/// from it, so the pool works on its other CIDRs: a warning, not an error.
 pub fn cidr_smaller_than_block(problems: &mut Problems, pool: &str, fam: &PoolFamily, cidr: &str, mask: u8) {
     problems.add(
-        Problem::error(
+        Problem::warning(
             ProblemKind::InvalidPool,
             pool_object(pool),
-            format!("spec.{}.cidrs entry {cidr} is smaller than a /{mask} block", fam.family.name()),
-            "use a CIDR at least as large as maskSize, or a larger maskSize in a new pool",
+            format!(
+                "spec.{}.cidrs entry {cidr} is smaller than a /{mask} block: Cilium's operator accepts it and hands out no block from it",
+                fam.family.name()
+            ),
+            "remove the entry, or list a CIDR at least as large as maskSize (a pool's maskSize cannot change)",
         )
         .in_pool(Some(pool)),
     );
