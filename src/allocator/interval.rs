@@ -115,6 +115,13 @@ impl IntervalSet {
     pub fn first(&self) -> Option<u128> {
         self.ranges.first().map(|r| r.0)
     }
+
+    /// The smallest member at or after `value`, else the smallest of all: where a cursor that
+    /// wraps around (Cilium's cidrset `AllocateNext`) finds its next member.
+    pub fn first_from(&self, value: u128) -> Option<u128> {
+        let after = self.ranges.partition_point(|&(_, end)| end < value);
+        self.ranges.get(after).map(|&(start, _)| start.max(value)).or_else(|| self.first())
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +129,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn first_from_wraps_around_as_a_cursor() {
+        let set = IntervalSet::from_ranges([(2, 3), (7, 9)]);
+        let found: Vec<Option<u128>> = [0, 2, 3, 4, 8, 10].iter().map(|&v| set.first_from(v)).collect();
+        assert_eq!(found, [Some(2), Some(2), Some(3), Some(7), Some(8), Some(2)]);
+        assert_eq!(IntervalSet::new().first_from(5), None);
+    }
 
     fn members(set: &IntervalSet) -> BTreeSet<u128> {
         set.ranges().iter().flat_map(|&(s, e)| s..=e).collect()

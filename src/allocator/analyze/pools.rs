@@ -296,6 +296,10 @@ fn family_totals(fam: &PoolFamily, block_use: &BlockUse, mask: u8, mut cidrs: Ve
         median_blocks_per_node,
         runway_nodes: free_blocks.checked_div(per_node),
         next_block: cidrs.iter().find_map(|c| c.free.first().map(|i| blocks::block_at(&c.prefix, mask, i))),
+        next_block_while_running: cidrs.iter().find_map(|c| {
+            let after_highest = c.allocated.iter().map(|b| c.index_of(b) + 1).max().unwrap_or(0);
+            c.free.first_from(after_highest).map(|i| blocks::block_at(&c.prefix, mask, i))
+        }),
         cidrs,
         orphans,
     }
@@ -399,7 +403,18 @@ mod tests {
         assert_eq!(fam.median_blocks_per_node, Some(1.5));
         assert_eq!(fam.runway_nodes, Some(Count::from(2u64)));
         assert_eq!(fam.next_block.map(|b| b.to_string()).as_deref(), Some("10.0.1.0/26"));
+        assert_eq!(fam.next_block_while_running.map(|b| b.to_string()).as_deref(), Some("10.0.1.0/26"));
         assert_eq!(fam.nodes_holding, 2);
+        // Blocks 3 and 4 released: a restarted operator hands out the lowest free block (3), a
+        // running one continues after the highest block held (5).
+        let snap = snapshot(vec![
+            pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26}})),
+            node_object("n1", &[("p", &["10.0.0.0/26", "10.0.0.64/26", "10.0.0.128/26", "10.0.1.64/26"])]),
+        ]);
+        let fam = &analyze(&snap).pools[0].families[0];
+        let predicted = |b: Option<Prefix>| b.map(|b| b.to_string());
+        assert_eq!(predicted(fam.next_block).as_deref(), Some("10.0.0.192/26"));
+        assert_eq!(predicted(fam.next_block_while_running).as_deref(), Some("10.0.1.128/26"));
         // No node holds a block: every free block is one node's worth.
         let empty = snapshot(vec![pool_object("p", json!({"ipv4": {"cidrs": ["10.0.0.0/23"], "maskSize": 26}}))]);
         let fam = &analyze(&empty).pools[0].families[0];

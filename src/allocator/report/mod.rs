@@ -111,6 +111,11 @@ pub struct FamilyReport {
     /// The lowest free block of the first CIDR that has one: what the operator hands out next
     /// after a restart (a prediction). JSON `nextBlock`: the CIDR text, or null.
     pub next_block: Option<Prefix>,
+    /// What a running operator hands out next: in the same CIDR, the first free block after the
+    /// highest block a node holds, wrapping around (Cilium's cidrset keeps a cursor after the last
+    /// block it handed out, reset only by a restart). A prediction that holds while the block the
+    /// operator handed out last is still held. JSON `nextBlockWhileRunning`.
+    pub next_block_while_running: Option<Prefix>,
     pub orphans: Vec<HeldBlock>,
 }
 
@@ -142,6 +147,8 @@ struct FamilyDocument<'a> {
     cidrs: &'a [CidrReport],
     #[serde(serialize_with = "display_or_null")]
     next_block: Option<Prefix>,
+    #[serde(serialize_with = "display_or_null")]
+    next_block_while_running: Option<Prefix>,
 }
 
 impl Serialize for FamilyReport {
@@ -166,6 +173,7 @@ impl Serialize for FamilyReport {
             runway_nodes: self.runway_nodes.and_then(|r| self.exact(r)),
             cidrs: &self.cidrs,
             next_block: self.next_block.and_then(|b| self.exact(b)),
+            next_block_while_running: self.next_block_while_running.and_then(|b| self.exact(b)),
         }
         .serialize(serializer)
     }

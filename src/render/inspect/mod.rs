@@ -13,7 +13,7 @@ fn opt(figure: Option<Count>) -> String {
     figure.map_or_else(|| "?".to_string(), human)
 }
 use crate::allocator::{Count, FamilyReport, PoolReport, Problem, Report};
-use crate::model::{CaveatKind, CrdInfo, Dialect, Pool, Snapshot};
+use crate::model::{CaveatKind, CrdInfo, Dialect, Pool, Prefix, Snapshot};
 pub use pools::DrainingPods;
 use pools::Inspected;
 use serde::Serialize;
@@ -307,8 +307,26 @@ fn holder_lines(fam: &FamilyReport, style: &Style) -> String {
         _ if !fam.reservations_known => {
             out.push_str("  Next block: unknown — the lowest free block may lie in a reserved range the input does not show\n")
         }
-        Some(next) => out.push_str(&format!("  Next block (prediction: the lowest free block, as after an operator restart): {next}\n")),
+        Some(next) => out.push_str(&next_block_lines(next, fam, style)),
         None => out.push_str("  Next block: none — no free block\n"),
+    }
+    out
+}
+
+/// The next block; two when a running operator hands out another than a restarted one: Cilium's
+/// cidrset continues after the last block it handed out, and starts at the lowest free block only
+/// when the operator starts (docs/design/cilium.md, "Checked against the running operator").
+fn next_block_lines(next: Prefix, fam: &FamilyReport, style: &Style) -> String {
+    let mut out = match fam.next_block_while_running.filter(|running| *running != next) {
+        None => line(&format!("  Next block (prediction): {next}"), style),
+        Some(running) => {
+            line(&format!("  Next block (prediction): {next} after an operator restart,"), style)
+                + &line(&format!("    {running} while it runs (after the highest block held)"), style)
+        }
+    };
+    // The operator appends the CIDRs it learns while it runs: only a restart puts them in order.
+    if fam.cidrs.iter().filter(|c| !c.free.is_empty()).count() > 1 {
+        out.push_str(&line("    (a CIDR added while the operator runs is tried after those it had)", style));
     }
     out
 }
