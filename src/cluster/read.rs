@@ -120,7 +120,7 @@ impl Cluster {
             Err(e) if Refused::find(&e).is_some() => Err(self.connection.request_failed(e, "list", &resource_name(resource))),
             other => Ok(other),
         };
-        let (pools, nodes, pods, endpoints, config) = tokio::try_join!(
+        let (pools, nodes, pods, endpoints, config, cilium_version) = tokio::try_join!(
             self.read_pools(),
             async { refused_ends(self.list(&nodes_resource, probe_only).await, &nodes_resource) },
             async { refused_ends(self.list(&pods_resource, probe_only).await, &pods_resource) },
@@ -129,6 +129,11 @@ impl Cluster {
                 refused_ends(listed, &endpoints_resource).map(|listed| (listed, how))
             },
             async { Ok(self.cilium_config().await) },
+            // Which operator runs decides whether reserved ranges are honoured (check,
+            // reserve-range); unreadable, it is unknown and nothing else changes.
+            async {
+                Ok(if probe_only { None } else { super::cilium::version(&self.connection.client, &self.cilium_namespace).await.ok() })
+            },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
         // list fails too, and "not installed" is the message that helps.
@@ -153,6 +158,7 @@ impl Cluster {
                 server: Some(self.connection.server.clone()),
                 context: self.connection.context.clone(),
                 namespace: self.namespace.clone(),
+                cilium_versions: cilium_version.into_iter().collect(),
                 ..Default::default()
             },
         };

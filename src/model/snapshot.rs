@@ -152,7 +152,9 @@ impl Snapshot {
     /// (before `-n` filters the pods of files). Files with neither Pods nor CiliumEndpoints
     /// leave used addresses unknown, as a live read that could read neither does.
     pub fn set_origin(&mut self, origin: Origin) {
-        let cilium_versions = std::mem::take(&mut self.origin.cilium_versions);
+        // Those the objects named (files), and those a live read asked the cluster for.
+        let mut cilium_versions = std::mem::take(&mut self.origin.cilium_versions);
+        cilium_versions.extend(origin.cilium_versions.iter().cloned());
         let held = |list: Option<usize>| list.is_some_and(|n| n > 0);
         let contents = Contents {
             files: origin.kind == "files",

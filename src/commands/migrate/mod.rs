@@ -13,6 +13,7 @@ use crate::error::{cluster, condition, input};
 use crate::files::atomic;
 use crate::migrate::convert::{V2_API_VERSION, V2ALPHA1_API_VERSION};
 use crate::migrate::{self, Change, Plan, State, backup};
+use crate::model::cilium::CiliumVersion;
 use crate::model::crd::POOL_CRD_NAME;
 use crate::model::{CrdInfo, Dialect};
 use crate::render::migrate as view;
@@ -36,7 +37,8 @@ pub async fn run(args: MigrateArgs, ctx: &Context) -> Result<i32> {
     let conn = client::connect(options).await?;
     let live = ClusterView::read(&conn, args.chunk_size).await?;
     if args.status {
-        return status(&live, ctx);
+        let running = crate::cluster::cilium::version(&conn.client, &options.cilium_namespace).await.ok();
+        return status(&live, running.as_ref(), ctx);
     }
     if args.finalize {
         return finalize(&args, &conn, &live, ctx).await;
@@ -284,12 +286,20 @@ async fn write_pool(conn: &client::Connection, name: &str, dialect: Dialect, dry
 
 // --- status and finalize --------------------------------------------------------------------
 
-fn status(live: &ClusterView, ctx: &Context) -> Result<i32> {
+fn status(live: &ClusterView, running: Option<&CiliumVersion>, ctx: &Context) -> Result<i32> {
     // Pools migrated by storage (no annotation) were migrated by the time storedVersions became [v2].
     let storage_migrated_at =
         live.stored_versions_written.as_ref().filter(|_| live.plan.storage == migrate::StorageState::V2).map(|w| w.time.as_str());
     let writers = migrate::alpha_writers(&live.via_v2, storage_migrated_at);
     let mut verdict = migrate::verdict(&live.crd, &live.plan, &writers);
+    // Cilium before 1.21 reads its pools through v2alpha1 alone: v2alpha1 stays while it runs.
+    if let Some(running) = running.filter(|v| v.serves_v2_pools() == Some(false)) {
+        verdict.pending.push(format!(
+            "the running Cilium ({}, {} in namespace {}) reads its pools as cilium.io/v2alpha1: upgrade it to 1.21 or later first",
+            running.image, running.source, running.namespace
+        ));
+        verdict.safe_to_remove_v2alpha1 = false;
+    }
     let storage = migrate::Storage::new(&live.crd, &live.plan, live.stored_versions_written.clone());
     verdict.notes.extend(storage.undated_writers_note(&writers));
     if ctx.verbose {

@@ -2,7 +2,7 @@
 //! with the pool re-read and the change re-validated.
 
 use super::request::{MAX_CONFLICTS, Request, V2_NOT_SERVED, confirmed, prepare, result_text};
-use crate::allocator::reserve::Prepared;
+use crate::allocator::reserve::{Change, Prepared};
 use crate::cli::{DryRun, ReserveArgs};
 use crate::cluster::read::Cluster;
 use crate::cluster::writes::{self, Replaced, Wording};
@@ -54,6 +54,7 @@ pub(super) async fn live_edit(
     let planned = plan_live(&mut snapshot, &current, v2_shape, request, args.force)?;
     let will_ask = args.dry_run == DryRun::None && !args.yes && ctx.interactive;
     show_preview(ctx, &planned.prepared, will_ask)?;
+    warn_if_not_honoured(&snapshot, request);
     if args.dry_run == DryRun::Client {
         let outcome =
             Outcome { written: false, resource_version: Some(planned.version.clone()), conflicts: 0, file: None, previewed: false };
@@ -154,5 +155,23 @@ fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect
             pool.name,
             pool.dialect.name()
         )))
+    }
+}
+
+/// Said before the write is confirmed: Cilium before 1.21 reads its pools as v2alpha1, which has no
+/// reserved ranges, so its operator hands out blocks inside them (seen with the running 1.20
+/// operator: tests/integration/operator_loop.rs).
+fn warn_if_not_honoured(snapshot: &Snapshot, request: &Request) {
+    if matches!(request.change, Change::Remove(_)) {
+        return;
+    }
+    let versions = &snapshot.origin.cilium_versions;
+    if let Some(operator) = versions.iter().find(|v| v.serves_v2_pools() == Some(false)) {
+        warn_line!(
+            "warning: the running Cilium ({}, {} in namespace {}) does not honour reservedRanges: its operator can still hand out blocks inside this range until Cilium 1.21 or later runs",
+            crate::escape::field(&operator.image),
+            operator.source,
+            crate::escape::field(&operator.namespace)
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! What every `reserve-range` flow shares: the request, its preparation against a snapshot, the\nconfirmation before a write and the result's wording.
+//! What every `reserve-range` flow shares: the request, its preparation against a snapshot, the
+//! confirmation before a write and the result's wording.
 
 use crate::allocator::reserve::{self, Change, Prepared};
 use crate::cli::{DryRun, ReserveArgs};
