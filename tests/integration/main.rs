@@ -46,6 +46,7 @@ mod deploy;
 mod docs_inputs;
 mod docs_output;
 mod example_figures;
+mod operator_loop;
 mod oracle;
 mod packaging;
 mod problem_kinds;

@@ -19,6 +19,7 @@
 pub mod cli;
 pub mod faults;
 pub mod hostile;
+pub mod operator;
 pub mod prometheus;
 
 use futures::{StreamExt, TryStreamExt};
