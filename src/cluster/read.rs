@@ -72,6 +72,9 @@ pub struct Layout {
     /// How the CiliumEndpoints were listed (`-v`): as Tables, or in one list and why; `None` when
     /// they were only probed.
     pub endpoints_how: Option<String>,
+    /// The running Cilium's image and where it was read, or why it is unknown (`-v`); `None` when
+    /// not asked (a probe).
+    pub cilium_how: Option<String>,
     schema_note: Option<String>,
     /// ConfigMap `cilium-config`, or why it could not be read (the IPAM mode is unknown then).
     config: Result<Value, String>,
@@ -132,7 +135,7 @@ impl Cluster {
             // Which operator runs decides whether reserved ranges are honoured (check,
             // reserve-range); unreadable, it is unknown and nothing else changes.
             async {
-                Ok(if probe_only { None } else { super::cilium::version(&self.connection.client, &self.cilium_namespace).await.ok() })
+                Ok(if probe_only { None } else { Some(super::cilium::version(&self.connection.client, &self.cilium_namespace).await) })
             },
         )?;
         // Pools first (their failure ended the read already): without the CRD every other Cilium
@@ -144,8 +147,14 @@ impl Cluster {
         let pods = self.optional(pods, &pods_resource)?;
         let (endpoints, endpoints_how) = endpoints;
         let endpoints = self.optional(endpoints, &endpoints_resource)?;
+        let cilium_versions = cilium_version.iter().flatten().cloned().collect();
+        let cilium_how = cilium_version.map(|read| match read {
+            Ok(version) => format!("{} ({} in namespace {})", version.image, version.source, version.namespace),
+            Err(why) => why,
+        });
         let layout = Layout {
             endpoints_how,
+            cilium_how,
             schema: pools.schema,
             pools: pools.resource,
             nodes: nodes_resource,
@@ -158,7 +167,7 @@ impl Cluster {
                 server: Some(self.connection.server.clone()),
                 context: self.connection.context.clone(),
                 namespace: self.namespace.clone(),
-                cilium_versions: cilium_version.into_iter().collect(),
+                cilium_versions,
                 ..Default::default()
             },
         };

@@ -24,13 +24,14 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
     if verbose {
         let count = |n: Option<usize>| n.map_or_else(|| "not readable".to_string(), |n| n.to_string());
         warn_line!(
-            "read {} pools through {}, {} CiliumNodes, pods: {}, CiliumEndpoints: {}{}",
+            "read {} pools through {}, {} CiliumNodes, pods: {}, CiliumEndpoints: {}{}; Cilium: {}",
             snapshot.pools.len(),
             layout.pools.api_version,
             snapshot.nodes.len(),
             count(snapshot.pods.as_ref().map(Vec::len)),
             count(snapshot.endpoints.as_ref().map(Vec::len)),
             layout.endpoints_how.as_deref().map(|how| format!(" ({how})")).unwrap_or_default(),
+            crate::escape::field(layout.cilium_how.as_deref().unwrap_or("not read")),
         );
     }
     Ok(snapshot)

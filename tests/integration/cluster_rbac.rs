@@ -95,6 +95,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         (0, "warning: CRD ciliumpodippools.cilium.io: forbidden (403)"),
         (0, "warning: ConfigMap kube-system/cilium-config: forbidden (403) — IPAM mode unknown"),
         (0, "CiliumEndpoints: 1 (in one list: namespaces: forbidden (403))"),
+        (0, "Cilium: unknown (deployment kube-system/cilium-operator: forbidden (403; needs get on deployments.apps)"),
     ];
     assert_eq!(expected.len(), reader.len(), "every documented rule is tested");
     let probes = [
@@ -104,6 +105,7 @@ fn reader_role_is_sufficient_and_each_rule_is_needed() {
         ("get", "customresourcedefinitions/ciliumpodippools.cilium.io"),
         ("get", "configmaps/cilium-config -n kube-system"),
         ("list", "namespaces"),
+        ("get", "deployments/cilium-operator -n kube-system"),
     ];
     for (k, (code, line)) in expected.iter().enumerate() {
         let user = format!("reader-{k}");

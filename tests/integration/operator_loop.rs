@@ -138,6 +138,22 @@ fn each_join_gets_the_predicted_block_until_the_runway_ends() {
     assert_eq!(plugin_figures(&after, &truth), truth);
     assert_eq!(family(&after, "blue", "ipv4")["freeBlocks"], 0);
     assert_eq!(family(&after, "blue", "ipv6")["freeBlocks"], 0);
+    // A `kubectl get` dump of the same cluster gives the same figures.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dump = dir.path().join("dump.yaml");
+    std::fs::write(&dump, cluster.kubectl(&["get", "ciliumpodippools,ciliumnodes", "-o", "yaml"])).expect("write the dump");
+    let out = crate::support::cli::plugin().args(["usage", "-o", "json", "-f"]).arg(&dump).output().expect("run the plugin");
+    assert_eq!(plugin_figures(&json_of(&String::from_utf8_lossy(&out.stdout)), &truth), truth, "usage -f of a dump");
+    // `ip` of an address in each block the operator handed node-1 names node-1.
+    let node_1 = agent.cilium_node("node-1").expect("node-1");
+    for block in blocks_of(&node_1, "blue").iter().chain(&blocks_of(&node_1, "green")) {
+        let address = block.split('/').next().expect("a network address").to_string();
+        let out = cluster.plugin().args(["ip", &address, "-o", "json"]).output().expect("run the plugin");
+        let doc = json_of(&String::from_utf8_lossy(&out.stdout));
+        let answer = &doc["addresses"][0];
+        assert_eq!((answer["block"].as_str(), answer["state"].as_str()), (Some(block.as_str()), Some("allocated")), "{address}: {answer}");
+        assert_eq!(answer["nodes"], serde_json::json!(["node-1"]), "{address}: {answer}");
+    }
 
     // node-5 and node-6 got IPv4 but no IPv6; node-7 got neither. The operator's error is about
     // what is missing, and check says so (it added the families together before).
@@ -441,12 +457,14 @@ fn serve_follows_the_operator_and_its_exhaustion_fires_the_alert() {
             std::thread::sleep(std::time::Duration::from_millis(250));
         }
     };
+    let watch = Watch::start(&cluster, "s");
     let free = "ciliumpool_free_blocks{pool=\"s\",family=\"ipv4\"}";
     wait_scraped(free, 4.0, "before any node");
     for (i, node) in ["a", "b", "c", "d"].iter().enumerate() {
         agent.join(node, &[request("s", 4, 0)]);
         agent.wait_for_answer(&mut operator, node);
         wait_scraped(free, 3.0 - i as f64, &format!("after {node} got its block"));
+        watch.wait_for_allocated("s", i as u64 + 1);
     }
     agent.join("e", &[request("s", 4, 0)]);
     let e = agent.wait_for_answer(&mut operator, "e");
@@ -463,5 +481,44 @@ fn serve_follows_the_operator_and_its_exhaustion_fires_the_alert() {
     while !prometheus.query("ALERTS{alertname=\"CiliumPoolExhausted\",alertstate=\"firing\"}").is_empty() {
         assert!(std::time::Instant::now() < deadline, "the alert did not clear");
         std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// `usage POOL --watch -o json` in a pipe: one JSON document per change, read as they come.
+struct Watch {
+    documents: std::sync::mpsc::Receiver<Value>,
+    _process: crate::support::KillOnDrop,
+}
+
+impl Watch {
+    fn start(cluster: &TestCluster, pool: &str) -> Watch {
+        let mut command = cluster.plugin_process();
+        command.args(["usage", pool, "--watch", "-o", "json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+        let mut child = command.spawn().expect("start usage --watch");
+        let stdout = child.stdout.take().expect("its stdout");
+        let (send, documents) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for document in serde_json::Deserializer::from_reader(stdout).into_iter::<Value>() {
+                let Ok(document) = document else { return };
+                if send.send(document).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch { documents, _process: crate::support::KillOnDrop(child) }
+    }
+
+    /// Reads documents until one shows `blocks` allocated blocks of the pool's IPv4.
+    fn wait_for_allocated(&self, pool: &str, blocks: u64) {
+        let deadline = std::time::Instant::now() + OPERATOR_WAIT;
+        let mut last = None;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.documents.recv_timeout(left) {
+                Ok(document) if family(&document, pool, "ipv4")["allocatedBlocks"] == blocks => return,
+                Ok(document) => last = Some(document),
+                Err(_) => break,
+            }
+        }
+        panic!("usage --watch showed no frame with {blocks} allocated blocks; the last: {last:?}");
     }
 }
