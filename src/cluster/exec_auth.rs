@@ -95,7 +95,7 @@ impl Tokens {
     /// A 401 to `header`: the next request runs the plugin again (unless it already did).
     fn rejected(&self, header: &HeaderValue) {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if current.as_ref().is_some_and(|c| &c.header == header) {
+        if current.as_ref().is_some_and(|c| c.header == header) {
             *current = None;
         }
     }
