@@ -5,9 +5,12 @@
 //!
 //! Installed by the first prompt or staged write, not at start-up: `usage --watch` ends on Ctrl-C
 //! by itself (exit 0) and installs nothing.
+//!
+//! Child processes the plugin starts (exec credential plugins) are [`adopt`]ed: they are killed
+//! when their run ends and when the process ends on one of these signals, whoever handles it.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Once};
 
 /// What runs before the process ends on a signal.
@@ -51,6 +54,7 @@ pub fn code() -> i32 {
 /// Installs the handler (once): a thread that waits for SIGINT, SIGTERM or SIGHUP and [`end`]s.
 pub fn install() {
     static ONCE: Once = Once::new();
+    claim();
     ONCE.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let _ = signal_hook::flag::register(SIGTERM, Arc::clone(&TERMINATED));
@@ -67,6 +71,7 @@ pub fn install() {
 /// Runs the cleanups, shows the cursor and exits with `code`.
 pub fn end(code: i32) -> ! {
     let _ending = ENDING.lock().unwrap_or_else(|e| e.into_inner());
+    kill_adopted();
     let cleanups = CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for cleanup in cleanups {
         cleanup();
@@ -83,3 +88,96 @@ pub fn restore_cursor() {
         let _ = stderr.flush();
     }
 }
+
+/// Set once something ends the process on SIGINT/SIGTERM/SIGHUP its own way ([`install`], or a
+/// command's own graceful end through [`claim`]): until then the default action (the process
+/// dies) is emulated after the adopted children are killed.
+static CLAIMED: AtomicBool = AtomicBool::new(false);
+
+/// Says that the caller ends the process on SIGINT and SIGTERM itself (`serve`, `usage --watch`).
+pub fn claim() {
+    CLAIMED.store(true, Ordering::SeqCst);
+}
+
+/// The children alive now, as `kill(2)` targets (a pid, or minus a process group); 0 is a free
+/// slot. Atomics, because the signal handler reads them.
+static ADOPTED: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
+
+/// A child that is killed (SIGKILL) when this is dropped, and when the process ends on a signal.
+#[must_use = "the child is killed when this is dropped"]
+pub struct Adopted {
+    target: i32,
+}
+
+/// Adopts the child `pid`, with every process of its group when it leads its own (`group`).
+/// More than 8 children at once are still killed on drop, but not on a signal.
+pub fn adopt(pid: u32, group: bool) -> Adopted {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            // SAFETY: the action only reads atomics and calls kill(2) and the default
+            // emulation, all async-signal-safe.
+            let _ = unsafe {
+                signal_hook::low_level::register(signal, move || {
+                    kill_adopted();
+                    if !CLAIMED.load(Ordering::SeqCst) {
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    }
+                })
+            };
+        }
+    });
+    let pid = i32::try_from(pid).unwrap_or(i32::MAX);
+    let target = if group { -pid } else { pid };
+    let _registered = ADOPTED.iter().any(|slot| slot.compare_exchange(0, target, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+    Adopted { target }
+}
+
+impl Adopted {
+    /// The child's run is over: killed now, unless it was waited for and is no group (its pid
+    /// may be another process's by then); a group is killed for what it left running.
+    pub fn end(mut self, reaped: bool) {
+        if reaped && self.target > 0 {
+            self.unregister();
+            self.target = 0;
+        }
+    }
+
+    fn unregister(&self) {
+        for slot in &ADOPTED {
+            let _ = slot.compare_exchange(self.target, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        if self.target == 0 {
+            return;
+        }
+        kill(self.target);
+        self.unregister();
+    }
+}
+
+/// Kills every adopted child; async-signal-safe.
+fn kill_adopted() {
+    for slot in &ADOPTED {
+        let target = slot.load(Ordering::SeqCst);
+        if target != 0 {
+            kill(target);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn kill(target: i32) {
+    // SAFETY: kill(2) of our own child, or of the process group it leads; one gone is ESRCH.
+    unsafe {
+        libc::kill(target, libc::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill(_target: i32) {}

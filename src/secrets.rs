@@ -16,8 +16,14 @@ const REDACTED: &str = "[redacted]";
 
 static REMEMBERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// A remembered secret this long is redacted wherever it appears, even inside a longer word: no
+/// word holds one by chance, and the text around it (`\n` escaped before it) must not hide it.
+/// A shorter one (a password `fail`) is redacted where it stands as a whole word only, so that
+/// `failed` stays `failed`. See [`is_word`].
+const ANYWHERE_LEN: usize = 16;
+
 /// Remembers credentials (values shorter than [`MIN_SECRET_LEN`] are not): from here on,
-/// [`redact`] replaces each wherever it appears.
+/// [`redact`] replaces each where it appears (whole words only for short ones: [`ANYWHERE_LEN`]).
 pub fn remember(values: impl IntoIterator<Item = String>) {
     let mut remembered = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
     for value in values {
@@ -36,8 +42,8 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     let remembered = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
     for secret in remembered.iter() {
-        if out.contains(secret.as_str()) {
-            out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+        if let Some(replaced) = replace_secret(&out, secret) {
+            out = Cow::Owned(replaced);
         }
     }
     drop(remembered);
@@ -45,6 +51,33 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         out = Cow::Owned(patterned);
     }
     out
+}
+
+/// Whether `c` continues a word: a short secret next to one is part of another word and not
+/// redacted. Letters, digits, `_` and `-` (`--fail-above` names a flag, not a password): the
+/// characters that surround a credential in a URL (`=`, `&`, `/`, `:`, `@`), a header (a space),
+/// JSON (`"`) or a sentence (`.`, `,`) are not, so `?token=fail&`, `Bearer fail` and `"fail"` are
+/// all redacted.
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `text` with each occurrence of `secret` redacted (short secrets: whole words only); `None`
+/// when there is none.
+fn replace_secret(text: &str, secret: &str) -> Option<String> {
+    let anywhere = secret.chars().count() >= ANYWHERE_LEN;
+    let mut out = String::new();
+    let mut copied = 0;
+    for (at, _) in text.match_indices(secret) {
+        let end = at + secret.len();
+        let whole = anywhere || !(text[..at].chars().next_back().is_some_and(is_word) || text[end..].chars().next().is_some_and(is_word));
+        if whole {
+            out.push_str(&text[copied..at]);
+            out.push_str(REDACTED);
+            copied = end;
+        }
+    }
+    (copied > 0).then(|| out + &text[copied..])
 }
 
 /// Credentials recognisable by their shape, whatever their value.
@@ -108,5 +141,27 @@ mod tests {
         assert!(out.contains(" ab "), "too short to redact by value: {out}");
         assert_eq!(safe_url("https://admin:pw@k8s.example:6443/base?access_token=x#f"), "https://k8s.example:6443/base");
         assert!(matches!(redact("nothing secret here"), Cow::Borrowed(_)));
+    }
+
+    /// Issue 53: a short secret is redacted as a whole word only (`failed` is no password
+    /// `fail`), wherever a credential stands: URLs, headers, JSON, sentences.
+    #[test]
+    fn a_short_secret_is_redacted_as_a_whole_word_only() {
+        remember(["fail".to_string(), "0123456789abcdefXYZ".to_string()]);
+        for (text, shown) in [
+            (
+                "the request failed: failure, unfailing, fail_count, failfail, --fail-above",
+                "the request failed: failure, unfailing, fail_count, failfail, --fail-above",
+            ),
+            ("password fail was rejected.", "password [redacted] was rejected."),
+            ("wrong password: fail.", "wrong password: [redacted]."),
+            ("https://k8s.example/?x=fail&y=1", "https://k8s.example/?x=[redacted]&y=1"),
+            ("Authorization: Basic fail", "Authorization: Basic [redacted]"),
+            (r#"{"password":"fail"}"#, r#"{"password":"[redacted]"}"#),
+            ("fail", "[redacted]"),
+            (r"message: \n0123456789abcdefXYZ, tok0123456789abcdefXYZ99", r"message: \n[redacted], tok[redacted]99"),
+        ] {
+            assert_eq!(redact(text), shown, "{text}");
+        }
     }
 }

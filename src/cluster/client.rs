@@ -70,10 +70,18 @@ impl Deadlines {
     }
 
     /// From sending a request to the last byte of its answer (to its headers for a watch).
-    fn whole_request(self) -> Option<Duration> {
+    pub fn whole_request(self) -> Option<Duration> {
         match self.request {
             None => Some(DEFAULT_DEADLINE),
             Some(given) => Some(given).filter(|given| !given.is_zero()),
+        }
+    }
+
+    /// The deadline as messages name it: `--request-timeout 5s`, or the default's duration.
+    pub fn named(self) -> String {
+        match self.request {
+            Some(given) => format!("--request-timeout {}", humantime::format_duration(given)),
+            None => format!("{}, the default deadline", humantime::format_duration(DEFAULT_DEADLINE)),
         }
     }
 
@@ -125,8 +133,12 @@ pub async fn connect(flags: &ConnectOptions) -> Result<Connection> {
             super::credentials::auth_failure(&e, exec_command.as_deref()).unwrap_or_else(|| secrets::redact(&e.to_string()).into_owned());
         cluster(format!("cannot build a client for {server}: {cause}"))
     };
+    let exec = super::exec_auth::take_exec(&mut config, deadlines.whole_request(), deadlines.named())
+        .await
+        .map_err(|e| cluster(format!("cannot build a client for {server}: {e}")))?;
     let builder = kube::client::ClientBuilder::try_from(config).map_err(failed)?;
     let client = builder
+        .with_layer(&exec)
         .with_layer(&BoundLayer {
             deadline: deadlines.whole_request(),
             max_bytes: flags.max_response_bytes,

@@ -4,7 +4,8 @@
 //! `reflector.rs`, why a follow restarts in `failure.rs`, how long it waits in `backoff.rs`, the
 //! slim stores of pods and endpoints in `slim_store.rs` holding them as `decoded.rs` decodes them,
 //! `memory.rs` for `serve`'s budget), every write the plugin makes (`writes.rs`),
-//! and the kubeconfig's credentials kept out of every message (`credentials.rs`).
+//! the kubeconfig's credentials kept out of every message (`credentials.rs`), and exec credential
+//! plugins run within bounds (`exec.rs`), their tokens on every request (`exec_auth.rs`).
 
 pub mod backoff;
 pub mod cilium;
@@ -12,6 +13,8 @@ pub mod client;
 pub mod credentials;
 mod decoded;
 pub mod endpoint_table;
+pub mod exec;
+pub mod exec_auth;
 mod failure;
 pub mod limits;
 pub mod list;

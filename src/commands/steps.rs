@@ -47,8 +47,14 @@ pub fn cancelled() -> Result<i32> {
 }
 
 /// Resolves when the user interrupts (Ctrl-C) or the process is asked to stop (SIGTERM), so that
-/// long-running commands can restore the terminal and exit 0 instead of dying mid-frame.
-pub async fn interrupted() {
+/// long-running commands can restore the terminal and exit 0 instead of dying mid-frame. Claimed
+/// at once (`interrupt::claim`): an exec credential plugin's signal action then leaves the end to it.
+pub fn interrupted() -> impl std::future::Future<Output = ()> {
+    crate::interrupt::claim();
+    listen()
+}
+
+async fn listen() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -12,6 +12,7 @@ mod cilium_oracle;
 mod cli_bombs;
 mod cli_contract;
 mod cli_errors;
+mod cli_exec;
 mod cli_flags;
 mod cli_fleet;
 mod cli_help;

@@ -182,6 +182,19 @@ fn ctrl_c_in_a_picker_exits_130_with_the_cursor_shown() {
     assert!(!shown.contains("error:"), "Ctrl-C is not reported as an error: {shown:?}");
 }
 
+/// Issue 53: a SIGINT that does not come from the keyboard (`kill -INT`, `timeout -s INT`) ends
+/// a picker as Ctrl-C does, without waiting for a key.
+#[test]
+fn a_sigint_from_outside_ends_a_picker_with_130() {
+    let screen = inspect_picker();
+    let pid = screen.session.process.child_pid.as_raw();
+    // SAFETY: signals our own child, alive at its picker.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let (code, shown) = screen.finish();
+    assert_eq!(code, INTERRUPTED, "{shown:?}");
+    assert!(cursor_visible(&shown), "{shown:?}");
+}
+
 #[test]
 fn offline_guided_in_place_asks_and_writes_only_on_yes() {
     let dir = manifests();
