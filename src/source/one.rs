@@ -31,7 +31,7 @@ pub async fn snapshot(input: &Input, namespace: Option<&str>, verbose: bool) -> 
             count(snapshot.pods.as_ref().map(Vec::len)),
             count(snapshot.endpoints.as_ref().map(Vec::len)),
             layout.endpoints_how.as_deref().map(|how| format!(" ({how})")).unwrap_or_default(),
-            crate::escape::field(layout.cilium_how.as_deref().unwrap_or("not read")),
+            layout.cilium_how.as_deref().unwrap_or("not read"),
         );
     }
     Ok(snapshot)
