@@ -158,7 +158,7 @@ fn verify_written(written: &Value, prepared: &Prepared, v2_shape: Option<Dialect
     }
 }
 
-/// Said before the write is confirmed: Cilium before 1.21 reads its pools as v2alpha1, which has no
+/// Said before the write is confirmed (stderr::line escapes what it quotes): Cilium before 1.21 reads its pools as v2alpha1, which has no
 /// reserved ranges, so its operator hands out blocks inside them (seen with the running 1.20
 /// operator: tests/integration/operator_loop.rs).
 fn warn_if_not_honoured(snapshot: &Snapshot, request: &Request) {
@@ -169,9 +169,9 @@ fn warn_if_not_honoured(snapshot: &Snapshot, request: &Request) {
     if let Some(operator) = versions.iter().find(|v| v.serves_v2_pools() == Some(false)) {
         warn_line!(
             "warning: the running Cilium ({}, {} in namespace {}) does not honour reservedRanges: its operator can still hand out blocks inside this range until Cilium 1.21 or later runs",
-            crate::escape::field(&operator.image),
+            operator.image,
             operator.source,
-            crate::escape::field(&operator.namespace)
+            operator.namespace
         );
     }
 }
