@@ -181,19 +181,23 @@ pub struct CompletionArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  \
-    # Keep a gateway IP out of the pool (previewed, then asked)\n  \
-    # Preview a range, validated by the API server, nothing written\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.254\n  \\n  \
-    # Step 1 of decommissioning a CIDR; release a range; list them all\n  \
-    kubectl ciliumpool reserve-range blue 10.40.255.240/28 --dry-run=server\n  \\n  \
-    kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16\n  \
-    kubectl ciliumpool reserve-range blue --remove 10.40.255.254\n  \
-    # Edit a manifest instead of the cluster; no arguments: a guided flow\n  \
-    kubectl ciliumpool reserve-range --list\n  \\n  \
-    kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place\n  \
-    kubectl ciliumpool reserve-range\n\n\
-A reservation withholds every block it touches; blocks on nodes are not evicted.\n\
+#[command(after_help = "Examples:
+  # Keep a gateway IP out of the pool (previewed, then asked)
+  kubectl ciliumpool reserve-range blue 10.40.255.254
+
+  # Preview a range, validated by the API server, nothing written
+  kubectl ciliumpool reserve-range blue 10.40.255.240/28 --dry-run=server
+
+  # Step 1 of decommissioning a CIDR; release a range; list them all
+  kubectl ciliumpool reserve-range blue --drain 10.41.0.0/16
+  kubectl ciliumpool reserve-range blue --remove 10.40.255.254
+  kubectl ciliumpool reserve-range --list
+
+  # Edit a manifest instead of the cluster; no arguments: a guided flow
+  kubectl ciliumpool reserve-range blue 10.40.0.0/28 -f pools.yaml --in-place
+  kubectl ciliumpool reserve-range
+
+A reservation withholds every block it touches; blocks on nodes are not evicted.
 More: docs/reserve-range.md")]
 pub struct ReserveArgs {
     /// The pool (none: a guided flow, on a terminal)

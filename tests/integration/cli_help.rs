@@ -35,6 +35,26 @@ fn every_command_has_examples_and_its_own_flags_first() {
     }
 }
 
+/// Every example is a comment, then the command(s) it describes: no escape left unexpanded (a
+/// literal `\n` once printed), no comment without a command under it.
+#[test]
+fn every_example_is_a_comment_above_its_commands() {
+    for command in COMMANDS {
+        for flag in ["-h", "--help"] {
+            let text = help(&[command, flag]);
+            let examples = &text[text.find("\nExamples:\n").unwrap_or_else(|| panic!("{command} {flag}: no examples"))..];
+            assert!(!examples.contains("\\n") && !examples.contains("\\t"), "{command} {flag}: an escape left in:\n{examples}");
+            let lines: Vec<&str> = examples.lines().skip(1).take_while(|l| l.is_empty() || l.starts_with("  ")).collect();
+            for (i, line) in lines.iter().enumerate() {
+                if line.trim_start().starts_with('#') {
+                    let next = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or_default();
+                    assert!(next.contains("ciliumpool"), "{command} {flag}: the comment {line:?} has no command under it:\n{examples}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn help_snapshots() {
     insta::assert_snapshot!("root", help(&["--help"]));
