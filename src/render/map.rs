@@ -260,13 +260,11 @@ fn tallies(cidr: &CidrReport, fam: &FamilyReport, grid: Layout, next: Option<u12
     spread(cidr.withheld.ranges(), grid.shift, &mut cells, |t, n| t.withheld += n);
     spread(cidr.free.ranges(), grid.shift, &mut cells, |t, n| t.free += n);
     counts.add(if cidr.draining { State::Draining } else { State::Withheld }, cidr.withheld.len());
-    let mut free = cidr.free.len();
+    // The next block is drawn ▸ but counted as free: the legend's counts are the table's.
     if let Some(t) = next.and_then(|index| cells.get_mut((index >> grid.shift) as usize)) {
         t.next = true;
-        free = free.saturating_sub(Count::from(1u64));
-        counts.add(State::Next, Count::from(1u64));
     }
-    counts.add(if fam.allocation_known { State::Free } else { State::Unknown }, free);
+    counts.add(if fam.allocation_known { State::Free } else { State::Unknown }, cidr.free.len());
     cells
 }
 
@@ -316,19 +314,23 @@ fn legend(fam: &FamilyReport, counts: &Counts, next: Option<String>, options: &M
     };
     let mut items = Vec::new();
     let allocated = format!("{}{}{}", FILL[0], FILL[3], FILL[7]);
-    items.push(format!("{} allocated {}", State::Allocated.paint(&allocated, style), human(counts.get(State::Allocated))));
+    // Grandfathered blocks and the --node's are allocated ones too (the table counts them so): "of them".
+    let held = counts.get(State::Allocated) + counts.get(State::Grandfathered) + counts.get(State::Node);
+    items.push(format!("{} allocated {}", State::Allocated.paint(&allocated, style), human(held)));
     let mut states = vec![State::Grandfathered, State::Free, State::Withheld, State::Draining, State::Orphan];
     if !fam.allocation_known {
         states[1] = State::Unknown;
     }
-    for state in states {
-        items.push(format!("{} {} {}", state.paint(&state.glyph().to_string(), style), state.name(), human(counts.get(state))));
+    // A state no block is in says nothing: left out, but for free (0 free blocks is news).
+    for state in states.into_iter().filter(|s| matches!(s, State::Free | State::Unknown) || counts.get(*s) > Count::ZERO) {
+        let of_them = if state == State::Grandfathered { " of them" } else { "" };
+        items.push(format!("{} {} {}{of_them}", state.paint(&state.glyph().to_string(), style), state.name(), human(counts.get(state))));
     }
     if let Some(next) = next {
-        items.push(format!("{} next block {next}", State::Next.paint("▸", style)));
+        items.push(format!("{} next block {next} (one of the free)", State::Next.paint("▸", style)));
     }
     if let Some(node) = options.node {
-        items.push(format!("{} {} {}", State::Node.paint("●", style), Field(node), human(counts.get(State::Node))));
+        items.push(format!("{} {} {} of them", State::Node.paint("●", style), Field(node), human(counts.get(State::Node))));
     }
     if let Some(changed) = options.changed {
         let cells: usize = fam.cidrs.iter().filter_map(|c| changed.of(&c.cidr)).map(|c| c.len()).sum();

@@ -7,6 +7,7 @@
 use crate::support;
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use support::cli::{json_of, run};
 
@@ -305,4 +306,30 @@ fn usage_json_has_utilization_nodes_holding_and_runway_as_openmetrics_does() {
         }
     }
     assert_eq!(checked, 6);
+}
+
+/// The map's legend counts are the table's (issue 55): its free blocks, the next block among
+/// them, are `usage -o json`'s freeBlocks, and its allocated blocks are allocatedBlocks, for
+/// every pool and family of the example.
+#[test]
+fn the_map_legend_counts_what_usage_counts() {
+    let example = crate::support::repo_root().join("examples/snapshot");
+    let example = example.to_str().expect("a UTF-8 path");
+    let (_, json, _) = run(&["usage", "-o", "json", "-f", example]);
+    let doc = crate::support::cli::json_of(&json);
+    let counted = regex::Regex::new(r"(allocated|free) (\d+)").expect("a pattern");
+    for pool in doc["pools"].as_array().expect("pools") {
+        let name = pool["name"].as_str().expect("a name");
+        let (_, map, _) = run(&["usage", name, "--map", "--color", "never", "-f", example]);
+        for family in pool["families"].as_array().expect("families") {
+            let fam = family["family"].as_str().expect("a family");
+            let part = map.split(&format!("pool {name} {fam}:")).nth(1).unwrap_or_else(|| panic!("no {name} {fam} map:\n{map}"));
+            let part = part.split("\npool ").next().unwrap_or_default();
+            let legend: BTreeMap<String, u64> =
+                counted.captures_iter(part).map(|c| (c[1].to_string(), c[2].parse().expect("a count"))).collect();
+            for (state, key) in [("allocated", "allocatedBlocks"), ("free", "freeBlocks")] {
+                assert_eq!(legend.get(state).copied(), family[key].as_u64(), "{name} {fam} {state}:\n{part}");
+            }
+        }
+    }
 }
