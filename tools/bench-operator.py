@@ -78,10 +78,13 @@ class Api:
 
 
 def scraped_blocks(url):
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as answer:
-        for line in answer.read().decode().splitlines():
-            if line.startswith(f'ciliumpool_allocated_blocks{{pool="{POOL}",family="ipv4"}}'):
-                return int(float(line.split()[-1]))
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(f'ciliumpool_allocated_blocks{{pool="{POOL}",family="ipv4"}}'):
+                    return int(float(line.split()[-1]))
+    except OSError:  # not listening yet
+        return None
     return None
 
 
@@ -105,8 +108,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--binary", default=str(ROOT / "target" / "release" / "kubectl-ciliumpool"))
     args = parser.parse_args()
-    binary = ROOT / "target" / "release" / "kubectl-ciliumpool"
+    binary = pathlib.Path(args.binary)
     if not binary.exists():
         sys.exit("[bench-operator] build the release binary first: cargo build --release")
     operator = subprocess.run([ROOT / "tools" / "cilium-operator" / "build.sh"], check=True, capture_output=True, text=True).stdout.strip()
