@@ -9,6 +9,26 @@ use anyhow::Result;
 use console::{Key, Term};
 use std::cell::RefCell;
 
+/// Whether this process may ask at the terminal: stdin and stderr are terminals and the process
+/// is in the terminal's foreground process group. A command started in the background of a
+/// terminal (`timeout CMD`, `CMD &`) is stopped by the kernel (SIGTTIN) the moment a picker reads
+/// a key, and no signal it is sent afterwards can reach a picker blocked so: it asks nothing.
+pub fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && in_foreground()
+}
+
+#[cfg(unix)]
+fn in_foreground() -> bool {
+    // SAFETY: tcgetpgrp and getpgrp only read the process's and the terminal's state.
+    unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp() }
+}
+
+#[cfg(not(unix))]
+fn in_foreground() -> bool {
+    true
+}
+
 pub trait Prompter {
     /// Lets the user pick one of `items`; `None` when they cancel (Esc / q).
     fn select(&self, prompt: &str, items: &[String]) -> Result<Option<usize>>;

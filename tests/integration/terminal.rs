@@ -195,6 +195,22 @@ fn a_sigint_from_outside_ends_a_picker_with_130() {
     assert!(cursor_visible(&shown), "{shown:?}");
 }
 
+/// Started in the background of a terminal (`timeout` runs its command in a process group of its
+/// own), the plugin asks nothing: a picker would be stopped by SIGTTIN at its first read, and
+/// `timeout -s INT` could never end it. It prints every pool, as off a terminal.
+#[test]
+fn in_the_background_of_a_terminal_no_picker_is_shown() {
+    let command = format!("timeout -s INT 5 {} inspect --color never -f {}; echo exit=$?", support::PLUGIN, example().display());
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["-c", &command]);
+    let mut screen = Screen::start(bash);
+    screen.expect("exit=");
+    let (_, shown) = screen.finish();
+    let code = shown.rsplit("exit=").next().unwrap_or_default();
+    assert!(code.starts_with('0'), "the plugin's own exit code: {shown:?}");
+    assert!(!shown.contains("Pool to inspect") && shown.contains("Pool:") && shown.contains("batch"), "{shown:?}");
+}
+
 #[test]
 fn offline_guided_in_place_asks_and_writes_only_on_yes() {
     let dir = manifests();
