@@ -90,7 +90,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
     pub fleet: bool,
     /// Output format
-    #[arg(short = 'o', long, global = true, value_parser = values::OutputParser { shown: ALL }, default_value = "table", help_heading = INPUT_OUTPUT)]
+    #[arg(short = 'o', long, global = true, value_parser = values::OutputParser { shown: ALL.to_vec() }, default_value = "table", help_heading = INPUT_OUTPUT)]
     pub output: Output,
     /// Do not print table headers (and footers)
     #[arg(long, global = true, help_heading = INPUT_OUTPUT)]
@@ -111,7 +111,6 @@ const USAGE: &[Format] =
     &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, Format::OpenMetrics, JP, JPJ, JPF, CC, CCF];
 const LISTS: &[Format] = &[Format::Table, Format::Wide, Format::Json, Format::Yaml, Format::Name, JP, JPJ, JPF, CC, CCF];
 const INSPECT: &[Format] = &[Format::Table, Format::Json, Format::Yaml, Format::Name, JP, JPJ, JPF, CC, CCF];
-const RESERVE: &[Format] = INSPECT;
 const DOCUMENTS: &[Format] = &[Format::Table, Format::Json, Format::Yaml, JP, JPJ, JPF, CC, CCF];
 /// Every format (the global flag's parser; each subcommand lists its own).
 const ALL: &[Format] = USAGE;
@@ -140,45 +139,66 @@ impl View {
     }
 }
 
+/// Every view of every subcommand and the formats it prints: the one place they are written.
+/// `Command::view` picks a command line's view from it; a subcommand's `-o` help lists what any
+/// of its views prints.
+const VIEWS: &[(&str, View)] = &[
+    // A picture for a person: no document, no names.
+    ("usage", View { name: "usage --map", formats: TEXT }),
+    ("usage", View { name: "usage --show-blocks", formats: DOCUMENTS }),
+    ("usage", View { name: "usage --by node", formats: DOCUMENTS }),
+    // A stream of frames is not one OpenMetrics exposition (it ends with `# EOF`): serve is.
+    ("usage", View { name: "usage --watch", formats: LISTS }),
+    ("usage", View { name: "usage", formats: USAGE }),
+    ("inspect", View { name: "inspect", formats: INSPECT }),
+    ("check", View { name: "check", formats: LISTS }),
+    ("ip", View { name: "ip", formats: LISTS }),
+    ("reserve-range", View { name: "reserve-range --list", formats: INSPECT }),
+    ("reserve-range", View { name: "reserve-range", formats: DOCUMENTS }),
+    // Offline, manifests are printed as they are written (YAML), or files are named.
+    ("migrate", View { name: "migrate -f", formats: TEXT }),
+    ("migrate", View { name: "migrate --status", formats: DOCUMENTS }),
+    ("migrate", View { name: "migrate --dry-run", formats: DOCUMENTS }),
+    ("migrate", View { name: "migrate", formats: TEXT }),
+    ("completion", View { name: "completion", formats: TEXT }),
+    ("serve", View { name: "serve", formats: TEXT }),
+    ("version", View { name: "version", formats: DOCUMENTS }),
+];
+
+/// The view of [`VIEWS`] named `name`.
+fn view_named(name: &str) -> View {
+    VIEWS.iter().map(|(_, view)| *view).find(|view| view.name == name).expect("every view is listed in VIEWS")
+}
+
 impl Command {
     /// The view this command line selects (`offline`: with `-f`), and the formats it prints.
     pub fn view(&self, offline: bool) -> View {
-        let view = |name, formats| View { name, formats };
-        match self {
-            // A picture for a person: no document, no names.
-            Command::Usage(a) if a.map => view("usage --map", TEXT),
-            Command::Usage(a) if a.show_blocks => view("usage --show-blocks", DOCUMENTS),
-            Command::Usage(a) if a.by == ByKind::Node => view("usage --by node", DOCUMENTS),
-            // A stream of frames is not one OpenMetrics exposition (it ends with `# EOF`): serve is.
-            Command::Usage(a) if a.watch => view("usage --watch", LISTS),
-            Command::Usage(_) => view("usage", USAGE),
-            Command::Inspect(_) => view("inspect", INSPECT),
-            Command::Check(_) => view("check", LISTS),
-            Command::Ip(_) => view("ip", LISTS),
-            Command::ReserveRange(a) if a.list => view("reserve-range --list", INSPECT),
-            Command::ReserveRange(_) => view("reserve-range", DOCUMENTS),
-            // Offline, manifests are printed as they are written (YAML), or files are named.
-            Command::Migrate(_) if offline => view("migrate -f", TEXT),
-            Command::Migrate(a) if a.status => view("migrate --status", DOCUMENTS),
-            Command::Migrate(a) if a.dry_run != DryRun::None => view("migrate --dry-run", DOCUMENTS),
-            Command::Migrate(_) => view("migrate", TEXT),
-            Command::Completion(_) => view("completion", TEXT),
-            Command::Serve(_) => view("serve", TEXT),
-            Command::Version(_) => view("version", DOCUMENTS),
-        }
+        view_named(match self {
+            Command::Usage(a) if a.map => "usage --map",
+            Command::Usage(a) if a.show_blocks => "usage --show-blocks",
+            Command::Usage(a) if a.by == ByKind::Node => "usage --by node",
+            Command::Usage(a) if a.watch => "usage --watch",
+            Command::Usage(_) => "usage",
+            Command::Inspect(_) => "inspect",
+            Command::Check(_) => "check",
+            Command::Ip(_) => "ip",
+            Command::ReserveRange(a) if a.list => "reserve-range --list",
+            Command::ReserveRange(_) => "reserve-range",
+            Command::Migrate(_) if offline => "migrate -f",
+            Command::Migrate(a) if a.status => "migrate --status",
+            Command::Migrate(a) if a.dry_run != DryRun::None => "migrate --dry-run",
+            Command::Migrate(_) => "migrate",
+            Command::Completion(_) => "completion",
+            Command::Serve(_) => "serve",
+            Command::Version(_) => "version",
+        })
     }
 }
 
-/// Every format some view of `subcommand` prints: what its `-o` help lists.
-fn formats_of(subcommand: &str) -> &'static [Format] {
-    match subcommand {
-        "usage" => USAGE,
-        "inspect" => INSPECT,
-        "check" | "ip" => LISTS,
-        "reserve-range" => RESERVE,
-        "migrate" | "version" => DOCUMENTS,
-        _ => TEXT,
-    }
+/// Every format some view of `subcommand` prints (what its `-o` help lists), in [`ALL`]'s order.
+fn formats_of(subcommand: &str) -> Vec<Format> {
+    let views: Vec<&View> = VIEWS.iter().filter(|(of, _)| *of == subcommand).map(|(_, view)| view).collect();
+    ALL.iter().copied().filter(|format| views.iter().any(|view| view.formats.contains(format))).collect()
 }
 
 /// Gives each subcommand its own copy of the global flags, in their order, whose `-o` help lists
@@ -186,7 +206,7 @@ fn formats_of(subcommand: &str) -> &'static [Format] {
 /// The other formats still parse, so that `Context::from_cli` refuses them in one line.
 fn with_formats(subcommand: clap::Command) -> clap::Command {
     let formats = formats_of(subcommand.get_name());
-    let output = values::OutputParser { shown: formats };
+    let output = values::OutputParser { shown: formats.clone() };
     let globals = GlobalArgs::augment_args(clap::Command::new("globals"));
     globals.get_arguments().fold(subcommand, |subcommand, arg| {
         // The command's formats on one line (`One of table|json|...`), as kubectl's help lists them.

@@ -33,7 +33,7 @@ pub struct Output {
 /// completion, the others hidden but parsed, so that a view refuses them in its own words).
 #[derive(Clone)]
 pub(super) struct OutputParser {
-    pub shown: &'static [crate::render::Format],
+    pub shown: Vec<crate::render::Format>,
 }
 
 impl clap::builder::TypedValueParser for OutputParser {
