@@ -24,7 +24,10 @@ pub struct Fingerprint {
     /// Whether `path` itself was a symlink.
     pub was_link: bool,
     identity: Identity,
-    bytes: Vec<u8>,
+    /// The SHA-256 of the bytes read, and how many there were: a copy of them doubled what an
+    /// edit of a large file held.
+    digest: [u8; 32],
+    len: u64,
 }
 
 /// Which file, and in which state: a rename over it changes the inode, a write its size or
@@ -52,8 +55,12 @@ pub fn read<T: AsRef<[u8]>>(path: &Path, read: impl FnOnce(&std::fs::File) -> Re
     let file = std::fs::File::open(&resolved).map_err(cannot)?;
     let identity = Identity::of(&file.metadata().map_err(cannot)?);
     let text = read(&file)?;
-    let bytes = text.as_ref().to_vec();
-    Ok((text, Fingerprint { path: path.to_path_buf(), resolved, was_link, identity, bytes }))
+    let (digest, len) = (sha256(text.as_ref()), text.as_ref().len() as u64);
+    Ok((text, Fingerprint { path: path.to_path_buf(), resolved, was_link, identity, digest, len }))
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().try_into().expect("SHA-256 is 32 bytes")
 }
 
 impl Fingerprint {
@@ -82,9 +89,22 @@ impl Fingerprint {
         if file.metadata().map(|m| Identity::of(&m)).ok().as_ref() != Some(&self.identity) {
             return false;
         }
-        let mut now = Vec::with_capacity(self.bytes.len());
         // One byte more than was read: a file that grew since is not read whole.
-        file.take(self.bytes.len() as u64 + 1).read_to_end(&mut now).is_ok() && now == self.bytes
+        let mut now = file.take(self.len + 1);
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        let (mut chunk, mut read) = (vec![0u8; 1 << 16], 0u64);
+        loop {
+            match now.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    context.update(&chunk[..n]);
+                    read += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        read == self.len && context.finish().as_ref() == self.digest
     }
 }
 

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 pub use super::limits::{DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_LINE_BYTES, Limits};
-pub use super::parse::{Kept, Passed, Pools, parse_stream};
+pub use super::parse::{Kept, Passed, Pools, Syntax, parse_stream, parse_stream_as};
 
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 pub const MANIFEST_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];

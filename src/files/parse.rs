@@ -106,6 +106,27 @@ impl Kept {
 /// reading it whole would cost more). Public for the `manifest` fuzz target, which checks it against [`manifest::parse`]
 /// (docs/reliability.md).
 pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools, limits: Limits) -> std::result::Result<Option<Kept>, String> {
+    parse_stream_as(reader, name, pools, limits, Syntax::Sniffed)
+}
+
+/// How [`parse_stream_as`] reads a stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// JSON when it starts with `{` or `[`, else YAML.
+    Sniffed,
+    /// YAML whatever it starts with: a text that looked like JSON but was not (`{}` documents
+    /// between `---` lines), read again as it streams rather than whole (a tree per document).
+    Yaml,
+}
+
+/// [`parse_stream`], read as `syntax` says.
+pub fn parse_stream_as(
+    reader: impl std::io::Read,
+    name: &str,
+    pools: Pools,
+    limits: Limits,
+    syntax: Syntax,
+) -> std::result::Result<Option<Kept>, String> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, reader);
     let first = loop {
@@ -122,8 +143,8 @@ pub fn parse_stream(reader: impl std::io::Read, name: &str, pools: Pools, limits
     let mut kept = Kept { typed_by_name: sysdump::kind_for(name).is_some(), ..Kept::default() };
     let read = match first {
         None => Some(()),
-        Some(b'{' | b'[') if pools == Pools::Whole => slim_json::<false>(reader, &mut kept),
-        Some(b'{' | b'[') => slim_json::<true>(reader, &mut kept),
+        Some(b'{' | b'[') if syntax == Syntax::Sniffed && pools == Pools::Whole => slim_json::<false>(reader, &mut kept),
+        Some(b'{' | b'[') if syntax == Syntax::Sniffed => slim_json::<true>(reader, &mut kept),
         Some(_) => {
             let mut lines = LineBound { inner: reader, run: 0, line: 1, limit: limits.line_bytes, over: None };
             let mut filtered = super::comments::CommentRuns::new(&mut lines);

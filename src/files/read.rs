@@ -9,8 +9,8 @@
 //! listed with `-v`. Commands that rewrite manifests ([`load`], [`read`]) stay strict.
 
 use super::inputs::{
-    Guarded, Inputs, Kept, LoadedFile, Passed, Pools, SkippedFile, Streamed, is_manifest_name, kept_or_skipped, not_manifest_reason,
-    parse_stream, read_text, read_text_or_binary, stream_input, too_large, walked,
+    Guarded, Inputs, Kept, LoadedFile, Passed, Pools, SkippedFile, Streamed, Syntax, is_manifest_name, kept_or_skipped,
+    not_manifest_reason, parse_stream_as, read_text, read_text_or_binary, stream_input, too_large, walked,
 };
 use super::limits::Limits;
 use super::{archive, sysdump};
@@ -99,6 +99,11 @@ pub fn load_inputs(paths: &[String], pools: Pools, limits: Limits) -> Result<Inp
 /// read plainly (flow-style YAML, numbers JSON cannot hold, errors) is read again whole by
 /// [`manifest::parse`], which gives kubectl's reading or the exact error. Within `limits`.
 pub fn load(paths: &[String], limits: Limits) -> Result<Vec<LoadedFile>> {
+    load_pools(paths, Pools::Whole, limits)
+}
+
+/// [`load`], keeping of pools what `pools` says.
+pub fn load_pools(paths: &[String], pools: Pools, limits: Limits) -> Result<Vec<LoadedFile>> {
     let mut inputs = Vec::new();
     each_input(paths, &mut |path| {
         inputs.push(path);
@@ -106,7 +111,7 @@ pub fn load(paths: &[String], limits: Limits) -> Result<Vec<LoadedFile>> {
     })?;
     // A dump is a few large files (pods, endpoints): decode them side by side. The first failing
     // input in the input order is the error reported.
-    parallel_map(&inputs, |input| load_one(input.as_deref(), Pools::Whole, limits)).into_iter().collect()
+    parallel_map(&inputs, |input| load_one(input.as_deref(), pools, limits)).into_iter().collect()
 }
 
 /// `f` of every item, on up to one thread per core, in the items' order.
@@ -168,6 +173,22 @@ pub fn read(paths: &[String], limits: Limits) -> Result<Vec<TextFile>> {
     Ok(files)
 }
 
+/// The documents of a text read for an edit ([`read`]), decoded as [`load`] decodes a file: as
+/// it streams (documents only counted are not built), else whole.
+pub fn parsed(file: &TextFile, pools: Pools, limits: Limits) -> Result<LoadedFile> {
+    let stream = |syntax| {
+        parse_stream_as(file.text.as_bytes(), &file.name, pools, limits, syntax).map_err(|why| input(format!("{}: {why}", file.name)))
+    };
+    let kept = match stream(Syntax::Sniffed)? {
+        None => stream(Syntax::Yaml)?,
+        kept => kept,
+    };
+    Ok(match kept {
+        Some(kept) => LoadedFile::streamed(file.name.clone(), kept),
+        None => LoadedFile::whole(file.name.clone(), manifest::parse(&file.text, &file.name)?),
+    })
+}
+
 /// Only snapshots read archives: an edit has no file to write back to. Edit commands call this
 /// before reading anything, so the refusal is the one line they print.
 pub fn refuse_archives(paths: &[String]) -> Result<()> {
@@ -215,9 +236,19 @@ fn each_input(paths: &[String], visit: &mut dyn FnMut(Option<PathBuf>) -> Result
 /// when anything is out of the ordinary (the caller then reads it whole); an error when reading
 /// it whole would cost too much (a line over `limits.line_bytes`, `--max-line-size`).
 fn stream_file(path: &Path, pools: Pools, limits: Limits) -> Result<Option<Kept>> {
-    let Ok(file) = std::fs::File::open(path) else { return Ok(None) };
-    let bounded = archive::Bounded { inner: file, left: limits.input_bytes, limits };
-    parse_stream(Guarded(bounded), &path.display().to_string(), pools, limits).map_err(|why| input(format!("{}: {why}", path.display())))
+    let name = path.display().to_string();
+    let stream = |syntax| {
+        let Ok(file) = std::fs::File::open(path) else { return Ok(None) };
+        let bounded = archive::Bounded { inner: file, left: limits.input_bytes, limits };
+        parse_stream_as(Guarded(bounded), &name, pools, limits, syntax).map_err(|why| input(format!("{name}: {why}")))
+    };
+    match stream(Syntax::Sniffed)? {
+        // What starts like JSON but is not JSON is YAML, as kubectl reads it (`{}` documents
+        // between `---` lines): read again as it streams, not whole (issue 53: 10 MiB of
+        // `{}\n---\n` took 292 MiB read whole, 100 MiB passed 2 GiB).
+        None => stream(Syntax::Yaml),
+        kept => Ok(kept),
+    }
 }
 
 /// The manifest files under `dir`, sorted, recursively. Symlinks are followed, each directory

@@ -100,7 +100,7 @@ impl<'a> Document<'a> {
 
 /// The lines of `text`, each with its line break: `\n`, `\r\n` or a bare `\r`, the three YAML
 /// knows. Concatenated, they are the text.
-fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+pub fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
         let end = match rest.find(['\n', '\r']) {
@@ -141,23 +141,37 @@ pub(super) fn in_breaks(text: &str, break_: &str) -> String {
 
 /// The documents of a YAML stream; concatenated, their texts are the input.
 pub fn documents(text: &str) -> Vec<Document<'_>> {
-    let mut documents = Vec::new();
+    each_document(text).collect()
+}
+
+/// [`documents`] one at a time: a stream of millions of small documents (`{}` between `---`
+/// lines) is not held as a vector of them while it is rewritten.
+pub fn each_document(text: &str) -> impl Iterator<Item = Document<'_>> {
+    let mut lines = yaml_lines(text).enumerate();
     let (mut start, mut start_line, mut offset) = (0, 1, 0);
-    for (index, line) in yaml_lines(text).enumerate() {
-        if is_document_start(line) && offset > start && !is_directives(&text[start..offset]) {
-            documents.push(Document { line: start_line, text: &text[start..offset] });
-            (start, start_line) = (offset, index + 1);
+    let mut ended = false;
+    std::iter::from_fn(move || {
+        for (index, line) in lines.by_ref() {
+            // A line is a start marker, an end marker or neither.
+            if is_document_start(line) && offset > start && !is_directives(&text[start..offset]) {
+                let document = Document { line: start_line, text: &text[start..offset] };
+                (start, start_line, offset) = (offset, index + 1, offset + line.len());
+                return Some(document);
+            }
+            offset += line.len();
+            if is_document_end(line) {
+                let document = Document { line: start_line, text: &text[start..offset] };
+                (start, start_line) = (offset, index + 2);
+                return Some(document);
+            }
         }
-        offset += line.len();
-        if is_document_end(line) {
-            documents.push(Document { line: start_line, text: &text[start..offset] });
-            (start, start_line) = (offset, index + 2);
+        if ended {
+            return None;
         }
-    }
-    if offset > start || documents.is_empty() {
-        documents.push(Document { line: start_line, text: &text[start..] });
-    }
-    documents
+        ended = true;
+        // The last document, and the one empty document of an empty stream.
+        (offset > start || start == 0).then(|| Document { line: start_line, text: &text[start..] })
+    })
 }
 
 #[cfg(test)]

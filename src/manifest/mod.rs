@@ -22,11 +22,12 @@ use serde_json::Value;
 mod documents;
 mod parse;
 mod patch;
+mod probe;
 mod style;
 mod tree;
 mod yaml;
 
-pub use documents::{Document, documents, starts_with_directives};
+pub use documents::{Document, documents, each_document, starts_with_directives, yaml_lines};
 pub(crate) use parse::yaml_options;
 pub use parse::{MAX_ALIAS_EVENTS, MAX_NESTING, parse};
 pub use yaml::to_yaml;
@@ -48,6 +49,41 @@ pub struct Rewritten {
 /// copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
 /// reported as `name:line: error`, the line being the document's first.
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
+    rewrite_with(text, name, None, edit)
+}
+
+/// [`rewrite`] for an edit that changes objects of `kinds` only and reads only some of their
+/// fields: only the YAML documents that hold such an object (the document, an element, an item
+/// of a list) are read, and of them only what `fields` keeps (a seed of `Value`, e.g.
+/// `model::slim::EDITED`); the patch writes what changed among those fields and copies every
+/// other byte, so that a document costs what the edit reads of it, not a tree of all of it.
+pub fn rewrite_fields<S>(
+    text: &str,
+    name: &str,
+    kinds: &[&str],
+    fields: S,
+    edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>,
+) -> Result<Rewritten>
+where
+    S: Copy + for<'de> serde::de::DeserializeSeed<'de, Value = Value>,
+{
+    let read = |text: &str| serde_saphyr::with_deserializer_from_str_with_options(text, yaml_options(), |de| fields.deserialize(de)).ok();
+    rewrite_with(text, name, Some((kinds, &read)), edit)
+}
+
+/// How [`rewrite_with`] reads a document it may offer: the kinds it must hold, and the reading
+/// of the fields the edit reads (`None` when they cannot be read so: read whole).
+type Reading<'a> = Option<(&'a [&'a str], &'a ReadFields<'a>)>;
+
+/// A document's fields that an edit reads (`None` when they cannot be read so).
+type ReadFields<'a> = dyn Fn(&str) -> Option<Value> + 'a;
+
+fn rewrite_with(
+    text: &str,
+    name: &str,
+    reading: Reading<'_>,
+    edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>,
+) -> Result<Rewritten> {
     if let Some(value) = as_json(text, name)? {
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
             Some(new) => {
@@ -58,44 +94,73 @@ pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Op
     }
     let mut out = String::with_capacity(text.len());
     let (mut changed, mut uncommented) = (0, Vec::new());
-    let all = documents(text);
-    for (index, document) in all.iter().enumerate() {
-        let next = all.get(index + 1).map_or("", |d| d.text);
-        let docs = parse_yaml(document.text, name, Some(document.line))?;
+    let mut all = each_document(text).peekable();
+    while let Some(document) = all.next() {
+        if reading.is_some_and(|(kinds, _)| !probe::may_hold(document.text, kinds)) {
+            out.push_str(document.text);
+            continue;
+        }
+        // Only the first line of the next document decides whether a patch moves where it starts.
+        let next = all.peek().and_then(|d| yaml_lines(d.text).next()).unwrap_or("");
+        let read = reading.map(|(_, read)| read);
+        let fields = read.and_then(|read| read(document.text));
+        let docs = match &fields {
+            Some(fields) => vec![fields.clone()],
+            None => parse_yaml(document.text, name, Some(document.line))?,
+        };
         let docs: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
         let replacement = match docs.as_slice() {
             [doc] => edit(doc).map_err(|e| input(format!("{name}:{}: {e}", document.first_line())))?.map(|new| (*doc, new)),
             _ => None,
         };
-        match replacement {
-            Some((old, new)) => {
-                changed += 1;
-                // Only what changed is rewritten; a document that cannot be patched (anchors,
-                // tags) or whose patch would not read back as `new`, or would move where the
-                // next document starts, is re-serialized whole.
-                let reads_back = |text: &String| {
-                    documents(text).len() == 1
-                        && documents(&format!("{text}{next}"))[0].text.len() == text.len()
-                        && parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()]))
-                };
-                let break_ = line_break_of(document.text);
-                match patch::patch(document.text, old, &new, break_).filter(reads_back) {
-                    Some(text) => out.push_str(&text),
-                    None => {
-                        let (head, tail, body) = document.kept();
-                        if document.text.get(body..document.text.len() - tail.len()).is_some_and(patch::has_comment) {
-                            uncommented.push(document.first_line());
-                        }
-                        out.push_str(&head);
-                        out.push_str(&in_breaks(&to_yaml(&new), break_));
-                        out.push_str(tail);
-                    }
-                }
-            }
-            None => out.push_str(document.text),
-        }
+        let Some((old, new)) = replacement else {
+            out.push_str(document.text);
+            continue;
+        };
+        changed += 1;
+        let partly = read.filter(|_| fields.is_some());
+        let (text, whole) = edited(&document, (old, &new), (next, partly), name)?;
+        out.push_str(&text);
+        uncommented.extend(whole);
     }
     Ok(Rewritten { text: out, changed, uncommented })
+}
+
+/// `document` (whose value was read as `old`) holding `new`: patched, or written whole, and
+/// then the line to name in a note if comments inside it were lost. `next` is the first line of
+/// the next document; `partly` is the reading of the fields the edit read, `None` when `old` is
+/// the whole value.
+fn edited(
+    document: &Document<'_>,
+    (old, new): (&Value, &Value),
+    (next, partly): (&str, Option<&ReadFields<'_>>),
+    name: &str,
+) -> Result<(String, Option<usize>)> {
+    // Only what changed is rewritten; a document that cannot be patched (anchors,
+    // tags) or whose patch would not read back as `new`, or would move where the
+    // next document starts, is re-serialized whole.
+    let reads_back = |text: &String| {
+        each_document(text).count() == 1
+            && each_document(&format!("{text}{next}")).next().is_some_and(|d| d.text.len() == text.len())
+            && match partly {
+                Some(read) => read(text).as_ref() == Some(new),
+                None => parse_yaml(text, name, None).is_ok_and(|docs| docs.into_iter().filter(|d| !d.is_null()).eq([new.clone()])),
+            }
+    };
+    let break_ = line_break_of(document.text);
+    if let Some(text) = patch::patch(document.text, old, new, break_).filter(reads_back) {
+        return Ok((text, None));
+    }
+    let (head, tail, body) = document.kept();
+    let lost = document.text.get(body..document.text.len() - tail.len()).is_some_and(patch::has_comment);
+    // Written whole: with the fields the edit did not read, read now.
+    let full = match partly {
+        Some(_) => parse_yaml(document.text, name, Some(document.line))?.into_iter().find(|d| !d.is_null()),
+        None => None,
+    };
+    let whole = full.map_or_else(|| new.clone(), |full| patch::merge(&full, old, new));
+    let text = format!("{head}{}{tail}", in_breaks(&to_yaml(&whole), break_));
+    Ok((text, lost.then(|| document.first_line())))
 }
 
 /// The note for a file whose documents at `lines` were re-serialized without their comments
@@ -127,27 +192,65 @@ pub fn splice_rewritten(text: &str, name: &str, matches: &dyn Fn(&Value) -> bool
             return Ok(None);
         }
         let mut doc = doc.clone();
-        found = replace_in(&mut doc, matches, replacement);
+        found = change_in(&mut doc, matches, &mut |object| {
+            *object = replacement.clone();
+            Ok(())
+        })?;
         Ok(found.then_some(doc))
     })?;
     Ok(found.then_some(out))
 }
 
-/// Replaces the object in place: the value itself, or an item of a list / `kind: *List`.
-fn replace_in(value: &mut Value, matches: &dyn Fn(&Value) -> bool, replacement: &Value) -> bool {
+/// Changes the first object of `kind` that `matches` selects (a document, or an item of a list)
+/// with `change`, reading of it only what `fields` keeps ([`rewrite_fields`]): the other
+/// documents stay text, and its fields that `fields` leaves out are copied byte for byte. `None`
+/// when no document holds the object; `change`'s error is the document's.
+pub fn change_object<S>(
+    text: &str,
+    name: &str,
+    (kind, fields): (&str, S),
+    matches: &dyn Fn(&Value) -> bool,
+    change: &mut dyn FnMut(&mut Value) -> Result<(), String>,
+) -> Result<Option<Rewritten>>
+where
+    S: Copy + for<'de> serde::de::DeserializeSeed<'de, Value = Value>,
+{
+    let mut found = false;
+    let out = rewrite_fields(text, name, &[kind], fields, &mut |doc| {
+        if found {
+            return Ok(None);
+        }
+        let mut doc = doc.clone();
+        found = change_in(&mut doc, matches, change)?;
+        Ok(found.then_some(doc))
+    })?;
+    Ok(found.then_some(out))
+}
+
+/// Changes the object in place: the value itself, or an item of a list / `kind: *List`.
+fn change_in(
+    value: &mut Value,
+    matches: &dyn Fn(&Value) -> bool,
+    change: &mut dyn FnMut(&mut Value) -> Result<(), String>,
+) -> Result<bool, String> {
     if matches(value) {
-        *value = replacement.clone();
-        return true;
+        change(value)?;
+        return Ok(true);
     }
     let items = match value {
         Value::Array(items) => items,
         Value::Object(map) => match map.get_mut("items") {
             Some(Value::Array(items)) => items,
-            _ => return false,
+            _ => return Ok(false),
         },
-        _ => return false,
+        _ => return Ok(false),
     };
-    items.iter_mut().any(|item| replace_in(item, matches, replacement))
+    for item in items {
+        if change_in(item, matches, change)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -22,9 +22,15 @@ pub(super) fn as_json(text: &str, name: &str) -> Result<Option<Value>> {
             let what = what.split(" at line ").next().unwrap_or(&what);
             Err(input(format!("{name}:{}: {what}", e.line())))
         }
-        Err(_) if parse_yaml(text, name, None).is_ok() => Ok(None),
+        Err(_) if is_yaml(text) => Ok(None),
         Err(e) => Err(input(format!("{name}:{}: invalid JSON: {e}", e.line()))),
     }
+}
+
+/// Whether `text` reads as a YAML stream, found without building its documents (millions of
+/// `{}` documents would each cost a tree).
+fn is_yaml(text: &str) -> bool {
+    serde_saphyr::from_multiple_with_options::<serde::de::IgnoredAny>(text, yaml_options()).is_ok()
 }
 
 /// Parses JSON (one value, or an array of objects) or a YAML stream of documents; empty

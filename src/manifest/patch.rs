@@ -12,6 +12,7 @@
 //! whose patched text does not read back as the new value.
 
 use super::documents::in_breaks;
+use super::parse::parse_yaml;
 use super::style::{Layout, Quote, quote_of, scalar};
 use super::tree::{Node, Shape, column, ends_a_line, line_of, tree};
 use granit_parser::{Event, Parser};
@@ -34,7 +35,7 @@ enum Place {
 /// patched. The lines it writes end in `break_` (the document's own line break); every other byte,
 /// line breaks included, is copied.
 pub fn patch(text: &str, old: &Value, new: &Value, break_: &str) -> Option<String> {
-    let root = tree(text)?;
+    let root = tree(text, old)?;
     let mut edits = Vec::new();
     let layout = Layout::of(text, &root, old);
     diff(text, &root, old, new, Place::Root, layout, &mut edits)?;
@@ -133,7 +134,9 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
             if !node.flow
                 && !new_map.is_empty()
                 && entries.iter().all(|(key, key_start, _, _)| {
-                    new_map.contains_key(key) || text[line_of(text, *key_start).0..*key_start].trim().is_empty()
+                    new_map.contains_key(key)
+                        || !old_map.contains_key(key)
+                        || text[line_of(text, *key_start).0..*key_start].trim().is_empty()
                 }) =>
         {
             let key_col = column(text, node.start);
@@ -172,9 +175,68 @@ fn diff(text: &str, node: &Node, old: &Value, new: &Value, place: Place, layout:
                 (Shape::Scalar, Value::String(_)) => Layout { quote: quote_of(text, node), ..layout },
                 _ => layout,
             };
-            edits.push(replacement(text, node, new, place, own));
+            match whole(text, node, old, new)? {
+                Some(merged) => edits.push(replacement(text, node, &merged, place, own)),
+                None => edits.push(replacement(text, node, new, place, own)),
+            }
             Some(())
         }
+    }
+}
+
+/// What replaces `node` when it is written whole and holds values the edit did not read
+/// (`Shape::Skipped`): `new` with those values, read from the node's text (a flow collection is
+/// a document of its own); `Some(None)` when it holds none (or `new` drops them: another type),
+/// `None` when they cannot be read (a block collection is not patched, the caller writes the
+/// document whole).
+fn whole(text: &str, node: &Node, old: &Value, new: &Value) -> Option<Option<Value>> {
+    let same_type = matches!((old, new), (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_)));
+    if !same_type || !holds_skipped(node) {
+        return Some(None);
+    }
+    if !node.flow {
+        return None;
+    }
+    let full = parse_yaml(text.get(node.start..node.end)?, "", None).ok()?.into_iter().next()?;
+    Some(Some(merge(&full, old, new)))
+}
+
+/// Whether a value under `node` was not read.
+fn holds_skipped(node: &Node) -> bool {
+    match &node.shape {
+        Shape::Skipped(_) => true,
+        Shape::Map(entries) => entries.iter().any(|(.., child)| holds_skipped(child)),
+        Shape::Seq(items) => items.iter().any(holds_skipped),
+        Shape::Scalar => false,
+    }
+}
+
+/// The whole value `full` (of which an edit read `old`) with the edit's changes (`old` became
+/// `new`): what `old` does not hold is kept as it is, in its place; what the edit removed is
+/// removed; what it added comes after.
+pub(super) fn merge(full: &Value, old: &Value, new: &Value) -> Value {
+    match (full, old, new) {
+        (Value::Object(full_map), Value::Object(old_map), Value::Object(new_map)) => {
+            let mut out = Map::new();
+            for (key, value) in full_map {
+                match (old_map.get(key), new_map.get(key)) {
+                    (Some(old_value), Some(new_value)) => out.insert(key.clone(), merge(value, old_value, new_value)),
+                    (Some(_), None) => None,
+                    (None, Some(new_value)) => out.insert(key.clone(), new_value.clone()),
+                    (None, None) => out.insert(key.clone(), value.clone()),
+                };
+            }
+            for (key, value) in new_map.iter().filter(|(key, _)| !full_map.contains_key(*key)) {
+                out.insert(key.clone(), value.clone());
+            }
+            Value::Object(out)
+        }
+        (Value::Array(full_items), Value::Array(old_items), Value::Array(new_items))
+            if full_items.len() == old_items.len() && old_items.len() == new_items.len() =>
+        {
+            Value::Array(full_items.iter().zip(old_items).zip(new_items).map(|((f, o), n)| merge(f, o, n)).collect())
+        }
+        _ => new.clone(),
     }
 }
 
@@ -223,6 +285,8 @@ fn diff_entries(
             (Some(old_value), Some(new_value)) => {
                 diff(text, value, old_value, new_value, Place::Value { colon_end, key_col }, layout, edits)?
             }
+            // A value the edit did not read stays as it is.
+            (None, None) => {}
             (_, None) => {
                 let (from, _) = line_of(text, key_end - 1);
                 let (_, to) = line_of(text, value.end.saturating_sub(1).max(colon_end));
@@ -249,12 +313,17 @@ fn add_entries(
     // (after the last entry when none is), so `annotations` added after `name` stands there.
     let mut added: Vec<(usize, String)> = Vec::new();
     let mut after = None;
-    for (k, v) in new_map {
+    let unread = entries.iter().any(|(.., child)| matches!(child.shape, Shape::Skipped(_)));
+    let keys: Vec<&String> = new_map.keys().collect();
+    for (index, (k, v)) in new_map.iter().enumerate() {
         if let Some((_, _, _, kept)) = entries.iter().find(|(key, ..)| key == k) {
             after = Some(kept.end);
             continue;
         }
-        let end = after.or(entries.last().map(|e| e.3.end))?;
+        // A key added after every key the mapping has goes after its last entry, past the values
+        // the edit did not read (in the whole object it comes after them too).
+        let last = unread && !keys[index + 1..].iter().any(|later| entries.iter().any(|(key, ..)| key == *later));
+        let end = if last { entries.last().map(|e| e.3.end) } else { after.or(entries.last().map(|e| e.3.end)) }?;
         let (_, mut next) = line_of(text, end.saturating_sub(1));
         // Where removed lines start, the new key goes after them (the edits never overlap).
         while let Some(&(_, to)) = removed.iter().find(|(from, _)| *from == next) {

@@ -28,7 +28,7 @@ impl Layout {
     /// values use, and the indentation of its first nested mapping and first sequence under a key
     /// (2 and 2 when it has none).
     pub(super) fn of(text: &str, root: &Node, value: &Value) -> Layout {
-        let mut layout = Layout { quote: dominant(&quotes(text, root, value, true)), indent: 0, sequence_indent: usize::MAX };
+        let mut layout = Layout { quote: dominant(quotes(text, root, value, true)), indent: 0, sequence_indent: usize::MAX };
         indents(text, root, &mut layout);
         if layout.indent == 0 {
             layout.indent = 2;
@@ -43,8 +43,8 @@ impl Layout {
     /// mapping a key is added to, the items of a sequence): the nearest style wins.
     pub(super) fn near(self, text: &str, node: &Node, value: &Value) -> Layout {
         let direct = quotes(text, node, value, false);
-        let found = if direct.is_empty() { quotes(text, node, value, true) } else { direct };
-        if found.is_empty() { self } else { Layout { quote: dominant(&found), ..self } }
+        let found = if direct == [0; 3] { quotes(text, node, value, true) } else { direct };
+        if found == [0; 3] { self } else { Layout { quote: dominant(found), ..self } }
     }
 }
 
@@ -57,29 +57,40 @@ pub(super) fn quote_of(text: &str, node: &Node) -> Quote {
     }
 }
 
-/// The quoting of the string values (not keys) directly in `node`, or in all of it when `deep`.
-fn quotes(text: &str, node: &Node, value: &Value, deep: bool) -> Vec<Quote> {
-    let children: Vec<(&Node, &Value)> = match (&node.shape, value) {
-        (Shape::Map(entries), Value::Object(map)) => entries.iter().filter_map(|(k, _, _, n)| Some((n, map.get(k)?))).collect(),
-        (Shape::Seq(items), Value::Array(values)) => items.iter().zip(values).collect(),
-        (Shape::Scalar, Value::String(_)) => return vec![quote_of(text, node)],
-        _ => return Vec::new(),
+/// How many of the string values (not keys) directly in `node`, or in all of it when `deep`, are
+/// plain, single- and double-quoted. A value the edit did not read (`Shape::Skipped`) counts as
+/// it did when every value was read.
+fn quotes(text: &str, node: &Node, value: &Value, deep: bool) -> [usize; 3] {
+    let children: Vec<(&Node, Option<&Value>)> = match (&node.shape, value) {
+        (Shape::Map(entries), Value::Object(map)) => entries.iter().map(|(k, _, _, n)| (n, map.get(k))).collect(),
+        (Shape::Seq(items), Value::Array(values)) => items.iter().zip(values).map(|(n, v)| (n, Some(v))).collect(),
+        (Shape::Scalar, Value::String(_)) => return counted(quote_of(text, node)),
+        _ => return [0; 3],
     };
-    let mut found = Vec::new();
+    let mut found = [0; 3];
     for (child, value) in children {
-        match (&child.shape, value) {
-            (Shape::Scalar, Value::String(_)) => found.push(quote_of(text, child)),
-            (Shape::Map(_) | Shape::Seq(_), _) if deep => found.extend(quotes(text, child, value, true)),
-            _ => {}
-        }
+        let more = match (&child.shape, value) {
+            (Shape::Scalar, Some(Value::String(_))) => counted(quote_of(text, child)),
+            (Shape::Skipped(skipped), _) if skipped.string => counted(quote_of(text, child)),
+            (Shape::Skipped(skipped), _) if deep => skipped.strings,
+            (Shape::Map(_) | Shape::Seq(_), Some(value)) if deep => quotes(text, child, value, true),
+            _ => [0; 3],
+        };
+        (0..3).for_each(|i| found[i] += more[i]);
     }
     found
 }
 
-/// The style most of `quotes` have; plain on a tie or when there are none.
-fn dominant(quotes: &[Quote]) -> Quote {
-    let count = |q: Quote| quotes.iter().filter(|&&found| found == q).count();
-    let (plain, single, double) = (count(Quote::Plain), count(Quote::Single), count(Quote::Double));
+/// One string quoted as `quote`, counted as [`quotes`] counts.
+fn counted(quote: Quote) -> [usize; 3] {
+    let mut one = [0; 3];
+    one[quote as usize] = 1;
+    one
+}
+
+/// The style most strings have (`quotes`' counts); plain on a tie or when there are none.
+fn dominant(quotes: [usize; 3]) -> Quote {
+    let [plain, single, double] = quotes;
     if double > plain.max(single) {
         Quote::Double
     } else if single > plain.max(double) {
@@ -106,12 +117,31 @@ fn indents(text: &str, node: &Node, layout: &mut Layout) {
                             layout.sequence_indent = column(text, dash).saturating_sub(key_col);
                         }
                     }
+                    // What the walk of a value not built noted of it (`tree::Skipped`).
+                    Shape::Skipped(skipped) if !child.flow => {
+                        if let Some(first) = skipped.first_key.filter(|_| layout.indent == 0) {
+                            layout.indent = column(text, first).saturating_sub(key_col);
+                        }
+                        if let Some(dash) =
+                            skipped.first_item.filter(|_| layout.sequence_indent == usize::MAX).and_then(|first| text[..first].rfind('-'))
+                        {
+                            layout.sequence_indent = column(text, dash).saturating_sub(key_col);
+                        }
+                    }
                     _ => {}
                 }
                 indents(text, child, layout);
             }
         }
         Shape::Seq(items) if !node.flow => items.iter().for_each(|item| indents(text, item, layout)),
+        Shape::Skipped(skipped) if !node.flow => {
+            if let Some(indent) = skipped.indent.filter(|_| layout.indent == 0) {
+                layout.indent = indent;
+            }
+            if let Some(indent) = skipped.sequence_indent.filter(|_| layout.sequence_indent == usize::MAX) {
+                layout.sequence_indent = indent;
+            }
+        }
         _ => {}
     }
 }

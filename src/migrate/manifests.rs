@@ -4,7 +4,8 @@
 
 use super::convert::{V2ALPHA1_API_VERSION, to_v2};
 use crate::manifest;
-use crate::model::pool::is_pool_object;
+use crate::model::pool::{POOL_KIND, is_pool_object};
+use crate::model::slim::EDITED;
 use crate::model::{Dialect, Family};
 use serde_json::Value;
 
@@ -58,7 +59,7 @@ fn convert_document(doc: &Value, target: Dialect) -> Result<Option<(Value, usize
 /// file, line and field; nothing is half-converted because the caller writes only on success.
 pub fn convert_text(text: &str, name: &str, target: Dialect) -> Result<Outcome, String> {
     let mut converted = 0;
-    let rewritten = manifest::rewrite(text, name, &mut |doc| {
+    let rewritten = manifest::rewrite_fields(text, name, &[POOL_KIND], EDITED, &mut |doc| {
         Ok(convert_document(doc, target)?.map(|(doc, n)| {
             converted += n;
             doc
@@ -85,13 +86,13 @@ pub fn changed_documents<'a>(before: &str, after: &'a str) -> Vec<ChangedDocumen
     if before == after {
         return Vec::new();
     }
-    let (old, new) = (manifest::documents(before), manifest::documents(after));
-    if old.len() != new.len() {
+    // Counted, then walked side by side: a stream of millions of documents is not held twice.
+    let of = manifest::each_document(after).count();
+    if manifest::each_document(before).count() != of {
         return vec![ChangedDocument { index: 1, of: 1, line: 1, text: after }];
     }
-    let of = new.len();
-    old.iter()
-        .zip(&new)
+    manifest::each_document(before)
+        .zip(manifest::each_document(after))
         .enumerate()
         .filter(|(_, (o, n))| o.text != n.text)
         .map(|(i, (_, n))| ChangedDocument { index: i + 1, of, line: n.line, text: n.text })
@@ -109,12 +110,68 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
     while let Some(rest) = path.strip_prefix("./").or_else(|| path.strip_prefix('/')) {
         path = rest;
     }
-    let diff = similar::TextDiff::from_lines(before, after);
-    let mut out = diff.unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
+    let (old, new, skipped) = window(before, after).unwrap_or((before, after, 0));
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = diff.unified_diff().context_radius(CONTEXT).header(&format!("a/{path}"), &format!("b/{path}")).to_string();
+    if skipped > 0 {
+        out = manifest::yaml_lines(&out).map(|line| shifted(line, skipped)).collect();
+    }
     if !out.ends_with('\n') {
         out.push('\n');
     }
     out
+}
+
+/// Lines of context around a change in a unified diff.
+const CONTEXT: usize = 3;
+
+/// The part of `before` and `after` that holds every changed document, with [`CONTEXT`] lines
+/// of the unchanged text either side, and how many lines come before it: the diff of a large
+/// file is computed on that part only, which gives the same hunks (the diff takes the unchanged
+/// lines around a change as they are). `None` when the files differ in their number of documents.
+fn window<'a>(before: &'a str, after: &'a str) -> Option<(&'a str, &'a str, usize)> {
+    if manifest::each_document(before).count() != manifest::each_document(after).count() {
+        return None;
+    }
+    // Where the first changed document starts (the text before it is the same in both), where
+    // the last one ends in each, and the starts of the last lines before the first.
+    let (mut first, mut ends, mut offsets) = (None, (0, 0), (0, 0));
+    let (mut lines, mut recent) = (0, std::collections::VecDeque::with_capacity(CONTEXT + 1));
+    for (old, new) in manifest::each_document(before).zip(manifest::each_document(after)) {
+        if old.text != new.text {
+            first.get_or_insert(offsets.0);
+            ends = (offsets.0 + old.text.len(), offsets.1 + new.text.len());
+        } else if first.is_none() {
+            let mut at = offsets.0;
+            for line in manifest::yaml_lines(old.text) {
+                recent.push_back(at);
+                if recent.len() > CONTEXT {
+                    recent.pop_front();
+                }
+                (at, lines) = (at + line.len(), lines + 1);
+            }
+        }
+        offsets = (offsets.0 + old.text.len(), offsets.1 + new.text.len());
+    }
+    let start = recent.front().copied().unwrap_or(first?);
+    let after_lines = |text: &str| manifest::yaml_lines(text).take(CONTEXT).map(str::len).sum::<usize>();
+    let (old_end, new_end) = (ends.0 + after_lines(&before[ends.0..]), ends.1 + after_lines(&after[ends.1..]));
+    Some((&before[start..old_end], &after[start..new_end], lines - recent.len()))
+}
+
+/// A hunk header of a diff of a window that starts `skipped` lines into the files, numbered as
+/// in the files; any other line as it is.
+fn shifted(line: &str, skipped: usize) -> String {
+    let Some(ranges) = line.strip_prefix("@@ -").and_then(|rest| rest.split_once(" @@")) else { return line.to_string() };
+    let Some((old, new)) = ranges.0.split_once(" +") else { return line.to_string() };
+    let shift = |range: &str| match range.split_once(',') {
+        Some((start, len)) => start.parse::<usize>().map(|s| format!("{},{len}", s + skipped)).ok(),
+        None => range.parse::<usize>().map(|s| (s + skipped).to_string()).ok(),
+    };
+    match (shift(old), shift(new)) {
+        (Some(old), Some(new)) => format!("@@ -{old} +{new} @@{}", ranges.1),
+        _ => line.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -149,6 +206,25 @@ mod tests {
             convert_text(&out.text, "s.yaml", Dialect::UpstreamV2).unwrap(),
             Outcome { text: out.text.clone(), converted: 0, uncommented: vec![] }
         );
+    }
+
+    #[test]
+    fn a_diff_of_the_changed_documents_is_the_diff_of_the_files() {
+        let whole = |before: &str, after: &str| {
+            let diff = similar::TextDiff::from_lines(before, after);
+            diff.unified_diff().context_radius(CONTEXT).header("a/f", "b/f").to_string()
+        };
+        let filler = "---\n{}\n".repeat(10);
+        let cases = [
+            (format!("{filler}a: 1\nb: 2\n{filler}"), format!("{filler}a: 1\nb: 3\n{filler}")),
+            (format!("a: 1\n{filler}c: 1\n"), format!("a: 2\n{filler}c: 2\n")),
+            (format!("{filler}---\nx: 1"), format!("{filler}---\nx: 2")),
+            (format!("a: 1\r{filler}"), format!("a: 1\rb: 2\r{filler}")),
+        ];
+        for (before, after) in cases {
+            assert!(window(&before, &after).is_some_and(|(_, _, skipped)| skipped > 0 || before.starts_with('a')), "{before:?}");
+            assert_eq!(unified_diff("f", &before, &after), whole(&before, &after), "{before:?}");
+        }
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub enum Keep {
     All,
     /// Only these keys of a map, each kept as said; other keys are skipped.
     Fields(&'static [(&'static str, Keep)]),
+    /// Each element of a sequence, kept as said.
+    Each(&'static Keep),
 }
 
 /// What [`super::workload::Pod::decode`] reads, and the resourceVersion `usage --watch` resumes
@@ -57,23 +59,32 @@ pub const ENDPOINT_FIELDS: Keep = Keep::Fields(&[
 /// What a pool's decoder reads of `spec.ipv4` and `spec.ipv6` (`Pool::decode`).
 const POOL_FAMILY: Keep = Keep::Fields(&[("maskSize", Keep::All), ("cidrs", Keep::All), ("pool", Keep::All)]);
 
+/// What is read of a pool's `metadata` and `spec` by `Pool::decode` (and the uid duplicate pools
+/// are told apart by).
+const POOL_METADATA: Keep = Keep::Fields(&[("name", Keep::All), ("uid", Keep::All), ("annotations", Keep::All)]);
+const POOL_SPEC: Keep = Keep::Fields(&[
+    ("ipv4", POOL_FAMILY),
+    ("ipv6", POOL_FAMILY),
+    ("allowFirstIP", Keep::All),
+    ("allowLastIP", Keep::All),
+    ("podSelector", Keep::All),
+    ("namespaceSelector", Keep::All),
+]);
+
 /// What is read of a pool by `Pool::decode` (and the uid duplicate pools are told apart by),
 /// for commands that only read: a command that writes a pool back keeps it whole.
-pub const POOL_FIELDS: Keep = Keep::Fields(&[
+pub const POOL_FIELDS: Keep =
+    Keep::Fields(&[("apiVersion", Keep::All), ("kind", Keep::All), ("metadata", POOL_METADATA), ("spec", POOL_SPEC)]);
+
+/// What an edit of a manifest (`reserve-range -f --in-place`, `migrate -f`) reads of a document
+/// holding a pool: [`POOL_FIELDS`] of the document and of the items of a list (what the edits
+/// change is among them). The rest is copied as text (`manifest::rewrite_fields`).
+pub static EDITED: Keep = Keep::Fields(&[
     ("apiVersion", Keep::All),
     ("kind", Keep::All),
-    ("metadata", Keep::Fields(&[("name", Keep::All), ("uid", Keep::All), ("annotations", Keep::All)])),
-    (
-        "spec",
-        Keep::Fields(&[
-            ("ipv4", POOL_FAMILY),
-            ("ipv6", POOL_FAMILY),
-            ("allowFirstIP", Keep::All),
-            ("allowLastIP", Keep::All),
-            ("podSelector", Keep::All),
-            ("namespaceSelector", Keep::All),
-        ]),
-    ),
+    ("metadata", POOL_METADATA),
+    ("spec", POOL_SPEC),
+    ("items", Keep::Each(&EDITED)),
 ]);
 
 /// What is kept of objects of `kind`, when it is one that comes in bulk.
@@ -287,6 +298,7 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
                     map.next_value_seed(items)?.unwrap_or_default()
                 }
                 (_, None) | (_, Some(Keep::All)) => map.next_value_seed(StrictSeed)?,
+                (_, Some(keep @ Keep::Each(_))) => map.next_value_seed(keep)?,
                 (_, Some(Keep::Fields(fields))) => match fields.iter().find(|(name, _)| *name == key) {
                     Some((_, keep)) => map.next_value_seed(*keep)?,
                     None => {
@@ -326,7 +338,7 @@ impl<'de> DeserializeSeed<'de> for Keep {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         match self {
             Keep::All => StrictSeed.deserialize(deserializer),
-            Keep::Fields(_) => deserializer.deserialize_any(self),
+            Keep::Fields(_) | Keep::Each(_) => deserializer.deserialize_any(self),
         }
     }
 }
@@ -342,14 +354,23 @@ impl<'de> Visitor<'de> for Keep {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(StrictSeed)? {
-            items.push(item);
+        match self {
+            Keep::Each(keep) => {
+                while let Some(item) = seq.next_element_seed(*keep)? {
+                    items.push(item);
+                }
+            }
+            _ => {
+                while let Some(item) = seq.next_element_seed(StrictSeed)? {
+                    items.push(item);
+                }
+            }
         }
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Keep::Fields(fields) = self else { unreachable!("Keep::All deserializes a whole Value") };
+        let Keep::Fields(fields) = self else { return StrictSeed.visit_map(map) };
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match fields.iter().find(|(name, _)| *name == key) {

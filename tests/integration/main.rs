@@ -11,6 +11,7 @@ mod architecture;
 mod cilium_oracle;
 mod cli_bombs;
 mod cli_contract;
+mod cli_edit_bombs;
 mod cli_errors;
 mod cli_exec;
 mod cli_flags;

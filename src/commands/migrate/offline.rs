@@ -8,7 +8,7 @@ use crate::error::input;
 use crate::escape::{Field, field};
 use crate::files::fingerprint::Fingerprint;
 use crate::files::inputs::LoadedFile;
-use crate::files::{Limits, atomic, read as files};
+use crate::files::{Limits, Pools, atomic, read as files};
 use crate::migrate::manifests::{self, changed_documents, unified_diff};
 use crate::model::Dialect;
 use crate::model::pool::pool_objects;
@@ -64,10 +64,8 @@ pub fn run(args: &MigrateArgs, paths: &[String], limits: Limits, ctx: &Context) 
 /// written: a later invalid document must not leave a half-converted set (exit 2).
 fn convert_all(paths: &[String], limits: Limits, target: Dialect, in_place: bool) -> Result<Vec<ConvertedFile>> {
     let texts = files::read(paths, limits)?;
-    let parsed = texts
-        .iter()
-        .map(|f| Ok(LoadedFile::whole(f.name.clone(), crate::manifest::parse(&f.text, &f.name)?)))
-        .collect::<Result<Vec<_>>>()?;
+    // Only the pools are checked: what is only counted is not built.
+    let parsed = texts.iter().map(|f| files::parsed(f, Pools::Read, limits)).collect::<Result<Vec<LoadedFile>>>()?;
     if in_place {
         files::refuse_duplicates(&parsed)?;
     } else {

@@ -43,8 +43,10 @@ pub async fn run(args: ReserveArgs, ctx: &Context) -> Result<i32> {
     let (snapshot, cluster) = match &ctx.input {
         Input::Files { paths, limits } => {
             files::read::refuse_archives(paths)?;
-            // The plan edits the pool object: every field of it is kept.
-            (files::snapshot(paths, ctx.namespace.as_deref(), ctx.verbose, files::Pools::Whole, *limits)?, None)
+            // Printed, the edited pool is written whole: every field of it is kept. Edited in
+            // place, only the fields the plan reads and changes are (the rest stays text).
+            let pools = if args.in_place { files::Pools::Read } else { files::Pools::Whole };
+            (files::snapshot(paths, ctx.namespace.as_deref(), ctx.verbose, pools, *limits)?, None)
         }
         Input::Cluster(options) => {
             let cluster = Cluster::connect(options, ctx.namespace.as_deref()).await?;

@@ -7,7 +7,7 @@ use crate::commands::context::{Context, emit};
 use crate::error::{self, input};
 use crate::files::{self, atomic};
 use crate::manifest;
-use crate::model::{CrdInfo, Dialect, Pool, Snapshot, pool};
+use crate::model::{CrdInfo, Dialect, Pool, Snapshot, edit, pool, slim};
 use crate::render::Format;
 use crate::render::reserve::{self as view, Outcome};
 use crate::stderr;
@@ -61,7 +61,10 @@ pub(super) fn offline_edit(
     }
     let path = locate(paths, limits, &is_pool)?;
     let read = read_unchanged(&path, limits, &pool.raw, &is_pool)?;
-    let rewritten = manifest::splice_rewritten(&read.text, &path, &is_pool, &prepared.edited)?
+    // The plan's edit applied to the pool as it stands in the file (the one analysed), reading
+    // of it what the plan read: its other fields and the other documents stay text.
+    let mut change = |pool: &mut Value| edit::apply(pool, dialect, &prepared.plan.edit).map_err(|e| e.to_string());
+    let rewritten = manifest::change_object(&read.text, &path, (pool::POOL_KIND, slim::EDITED), &is_pool, &mut change)?
         .ok_or_else(|| input(format!("{path}: cannot find the document of pool {} to edit", request.pool)))?;
     if let Some(note) = manifest::uncommented_note(&path, &rewritten.uncommented) {
         warn_line!("{note}");
@@ -93,7 +96,8 @@ pub(super) fn offline_edit(
 /// guided flow ago): else the edit would write back the pool as it was then.
 fn read_unchanged(path: &str, limits: files::Limits, raw: &Value, is_pool: &dyn Fn(&Value) -> bool) -> Result<files::read::TextFile> {
     let file = files::read::read(&[path.to_string()], limits)?.remove(0);
-    let documents = manifest::parse(&file.text, path)?;
+    // Read as the snapshot was (`Pools::Read`), so that the pool compares equal when unchanged.
+    let documents = files::read::parsed(&file, files::Pools::Read, limits)?.documents;
     let now = documents.iter().flat_map(pool::pool_objects).find(|v| is_pool(v));
     if now != Some(raw) {
         return Err(error::condition(format!("{path} changed since it was read: run again")));
@@ -104,7 +108,7 @@ fn read_unchanged(path: &str, limits: files::Limits, raw: &Value, is_pool: &dyn 
 /// The file (not stdin) holding the pool document.
 fn locate(paths: &[String], limits: files::Limits, is_pool: &dyn Fn(&Value) -> bool) -> Result<String> {
     let holds = |v: &Value| pool::pool_objects(v).into_iter().any(is_pool);
-    let loaded = files::read::load(paths, limits)?;
+    let loaded = files::read::load_pools(paths, files::Pools::Read, limits)?;
     files::read::refuse_duplicates(&loaded)?;
     let file = loaded.into_iter().find(|f| f.documents.iter().any(holds)).map(|f| f.name);
     match file {
