@@ -7,7 +7,7 @@ use crate::support;
 
 use ciliumpool::cluster::limits::MAX_RESPONSE_BYTES;
 use std::time::{Duration, Instant};
-use support::faults::{Fault, FaultProxy, PROXY_TOKEN};
+use support::faults::{Fault, FaultProxy, PROXY_TOKEN, two_contexts};
 use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
 
 /// Far beyond every deadline these tests run under (5 s, the default 30 s).
@@ -305,17 +305,6 @@ impl Served {
             status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).expect("VmHWM");
         kib << 10
     }
-}
-
-/// A kubeconfig with context `healthy` (the test cluster's own) and `faulty` (the proxy).
-fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Path) {
-    let own: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&cluster.kubeconfig).unwrap()).expect("kubeconfig");
-    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "current-context": "healthy",
-        "clusters": [{"name": "healthy", "cluster": own["clusters"][0]["cluster"]}, {"name": "faulty", "cluster": {"server": proxy.url}}],
-        "users": [{"name": "healthy", "user": own["users"][0]["user"]}, {"name": "faulty", "user": {"token": PROXY_TOKEN}}],
-        "contexts": [{"name": "healthy", "context": {"cluster": "healthy", "user": "healthy"}},
-                     {"name": "faulty", "context": {"cluster": "faulty", "user": "faulty"}}]});
-    std::fs::write(path, config.to_string()).unwrap();
 }
 
 /// A streaming list (`--streaming-lists`) that outlasts the short timeout of the watches that

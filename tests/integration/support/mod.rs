@@ -20,6 +20,7 @@ pub mod cli;
 pub mod faults;
 pub mod hostile;
 pub mod prometheus;
+pub mod tables;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
