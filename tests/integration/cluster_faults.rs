@@ -461,6 +461,27 @@ fn serve_staleness_grows_while_a_watch_is_silent() {
     assert!(seen.iter().any(|s| *s >= 2.0), "the staleness rose while the watch was silent: {seen:?}");
 }
 
+/// Issue 53: a `410 Gone` after every relisting logs its failures while the backoff grows, then
+/// says it goes quiet and is quiet (it logged a failure and a recovery per retry).
+#[test]
+fn serve_goes_quiet_on_a_recurring_gone() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let (_serve, stderr) = Served::start_logged(&proxy.kubeconfig, &["--request-timeout", "5s"]);
+    stderr.read_until(Duration::from_secs(90), "serving", |line| line.contains("serving"));
+    proxy.set_watch_fault(Some(("pods", WatchFault::Gone)));
+    let quiet = stderr.read_until(Duration::from_secs(60), "the quiet line", |line| line.contains("from now on quietly"));
+    let after = stderr.read_for(Duration::from_secs(25));
+    eprintln!("until quiet: {quiet:#?}\nafter: {after:#?}");
+    let (gone_requests, _) = proxy.requests("pods");
+    let failures = after.iter().filter(|l| l.contains("the watch of pods failed")).count();
+    let recoveries = after.iter().filter(|l| l.contains("the watch of pods follows the cluster again")).count();
+    assert!(gone_requests >= 4, "the watch kept failing: {gone_requests} watches");
+    assert_eq!((failures, recoveries), (0, 0), "quiet after saying so: {after:#?}");
+}
+
 #[test]
 fn serve_lets_a_flooded_store_go_at_its_memory_budget() {
     use support::faults::WatchFault;

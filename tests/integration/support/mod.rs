@@ -602,6 +602,16 @@ impl LineReader {
         LineReader { lines }
     }
 
+    /// Every line read within `duration`.
+    pub fn read_for(&self, duration: Duration) -> Vec<String> {
+        let deadline = Instant::now() + duration;
+        let mut seen = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            seen.push(line);
+        }
+        seen
+    }
+
     /// Reads until a line satisfies `found`; returns everything read. Panics after `timeout`.
     pub fn read_until(&self, timeout: Duration, what: &str, found: impl Fn(&str) -> bool) -> Vec<String> {
         let deadline = Instant::now() + timeout;
