@@ -3,7 +3,7 @@
 //! snapshot from memory instead of re-listing a large cluster every second. Pods and CiliumEndpoints
 //! are kept decoded, read from only the fields the snapshot uses (docs/performance.md).
 
-use super::backoff::backoff;
+use super::backoff::{FailureLine, FailureLog};
 use super::decoded::{Decoded, NAMES, Workload};
 use super::list::FromListed;
 use super::list::{Listed, typed_value};
@@ -119,10 +119,16 @@ pub struct SourceHealth {
 }
 
 impl SourceHealth {
-    /// Seconds since the store was last known to be current, while the source is failing; 0
-    /// while it is healthy (a healthy watch proves itself at least every [`STALL_AFTER`]).
+    /// How long since the store was last known to be current: it grows from the last proof while
+    /// a watch is silent (a healthy one proves itself at least every [`STALL_AFTER`]).
     pub fn staleness(&self, now: Instant) -> Duration {
-        self.failing_since.map_or(Duration::ZERO, |_| now.saturating_duration_since(self.proof))
+        now.saturating_duration_since(self.proof)
+    }
+
+    /// [`SourceHealth::staleness`] while the source is failing, else zero: what makes it stale
+    /// (a quiet watch is not stale before it is found stalled).
+    pub fn failing_staleness(&self, now: Instant) -> Duration {
+        self.failing_since.map_or(Duration::ZERO, |_| self.staleness(now))
     }
 }
 
@@ -135,6 +141,8 @@ pub struct Watch {
     /// Per source, in signal index order.
     health: Vec<SourceHealth>,
     log_every_step: bool,
+    /// Per source: what of its failures is logged (`log_every_step`).
+    logs: Vec<FailureLog>,
 }
 
 /// Starts one watch into kube's reflector store.
@@ -205,7 +213,8 @@ impl Watch {
         let nodes = start(cluster, layout.nodes.clone(), rules, &mut signals, &mut health);
         let pods = layout.readable_pods().map(|_| start_slim::<Pod>(cluster, rules, &mut signals, &mut health));
         let endpoints = layout.readable_endpoints().map(|_| start_slim::<Endpoint>(cluster, rules, &mut signals, &mut health));
-        Watch { pools, nodes, pods, endpoints, signals, health, log_every_step: options.log_every_step }
+        let logs = vec![FailureLog::default(); health.len()];
+        Watch { pools, nodes, pods, endpoints, signals, health, log_every_step: options.log_every_step, logs }
     }
 
     /// Waits until something changed and every source has been listed once. Watch failures are
@@ -263,10 +272,13 @@ impl Watch {
                 let cluster_was_failing = self.failing();
                 let health = &mut self.health[source];
                 if self.log_every_step {
-                    // One line when it starts failing and one per backoff step, not per request:
-                    // the waits double up to their bound, then it stays quiet until it recovers.
-                    if health.failing_since.is_none() || step == 1 || backoff(step) > backoff(step - 1) {
-                        let then = if backoff(step + 1) > backoff(step) { "" } else { "; from now on quietly, until it recovers" };
+                    // One line per backoff step, not per request (`FailureLog`).
+                    let then = match self.logs[source].failed(step, now) {
+                        FailureLine::None => None,
+                        FailureLine::Line => Some(""),
+                        FailureLine::LastLine => Some("; from now on quietly, until it recovers"),
+                    };
+                    if let Some(then) = then {
                         warn_line!(
                             "warning: the watch of {} failed: {failure}; retrying in {:.1}s (failure {step} in a row{then})",
                             health.resource,
@@ -298,13 +310,15 @@ impl Watch {
     fn proved(&mut self, source: usize, now: Instant) {
         let health = &mut self.health[source];
         health.proof = now;
-        if health.failing_since.take().is_none() {
-            return;
+        let was_failing = health.failing_since.take().is_some();
+        if was_failing {
+            health.reason = None;
         }
-        health.reason = None;
         if self.log_every_step {
-            warn_line!("note: the watch of {} follows the cluster again", health.resource);
-        } else if !self.failing() {
+            if self.logs[source].proved(was_failing, now) {
+                warn_line!("note: the watch of {} follows the cluster again", health.resource);
+            }
+        } else if was_failing && !self.failing() {
             warn_line!("note: the watch follows the cluster again");
         }
     }
@@ -348,8 +362,9 @@ mod tests {
             restarts: 0,
             streaming: false,
         };
-        assert_eq!(health.staleness(now), Duration::ZERO, "a healthy watch is current");
+        assert_eq!(health.staleness(now), Duration::from_secs(50), "a quiet watch: from its last proof");
+        assert_eq!(health.failing_staleness(now), Duration::ZERO, "but not stale before it fails");
         health.failing_since = Some(now - Duration::from_secs(5));
-        assert_eq!(health.staleness(now), Duration::from_secs(50), "from the last proof, not from the failure");
+        assert_eq!(health.failing_staleness(now), Duration::from_secs(50), "from the last proof, not from the failure");
     }
 }

@@ -7,9 +7,14 @@
 use super::ip::{Addr, AddrRange, Family, Prefix, range_text};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 pub const MIGRATED_ANNOTATION: &str = "cilium.io/migrated-to-v2";
+
+/// The most entries a pool family's `cidrs` (or upstream `pool`) list may have: etcd's 1.5 MiB
+/// object limit holds at most about 131,000 of the shortest CIDRs, so no stored pool has more. A
+/// longer list makes the family an issue (`invalid-pool`), not analysed (docs/reliability.md).
+pub const MAX_POOL_CIDRS: usize = 131_072;
 pub const POOL_KIND: &str = "CiliumPodIPPool";
 
 /// Whether `obj` is a CiliumPodIPPool: the one reading of "which documents are pools" that
@@ -216,7 +221,7 @@ impl Pool {
 fn decode_family(family: Family, fam: &Value, issues: &mut Vec<String>) -> (PoolFamily, bool) {
     let mask_size = decode_mask_size(family, fam, issues);
     let (mut cidrs, object_cidrs) = decode_cidrs(family, fam, issues);
-    let unmatched_pool_entries = decode_pool_entries(fam, &mut cidrs);
+    let unmatched_pool_entries = decode_pool_entries(family, fam, &mut cidrs, issues);
     let decoded = PoolFamily { family, mask_size, cidrs, unmatched_pool_entries };
     (decoded, object_cidrs)
 }
@@ -246,6 +251,9 @@ fn decode_cidrs(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Vec<P
     let mut object_cidrs = false;
     let mut cidrs = Vec::new();
     match fam.get("cidrs") {
+        Some(Value::Array(items)) if items.len() > MAX_POOL_CIDRS => {
+            issues.push(format!("spec.{field}.cidrs holds more than {MAX_POOL_CIDRS} CIDRs, more than a stored pool can: not analysed"));
+        }
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
                 let (original, reserved) = match item {
@@ -282,9 +290,19 @@ fn decode_cidrs(family: Family, fam: &Value, issues: &mut Vec<String>) -> (Vec<P
 
 /// Upstream `pool[]` entries: their reserved ranges join the `cidrs` entry they name; those that
 /// name none are returned.
-fn decode_pool_entries(fam: &Value, cidrs: &mut [PoolCidr]) -> Vec<(String, Vec<ReservedRange>)> {
+fn decode_pool_entries(family: Family, fam: &Value, cidrs: &mut [PoolCidr], issues: &mut Vec<String>) -> Vec<(String, Vec<ReservedRange>)> {
     let mut unmatched_pool_entries = Vec::new();
-    if let Some(entries) = fam.get("pool").and_then(Value::as_array) {
+    let entries = fam.get("pool").and_then(Value::as_array);
+    if entries.is_some_and(|entries| entries.len() > MAX_POOL_CIDRS) {
+        issues.push(format!(
+            "spec.{}.pool holds more than {MAX_POOL_CIDRS} entries, more than a stored pool can: not analysed",
+            family.name()
+        ));
+        return unmatched_pool_entries;
+    }
+    // The first `cidrs` entry of each spelling (inserted last), found by a lookup, not a scan.
+    let at: HashMap<String, usize> = cidrs.iter().enumerate().rev().map(|(i, c)| (c.original.clone(), i)).collect();
+    if let Some(entries) = entries {
         for entry in entries {
             let cidr = entry.get("cidr").and_then(Value::as_str).unwrap_or_default().to_string();
             let ranges: Vec<ReservedRange> = entry
@@ -299,8 +317,8 @@ fn decode_pool_entries(fam: &Value, cidrs: &mut [PoolCidr]) -> Vec<(String, Vec<
                         .collect()
                 })
                 .unwrap_or_default();
-            match cidrs.iter_mut().find(|c| c.original == cidr) {
-                Some(c) => c.reserved.extend(ranges),
+            match at.get(&cidr) {
+                Some(&i) => cidrs[i].reserved.extend(ranges),
                 None => unmatched_pool_entries.push((cidr, ranges)),
             }
         }
@@ -370,5 +388,20 @@ mod tests {
         assert_eq!(p.families[0].mask_size, None);
         assert_eq!(p.families[0].cidrs.len(), 2);
         assert!(p.families[0].cidrs.iter().all(|c| c.prefix.is_none()));
+    }
+
+    #[test]
+    fn a_cidr_list_past_the_cap_is_an_issue_not_analysed() {
+        let cidrs: Vec<String> = (0..=MAX_POOL_CIDRS as u32).map(|i| format!("10.{}.{}.0/24", i >> 8 & 255, i & 255)).collect();
+        let pool = |list: &[String]| {
+            json!({"apiVersion": "cilium.io/v2", "kind": "CiliumPodIPPool", "metadata": {"name": "huge"},
+            "spec": {"ipv4": {"cidrs": list, "maskSize": 24, "pool": [{"cidr": "10.0.1.0/24", "reservedRanges": [{"start": "10.0.1.1", "end": "10.0.1.2"}]}]}}})
+        };
+        let at_cap = Pool::decode(&pool(&cidrs[..MAX_POOL_CIDRS]), None);
+        assert_eq!(at_cap.families[0].cidrs.len(), MAX_POOL_CIDRS, "the cap itself is analysed");
+        assert_eq!(at_cap.families[0].cidrs[1].reserved.len(), 1, "a pool entry joins its CIDR");
+        let over = Pool::decode(&pool(&cidrs), None);
+        assert!(over.families[0].cidrs.is_empty());
+        assert!(over.issues.iter().any(|i| i.contains("spec.ipv4.cidrs holds more than 131072 CIDRs")), "{:?}", over.issues);
     }
 }

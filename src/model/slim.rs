@@ -13,6 +13,7 @@
 //! and then decoded — correct, only slower.
 
 pub use super::item_budget::{ItemBudget, Over};
+use super::pool::MAX_POOL_CIDRS;
 use super::workload::{Endpoint, POOL_ANNOTATION, Pod, Workloads};
 use crate::json::{StrictSeed, duplicate_key, insert_unique};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -28,6 +29,9 @@ pub enum Keep {
     Fields(&'static [(&'static str, Keep)]),
     /// Each element of a sequence, kept as said.
     Each(&'static Keep),
+    /// Of an array, only its first elements (whole); the rest are skipped unbuilt. Any other
+    /// value whole.
+    Prefix(usize),
 }
 
 /// What [`super::workload::Pod::decode`] reads, and the resourceVersion `usage --watch` resumes
@@ -56,8 +60,10 @@ pub const ENDPOINT_FIELDS: Keep = Keep::Fields(&[
     ("status", Keep::Fields(&[("networking", Keep::Fields(&[("addressing", Keep::All)]))])),
 ]);
 
-/// What a pool's decoder reads of `spec.ipv4` and `spec.ipv6` (`Pool::decode`).
-const POOL_FAMILY: Keep = Keep::Fields(&[("maskSize", Keep::All), ("cidrs", Keep::All), ("pool", Keep::All)]);
+/// What a pool's decoder reads of `spec.ipv4` and `spec.ipv6` (`Pool::decode`): of its lists, one
+/// entry past the cap it refuses them at (a pool of 3.1 M CIDRs cost 1,078 MiB, issue 53).
+const POOL_FAMILY: Keep =
+    Keep::Fields(&[("maskSize", Keep::All), ("cidrs", Keep::Prefix(MAX_POOL_CIDRS + 1)), ("pool", Keep::Prefix(MAX_POOL_CIDRS + 1))]);
 
 /// What is read of a pool's `metadata` and `spec` by `Pool::decode` (and the uid duplicate pools
 /// are told apart by).
@@ -298,7 +304,7 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
                     map.next_value_seed(items)?.unwrap_or_default()
                 }
                 (_, None) | (_, Some(Keep::All)) => map.next_value_seed(StrictSeed)?,
-                (_, Some(keep @ Keep::Each(_))) => map.next_value_seed(keep)?,
+                (_, Some(keep @ (Keep::Each(_) | Keep::Prefix(_)))) => map.next_value_seed(keep)?,
                 (_, Some(Keep::Fields(fields))) => match fields.iter().find(|(name, _)| *name == key) {
                     Some((_, keep)) => map.next_value_seed(*keep)?,
                     None => {
@@ -338,7 +344,7 @@ impl<'de> DeserializeSeed<'de> for Keep {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         match self {
             Keep::All => StrictSeed.deserialize(deserializer),
-            Keep::Fields(_) | Keep::Each(_) => deserializer.deserialize_any(self),
+            Keep::Fields(_) | Keep::Each(_) | Keep::Prefix(_) => deserializer.deserialize_any(self),
         }
     }
 }
@@ -353,6 +359,7 @@ impl<'de> Visitor<'de> for Keep {
     scalar_visits!(Value, std::convert::identity);
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let kept = if let Keep::Prefix(kept) = self { kept } else { usize::MAX };
         let mut items = Vec::new();
         match self {
             Keep::Each(keep) => {
@@ -361,11 +368,13 @@ impl<'de> Visitor<'de> for Keep {
                 }
             }
             _ => {
-                while let Some(item) = seq.next_element_seed(StrictSeed)? {
+                while items.len() < kept {
+                    let Some(item) = seq.next_element_seed(StrictSeed)? else { break };
                     items.push(item);
                 }
             }
         }
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Value::Array(items))
     }
 

@@ -405,3 +405,30 @@ fn a_pool_field_nobody_reads_is_skipped_not_built() {
     assert_eq!(doc["pools"][0]["families"][0]["cidrs"][0]["cidr"], "10.40.0.0/16", "{doc}");
     assert_eq!(doc["pools"][0]["families"][0]["maskSize"], 24, "{doc}");
 }
+
+/// Issue 53: a pool of 3.1 million CIDRs cost 1,078 MiB (no cap on a pool's CIDR list). Its list
+/// is read to the cap and the pool is reported (`invalid-pool`); the other pool is analysed.
+#[test]
+fn a_pool_of_millions_of_cidrs_is_reported_not_analysed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path(), "pools.json", |out| {
+        out.write_all(br#"[{"apiVersion":"cilium.io/v2","kind":"CiliumPodIPPool","metadata":{"name":"huge"},"spec":{"ipv4":{"maskSize":24,"cidrs":["10.0.0.0/32""#)
+            .unwrap();
+        for i in 1..3_100_000u32 {
+            let [_, b, c, d] = i.to_be_bytes();
+            write!(out, r#","10.{b}.{c}.{d}/32""#).unwrap();
+        }
+        out.write_all(b"]}}},\n").unwrap();
+        out.write_all(br#"{"apiVersion":"cilium.io/v2","kind":"CiliumPodIPPool","metadata":{"name":"blue"},"spec":{"ipv4":{"cidrs":["10.40.0.0/16"],"maskSize":24}}}]"#)
+            .unwrap();
+    });
+    let args = ["check", "-o", "json", "-f", path.to_str().unwrap()];
+    let started = std::time::Instant::now();
+    let (code, stderr, rss) = measured(&args);
+    eprintln!("a pool of 3.1 million CIDRs: exit {code}, peak RSS {} MiB, {:.1} s", rss >> 10, started.elapsed().as_secs_f64());
+    assert_eq!(code, 1, "a problem found: {stderr}");
+    assert!(rss < CEILING_KIB, "peak RSS {} MiB", rss >> 10);
+    let out = plugin_process().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("spec.ipv4.cidrs holds more than 131072 CIDRs"), "{text}");
+}

@@ -7,7 +7,7 @@ use crate::support;
 
 use ciliumpool::cluster::limits::MAX_RESPONSE_BYTES;
 use std::time::{Duration, Instant};
-use support::faults::{Fault, FaultProxy, PROXY_TOKEN};
+use support::faults::{Fault, FaultProxy, PROXY_TOKEN, two_contexts};
 use support::{BLUE_POOL, Dialect, TestCluster, cilium_node, pod};
 
 /// Far beyond every deadline these tests run under (5 s, the default 30 s).
@@ -273,9 +273,10 @@ impl Served {
         self.sample("ciliumpool_exporter_ready", cluster, "") == Some(1.0)
     }
 
-    /// Ready, and every watch proved current (staleness 0).
+    /// Ready, and every watch proved current within the last 5 s (its `--request-timeout` makes
+    /// each healthy watch end, a proof, every 4 s).
     fn fresh(&mut self, cluster: &str) -> bool {
-        self.ready(cluster) && self.sample("ciliumpool_exporter_staleness_seconds", cluster, "") == Some(0.0)
+        self.ready(cluster) && self.sample("ciliumpool_exporter_staleness_seconds", cluster, "").is_some_and(|s| s <= 5.0)
     }
 
     /// Waits until `cluster` is fresh; the time it took. Panics past `within`.
@@ -305,17 +306,6 @@ impl Served {
             status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).expect("VmHWM");
         kib << 10
     }
-}
-
-/// A kubeconfig with context `healthy` (the test cluster's own) and `faulty` (the proxy).
-fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Path) {
-    let own: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&cluster.kubeconfig).unwrap()).expect("kubeconfig");
-    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "current-context": "healthy",
-        "clusters": [{"name": "healthy", "cluster": own["clusters"][0]["cluster"]}, {"name": "faulty", "cluster": {"server": proxy.url}}],
-        "users": [{"name": "healthy", "user": own["users"][0]["user"]}, {"name": "faulty", "user": {"token": PROXY_TOKEN}}],
-        "contexts": [{"name": "healthy", "context": {"cluster": "healthy", "user": "healthy"}},
-                     {"name": "faulty", "context": {"cluster": "faulty", "user": "faulty"}}]});
-    std::fs::write(path, config.to_string()).unwrap();
 }
 
 /// A streaming list (`--streaming-lists`) that outlasts the short timeout of the watches that
@@ -437,6 +427,59 @@ fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
     let peak = serve.peak_memory();
     eprintln!("serve's peak resident memory: {} MiB", peak >> 20);
     assert!(peak <= SERVE_MEMORY, "serve reached {} MiB", peak >> 20);
+}
+
+/// Issue 53: the staleness grows from the last proof of freshness while a watch is silent; it
+/// read 0 until the silence was taken for a stall, then jumped (to 32 s at the default timeouts).
+#[test]
+fn serve_staleness_grows_while_a_watch_is_silent() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let kubeconfig = dir.path().join("two-contexts");
+    two_contexts(&cluster, &proxy, &kubeconfig);
+    // Two contexts: the series of each have a `cluster` label.
+    let mut serve = Served::start(&kubeconfig);
+    serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
+    proxy.set_watch_fault(Some(("pods", WatchFault::Silent)));
+    let restarts = |serve: &mut Served| serve.sample("ciliumpool_exporter_watch_restarts_total", "faulty", ",resource=\"pods\"");
+    let before = restarts(&mut serve);
+    // Until the silent watch is taken for a stall (4 s asked + 5 s), no failure is counted; the
+    // staleness must rise meanwhile. Past that it rises anyway, so only samples before count.
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < Duration::from_secs(30) {
+        let staleness = serve.sample("ciliumpool_exporter_staleness_seconds", "faulty", "").expect("the staleness");
+        if restarts(&mut serve) != before {
+            break;
+        }
+        seen.push(staleness);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("staleness before the stall was found: {seen:?}");
+    assert!(seen.iter().any(|s| *s >= 2.0), "the staleness rose while the watch was silent: {seen:?}");
+}
+
+/// Issue 53: a `410 Gone` after every relisting logs its failures while the backoff grows, then
+/// says it goes quiet and is quiet (it logged a failure and a recovery per retry).
+#[test]
+fn serve_goes_quiet_on_a_recurring_gone() {
+    use support::faults::WatchFault;
+    let cluster = seeded_cluster();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = FaultProxy::passing(&cluster, dir.path());
+    let (_serve, stderr) = Served::start_logged(&proxy.kubeconfig, &["--request-timeout", "5s"]);
+    stderr.read_until(Duration::from_secs(90), "serving", |line| line.contains("serving"));
+    proxy.set_watch_fault(Some(("pods", WatchFault::Gone)));
+    let quiet = stderr.read_until(Duration::from_secs(60), "the quiet line", |line| line.contains("from now on quietly"));
+    let after = stderr.read_for(Duration::from_secs(25));
+    eprintln!("until quiet: {quiet:#?}\nafter: {after:#?}");
+    let (gone_requests, _) = proxy.requests("pods");
+    let failures = after.iter().filter(|l| l.contains("the watch of pods failed")).count();
+    let recoveries = after.iter().filter(|l| l.contains("the watch of pods follows the cluster again")).count();
+    assert!(gone_requests >= 4, "the watch kept failing: {gone_requests} watches");
+    assert_eq!((failures, recoveries), (0, 0), "quiet after saying so: {after:#?}");
 }
 
 #[test]

@@ -41,6 +41,7 @@ mod cluster_reserve;
 mod cluster_safety;
 mod cluster_secrets;
 mod cluster_serve;
+mod cluster_tables;
 mod cluster_version;
 mod cluster_watch;
 mod decode_paths;

@@ -33,6 +33,12 @@ with open(sys.argv[1], "w") as out:
 /// (350 MiB once another test's backtrace was symbolized). A small Python process spawns it
 /// instead and reports the plugin's figure.
 pub fn measured(args: &[&str]) -> (i32, String, i64) {
+    let (code, _, stderr, rss) = measured_output(args);
+    (code, stderr, rss)
+}
+
+/// [`measured`] with stdout: exit code, stdout, stderr and peak RSS (KiB).
+pub fn measured_output(args: &[&str]) -> (i32, String, String, i64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let report = dir.path().join("rusage");
     let mut parent = Command::new("python3");
@@ -44,10 +50,11 @@ pub fn measured(args: &[&str]) -> (i32, String, i64) {
             None => parent.env_remove(name),
         };
     }
-    let output = parent.stdout(std::process::Stdio::null()).output().expect("python3 starts the plugin");
+    let output = parent.output().expect("python3 starts the plugin");
     let report = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("the plugin's rusage ({e}): {output:?}"));
     let (code, rss) = report.split_once(' ').expect("code and ru_maxrss");
-    (code.parse().expect("an exit code"), String::from_utf8_lossy(&output.stderr).into_owned(), rss.parse().expect("ru_maxrss"))
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (code.parse().expect("an exit code"), text(&output.stdout), text(&output.stderr), rss.parse().expect("ru_maxrss"))
 }
 
 /// [`plugin_process`] as an `assert_cmd` command.

@@ -44,6 +44,8 @@ pub enum Fault {
     /// Streaming lists refused (422, without a final line break) as a server with the WatchList
     /// feature off refuses them; pages and resumed watches pass.
     RefuseStreamingLists { resources: &'static [&'static str] },
+    /// The CiliumEndpoint Table read answered by the proxy as `support::tables` says.
+    Tables(super::tables::TableFault),
 }
 
 impl Fault {
@@ -56,6 +58,7 @@ impl Fault {
             | Fault::Delay { resources, .. }
             | Fault::EmptyItems { resources, .. }
             | Fault::RefuseStreamingLists { resources } => resources,
+            Fault::Tables(_) => &[],
         }
     }
 }
@@ -208,6 +211,17 @@ impl FaultProxy {
     }
 }
 
+/// A kubeconfig with context `healthy` (the test cluster's own) and `faulty` (the proxy).
+pub fn two_contexts(cluster: &TestCluster, proxy: &FaultProxy, path: &std::path::Path) {
+    let own: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&cluster.kubeconfig).unwrap()).expect("kubeconfig");
+    let config = serde_json::json!({"apiVersion": "v1", "kind": "Config", "current-context": "healthy",
+        "clusters": [{"name": "healthy", "cluster": own["clusters"][0]["cluster"]}, {"name": "faulty", "cluster": {"server": proxy.url}}],
+        "users": [{"name": "healthy", "user": own["users"][0]["user"]}, {"name": "faulty", "user": {"token": PROXY_TOKEN}}],
+        "contexts": [{"name": "healthy", "context": {"cluster": "healthy", "user": "healthy"}},
+                     {"name": "faulty", "context": {"cluster": "faulty", "user": "faulty"}}]});
+    std::fs::write(path, config.to_string()).unwrap();
+}
+
 /// One request on one connection: forwarded, faulted or not, then the connection is closed.
 async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, sent: Arc<AtomicU64>, watches: Arc<Watches>) {
     let mut stream = BufReader::new(stream);
@@ -229,6 +243,12 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             let limit = query.split('&').find_map(|p| p.strip_prefix("limit=")).unwrap_or_default();
             watches.limits.lock().unwrap().entry(resource.clone()).or_default().push(limit.to_string());
         }
+    }
+    if let Some(Fault::Tables(tables)) = &fault
+        && is_list
+        && super::tables::answer(*tables, stream.get_mut(), path, table.is_some(), &sent).await
+    {
+        return;
     }
     let names_resource = |fault: &Fault| fault.resources().iter().any(|r| path.ends_with(&format!("/{r}")));
     if is_watch {
@@ -302,6 +322,7 @@ async fn serve(stream: TcpStream, client: kube::Client, fault: Option<Fault>, se
             let _ = generated(stream, start, b",{}", bytes, b"]}", &sent).await;
         }
         Fault::RefuseStreamingLists { .. } => unreachable!("its pages are passed on unfaulted"),
+        Fault::Tables(_) => unreachable!("it names no resource"),
     }
 }
 
@@ -431,7 +452,14 @@ async fn flood(stream: &mut TcpStream) -> std::io::Result<()> {
 }
 
 /// A 200 answer: `start`, `unit` repeated to about `bytes`, `end`, written as it is generated.
-async fn generated(stream: &mut TcpStream, start: &[u8], unit: &[u8], bytes: u64, end: &[u8], sent: &AtomicU64) -> std::io::Result<()> {
+pub(super) async fn generated(
+    stream: &mut TcpStream,
+    start: &[u8],
+    unit: &[u8],
+    bytes: u64,
+    end: &[u8],
+    sent: &AtomicU64,
+) -> std::io::Result<()> {
     stream.write_all(&head(200)).await?;
     stream.write_all(start).await?;
     let chunk = unit.repeat((1 << 20) / unit.len());

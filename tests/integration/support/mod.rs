@@ -21,6 +21,7 @@ pub mod faults;
 pub mod hostile;
 pub mod operator;
 pub mod prometheus;
+pub mod tables;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -600,6 +601,16 @@ impl LineReader {
             }
         });
         LineReader { lines }
+    }
+
+    /// Every line read within `duration`.
+    pub fn read_for(&self, duration: Duration) -> Vec<String> {
+        let deadline = Instant::now() + duration;
+        let mut seen = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            seen.push(line);
+        }
+        seen
     }
 
     /// Reads until a line satisfies `found`; returns everything read. Panics after `timeout`.
