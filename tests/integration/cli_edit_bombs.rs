@@ -12,7 +12,6 @@
 
 use crate::support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use support::cli::measured;
 

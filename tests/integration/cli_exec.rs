@@ -143,6 +143,13 @@ fn no_credential_is_printed_at_any_verbosity_when_the_server_echoes_it() {
 }
 
 /// Waits (at most 60 s) for `child` to end; its exit code, stderr and how long it ran.
+/// `usage` started with `config` and a `--request-timeout`, its stderr piped.
+fn usage_with(config: &Path, request_timeout: &str) -> Child {
+    let mut command = plugin_process();
+    command.args(["usage", "--request-timeout", request_timeout, "--kubeconfig"]).arg(config);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start the plugin")
+}
+
 fn waited(mut child: Child, started: Instant) -> (Option<i32>, String, Duration) {
     for _ in 0..600 {
         if let Some(status) = child.try_wait().unwrap() {
@@ -199,15 +206,7 @@ fn a_plugin_that_never_returns_ends_the_command_within_the_deadline_and_is_kille
     let (hang, pids) = hanging_plugin(dir.path());
     let config = kubeconfig(dir.path(), &server, &exec_user(&hang));
     let started = Instant::now();
-    let child = plugin_process()
-        .args(["usage", "--request-timeout", "2s", "--kubeconfig"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (code, err, took) = waited(child, started);
+    let (code, err, took) = waited(usage_with(&config, "2s"), started);
     assert_eq!(code, Some(3), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.contains("the exec credential plugin") && err.contains("did not finish within --request-timeout 2s"), "{err}");
@@ -224,14 +223,7 @@ fn sigterm_and_sigint_end_the_plugin_with_the_command() {
         let (hang, pids) = hanging_plugin(dir.path());
         let config = kubeconfig(dir.path(), &server, &exec_user(&hang));
         let started = Instant::now();
-        let child = plugin_process()
-            .args(["usage", "--request-timeout", "0", "--kubeconfig"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = usage_with(&config, "0");
         let pid = child.id() as i32;
         let running = plugin_pids(&pids);
         // SAFETY: signals our own child, alive while its exec plugin runs.

@@ -216,6 +216,16 @@ const SERVE_MEMORY: u64 = 256 << 20;
 
 /// `serve` across two contexts of one control plane: `healthy` straight to the API server,
 /// `faulty` through the proxy. Killed when dropped.
+/// `serve` of two contexts, `healthy` straight to the control plane and `faulty` through a
+/// passing fault proxy (set its faults afterwards).
+fn served_through_a_proxy(cluster: &TestCluster, dir: &std::path::Path) -> (FaultProxy, Served) {
+    let proxy = FaultProxy::passing(cluster, dir);
+    let kubeconfig = dir.join("two-contexts");
+    two_contexts(cluster, &proxy, &kubeconfig);
+    let serve = Served::start(&kubeconfig);
+    (proxy, serve)
+}
+
 struct Served {
     address: String,
     process: support::KillOnDrop,
@@ -363,10 +373,7 @@ fn serve_outlives_every_watch_fault_and_keeps_the_healthy_cluster_served() {
     use support::faults::WatchFault;
     let cluster = seeded_cluster();
     let dir = tempfile::tempdir().expect("temp dir");
-    let proxy = FaultProxy::passing(&cluster, dir.path());
-    let kubeconfig = dir.path().join("two-contexts");
-    two_contexts(&cluster, &proxy, &kubeconfig);
-    let mut serve = Served::start(&kubeconfig);
+    let (proxy, mut serve) = served_through_a_proxy(&cluster, dir.path());
     serve.wait_ready("healthy", true, Duration::from_secs(90), "first sync");
     serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
     // Each resource was listed in one answer (which the API server serves from its watch cache:
@@ -436,11 +443,8 @@ fn serve_staleness_grows_while_a_watch_is_silent() {
     use support::faults::WatchFault;
     let cluster = seeded_cluster();
     let dir = tempfile::tempdir().expect("temp dir");
-    let proxy = FaultProxy::passing(&cluster, dir.path());
-    let kubeconfig = dir.path().join("two-contexts");
-    two_contexts(&cluster, &proxy, &kubeconfig);
     // Two contexts: the series of each have a `cluster` label.
-    let mut serve = Served::start(&kubeconfig);
+    let (proxy, mut serve) = served_through_a_proxy(&cluster, dir.path());
     serve.wait_ready("faulty", true, Duration::from_secs(90), "first sync");
     proxy.set_watch_fault(Some(("pods", WatchFault::Silent)));
     let restarts = |serve: &mut Served| serve.sample("ciliumpool_exporter_watch_restarts_total", "faulty", ",resource=\"pods\"");
