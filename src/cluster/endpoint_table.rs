@@ -11,7 +11,8 @@
 use super::limits::{MAX_ITEMS, Refused};
 use super::list::{Listed, answer_of};
 use super::resources::endpoints_resource;
-use super::table_answers::{Namespaces, RowCap, TableError, address_columns, namespace_names, read_table};
+use super::table_answers::{Namespaces, address_columns, namespace_names};
+use super::table_rows::{RowCap, TableError, read_table};
 use crate::model::Workloads;
 use crate::model::slim::ItemBudget;
 use crate::model::workload::Endpoint;
