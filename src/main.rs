@@ -31,7 +31,7 @@ fn main() {
         // A preview on stderr beside an edited manifest on stdout stays plain.
         stderr_color: false,
         stdout,
-        interactive: ciliumpool::terminal::interactive(),
+        interactive: Terminal::can_ask(),
     };
     let result = Context::from_cli(&cli, terminal).and_then(|ctx| runtime.block_on(commands::run(cli.command, &ctx)));
     std::process::exit(exit_code(result));

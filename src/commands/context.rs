@@ -42,8 +42,16 @@ pub struct Terminal {
     /// Colour is wanted on stderr, for text shown there while stdout carries the result.
     pub stderr_color: bool,
     pub stdout: bool,
-    /// stdin and stderr are terminals.
+    /// A person can be asked: stdin and stderr are terminals, and the process is in the
+    /// terminal's foreground ([`Terminal::can_ask`]).
     pub interactive: bool,
+}
+
+impl Terminal {
+    /// Whether a person can be asked here ([`crate::terminal::interactive`]).
+    pub fn can_ask() -> bool {
+        crate::terminal::interactive()
+    }
 }
 
 impl Context {
