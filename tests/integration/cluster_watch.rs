@@ -204,9 +204,9 @@ fn a_watched_map_marks_the_cell_of_a_new_block() {
     let mut written = String::new();
     let mut wait_for = |term: &mut rexpect::session::PtySession, text: &str| wait_for(term, &mut written, text);
     // The first frames, whole: the map's legend, then the end of the screen.
-    wait_for(&mut term, "withheld 0");
+    wait_for(&mut term, " next block ");
     wait_for(&mut term, "\x1b[J");
-    let first = stdout.read_until(Duration::from_secs(30), "the first piped frame", |l| l.contains("withheld 0"));
+    let first = stdout.read_until(Duration::from_secs(30), "the first piped frame", |l| l.contains(" next block "));
     // A change the map does not show (an annotation), given time to be followed on its own.
     cluster.kubectl(&["annotate", "ciliumnode", "node-a", "example.com/touched=yes"]);
     std::thread::sleep(Duration::from_secs(3));
