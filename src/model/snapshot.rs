@@ -63,6 +63,12 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The running Cilium, when it is one before 1.21: it serves no cilium.io/v2 pools and its
+    /// operator ignores their reserved ranges.
+    pub fn cilium_without_v2_pools(&self) -> Option<&CiliumVersion> {
+        self.cilium_versions.iter().find(|v| v.serves_v2_pools() == Some(false))
+    }
+
     /// Does the input have this caveat?
     pub fn lacks(&self, kind: CaveatKind) -> bool {
         self.caveats.iter().any(|c| c.kind == kind)

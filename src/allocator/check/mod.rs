@@ -38,8 +38,7 @@ pub fn listings(snapshot: &Snapshot, listed: &ListedBlocks, problems: &mut Probl
 pub fn cluster(snapshot: &Snapshot, pools: &[PoolReport], nodes: &[NodeReport], problems: &mut Problems) {
     orphan_blocks(pools, problems);
     overlapping_pools(pools, problems);
-    // Cilium before 1.21 serves no cilium.io/v2 pools and ignores their reserved ranges.
-    let ignored_by = snapshot.origin.cilium_versions.iter().find(|v| v.serves_v2_pools() == Some(false));
+    let ignored_by = snapshot.origin.cilium_without_v2_pools();
     for pool in pools {
         for fam in &pool.families {
             for cidr in &fam.cidrs {
@@ -89,13 +88,12 @@ fn operator_errors(snapshot: &Snapshot, nodes: &[NodeReport], problems: &mut Pro
             named.into_iter().filter(|(pool, family)| short(pool, *family)).collect()
         };
         // Quoted as it is: every view escapes a message once, where it prints it.
-        let quoted = error;
         let (severity, message) = if still_short.is_empty() {
-            (Severity::Info, format!("operator error \"{quoted}\" is likely stale: the node already holds the addresses it requests"))
+            (Severity::Info, format!("operator error \"{error}\" is likely stale: the node already holds the addresses it requests"))
         } else {
             let short: Vec<String> =
                 still_short.iter().map(|(pool, family)| format!("{} addresses of pool {pool}", family.name())).collect();
-            (Severity::Warning, format!("operator error \"{quoted}\" (the node still needs {})", short.join(", ")))
+            (Severity::Warning, format!("operator error \"{error}\" (the node still needs {})", short.join(", ")))
         };
         problems.add(Problem::new(
             severity,

@@ -165,8 +165,7 @@ fn warn_if_not_honoured(snapshot: &Snapshot, request: &Request) {
     if matches!(request.change, Change::Remove(_)) {
         return;
     }
-    let versions = &snapshot.origin.cilium_versions;
-    if let Some(operator) = versions.iter().find(|v| v.serves_v2_pools() == Some(false)) {
+    if let Some(operator) = snapshot.origin.cilium_without_v2_pools() {
         warn_line!(
             "warning: the running Cilium ({}, {} in namespace {}) does not honour reservedRanges: its operator can still hand out blocks inside this range until Cilium 1.21 or later runs",
             operator.image,
