@@ -119,10 +119,16 @@ pub struct SourceHealth {
 }
 
 impl SourceHealth {
-    /// Seconds since the store was last known to be current, while the source is failing; 0
-    /// while it is healthy (a healthy watch proves itself at least every [`STALL_AFTER`]).
+    /// How long since the store was last known to be current: it grows from the last proof while
+    /// a watch is silent (a healthy one proves itself at least every [`STALL_AFTER`]).
     pub fn staleness(&self, now: Instant) -> Duration {
-        self.failing_since.map_or(Duration::ZERO, |_| now.saturating_duration_since(self.proof))
+        now.saturating_duration_since(self.proof)
+    }
+
+    /// [`SourceHealth::staleness`] while the source is failing, else zero: what makes it stale
+    /// (a quiet watch is not stale before it is found stalled).
+    pub fn failing_staleness(&self, now: Instant) -> Duration {
+        self.failing_since.map_or(Duration::ZERO, |_| self.staleness(now))
     }
 }
 
@@ -356,8 +362,9 @@ mod tests {
             restarts: 0,
             streaming: false,
         };
-        assert_eq!(health.staleness(now), Duration::ZERO, "a healthy watch is current");
+        assert_eq!(health.staleness(now), Duration::from_secs(50), "a quiet watch: from its last proof");
+        assert_eq!(health.failing_staleness(now), Duration::ZERO, "but not stale before it fails");
         health.failing_since = Some(now - Duration::from_secs(5));
-        assert_eq!(health.staleness(now), Duration::from_secs(50), "from the last proof, not from the failure");
+        assert_eq!(health.failing_staleness(now), Duration::from_secs(50), "from the last proof, not from the failure");
     }
 }

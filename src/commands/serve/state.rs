@@ -73,7 +73,7 @@ pub struct Status {
     pub ready: bool,
     /// Why not ready.
     pub reason: Option<String>,
-    /// Seconds since the state was last complete and current (0 while it is).
+    /// Seconds since the state was last proved complete and current.
     staleness: f64,
 }
 
@@ -121,17 +121,19 @@ impl State {
         let now = Instant::now();
         let health = &cluster.health;
         let synced = cluster.figures.is_some() && !health.is_empty() && health.iter().all(|h| h.listed);
-        // Stale since the oldest last proof of a failing source, or since the start when never synced.
-        let staleness = match synced {
-            true => health.iter().map(|h| h.staleness(now)).max().unwrap_or_default().as_secs_f64(),
-            false => now.duration_since(self.started).as_secs_f64(),
+        // Since the oldest last proof of a source, or since the start when never synced; stale once
+        // a failing source's passes --stale-after.
+        let since = |of: fn(&SourceHealth, Instant) -> Duration| health.iter().map(|h| of(h, now)).max().unwrap_or_default().as_secs_f64();
+        let (staleness, failing) = match synced {
+            true => (since(SourceHealth::staleness), since(SourceHealth::failing_staleness)),
+            false => (now.duration_since(self.started).as_secs_f64(), 0.0),
         };
         let reason = if !synced {
             Some("the first full sync of the watches is not done".to_string())
-        } else if staleness > self.stale_after.as_secs_f64() {
+        } else if failing > self.stale_after.as_secs_f64() {
             let down: Vec<String> = health.iter().filter_map(|h| Some(format!("{} ({})", h.resource, h.reason.as_deref()?))).collect();
             Some(format!(
-                "stale: no proof that the state is current for {staleness:.0}s (more than --stale-after {}): {}",
+                "stale: no proof that the state is current for {failing:.0}s (more than --stale-after {}): {}",
                 humantime::format_duration(self.stale_after),
                 down.join(", ")
             ))

@@ -54,7 +54,7 @@ pub fn exporter_families(figures: &ExporterFigures) -> Vec<Family> {
         one(
             "ciliumpool_exporter_staleness_seconds",
             Type::Gauge,
-            "Seconds since the last proof (an event, a bookmark, a completed listing, a watch closed at its timeout) that the watched state is current, while a watch is failing; 0 while every watch is healthy.",
+            "Seconds since the oldest of the watches' last proofs (an event, a bookmark, a completed listing, a watch closed at its timeout) that the watched state is current: it grows while a watch is silent.",
             figures.staleness.to_string(),
         ),
         one("ciliumpool_exporter_updates", Type::Counter, "Analyses of a changed cluster state.", figures.updates.to_string()),
