@@ -203,7 +203,20 @@ impl fmt::Display for Field<'_> {
 /// strings and writes only newlines and spaces between tokens, so any other unsafe character of
 /// its output stands inside a string, where `\uXXXX` means the same character.
 pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
-    let text = serde_json::to_string_pretty(value)?;
+    json_laid_out(value, "  ")
+}
+
+/// [`json_pretty`] indented by `indent` per level, or on one line when `indent` is empty (the
+/// layout of a file an edit writes into).
+pub fn json_laid_out<T: serde::Serialize + ?Sized>(value: &T, indent: &str) -> serde_json::Result<String> {
+    let text = if indent.is_empty() {
+        serde_json::to_string(value)?
+    } else {
+        let mut out = Vec::new();
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+        value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, formatter))?;
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    };
     if !text.chars().any(|c| c != '\n' && is_unsafe(c)) {
         return Ok(text);
     }

@@ -100,6 +100,63 @@ impl<'de> Visitor<'de> for StrictSeed {
     }
 }
 
+/// A JSON value checked as [`Strict`] checks it, without building it: each object's keys are
+/// held while it is read (to find a repeated one), nothing else (an edit reads a file so before
+/// it splices it, `manifest::json_patch`).
+pub struct StrictChecked;
+
+impl<'de> de::Deserialize<'de> for StrictChecked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<StrictChecked, D::Error> {
+        deserializer.deserialize_any(CheckVisitor)
+    }
+}
+
+struct CheckVisitor;
+
+impl<'de> Visitor<'de> for CheckVisitor {
+    type Value = StrictChecked;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+    fn visit_unit<E>(self) -> Result<StrictChecked, E> {
+        Ok(StrictChecked)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrictChecked, A::Error> {
+        while seq.next_element::<StrictChecked>()?.is_some() {}
+        Ok(StrictChecked)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictChecked, A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(duplicate_key(&key)));
+            }
+            map.next_value::<StrictChecked>()?;
+            keys.insert(key);
+        }
+        Ok(StrictChecked)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +169,17 @@ mod tests {
         }
         let text = r#"{"a": [1, -2, 2.5, 18446744073709551615, "s", null, true, {}], "b": {"c": "d"}}"#;
         assert_eq!(serde_json::from_str::<Strict>(text).unwrap().0, serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    #[test]
+    fn the_check_refuses_what_strict_refuses_and_accepts_what_it_reads() {
+        for text in [r#"{"kind":"Pod","a":1,"kind":"CiliumNode"}"#, r#"[{"m": {"x": 1, "x": [1]}}]"#] {
+            let err = serde_json::from_str::<StrictChecked>(text).err().expect("refused").to_string();
+            assert!(is_duplicate_key(&err) && err.contains('`'), "{err}");
+        }
+        for text in [r#"{"a": [1, -2, 2.5, "s", null, true, {}], "b": {"c": "d"}}"#, "[]", "{\"a\": {\"a\": 1}}"] {
+            assert!(serde_json::from_str::<StrictChecked>(text).is_ok(), "{text}");
+        }
+        assert!(serde_json::from_str::<StrictChecked>("{\"a\": }").is_err());
     }
 }

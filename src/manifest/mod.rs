@@ -20,6 +20,7 @@ use parse::{as_json, parse_yaml};
 use serde_json::Value;
 
 mod documents;
+mod json_patch;
 mod parse;
 mod patch;
 mod probe;
@@ -46,7 +47,8 @@ pub struct Rewritten {
 /// Offers every document of `text` (a YAML stream or JSON; `name` is its path, for errors) to
 /// `edit`, which returns its replacement or `None` to keep it. In YAML only the replaced
 /// documents change, and in them only the values that differ (`patch`): every other byte is
-/// copied. A JSON file is re-serialized whole if its value is replaced. An `edit` error is
+/// copied. A JSON file is re-serialized whole if its value is replaced ([`rewrite_fields`]
+/// splices it instead). An `edit` error is
 /// reported as `name:line: error`, the line being the document's first.
 pub fn rewrite(text: &str, name: &str, edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>) -> Result<Rewritten> {
     rewrite_with(text, name, None, edit)
@@ -68,12 +70,18 @@ where
     S: Copy + for<'de> serde::de::DeserializeSeed<'de, Value = Value>,
 {
     let read = |text: &str| serde_saphyr::with_deserializer_from_str_with_options(text, yaml_options(), |de| fields.deserialize(de)).ok();
-    rewrite_with(text, name, Some((kinds, &read)), edit)
+    let read_json = |text: &str| {
+        let mut json = serde_json::Deserializer::from_str(text);
+        let value = fields.deserialize(&mut json).ok()?;
+        json.end().ok().map(|()| value)
+    };
+    rewrite_with(text, name, Some((kinds, &read, &read_json)), edit)
 }
 
 /// How [`rewrite_with`] reads a document it may offer: the kinds it must hold, and the reading
-/// of the fields the edit reads (`None` when they cannot be read so: read whole).
-type Reading<'a> = Option<(&'a [&'a str], &'a ReadFields<'a>)>;
+/// of the fields the edit reads in YAML and in JSON (`None` when they cannot be read so: read
+/// whole).
+type Reading<'a> = Option<(&'a [&'a str], &'a ReadFields<'a>, &'a ReadFields<'a>)>;
 
 /// A document's fields that an edit reads (`None` when they cannot be read so).
 type ReadFields<'a> = dyn Fn(&str) -> Option<Value> + 'a;
@@ -84,7 +92,12 @@ fn rewrite_with(
     reading: Reading<'_>,
     edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>,
 ) -> Result<Rewritten> {
-    if let Some(value) = as_json(text, name)? {
+    // A JSON object read in part is spliced (`json_patch`), the rest stays text.
+    if let Some((_, _, read_json)) = reading.filter(|_| text.trim_start().starts_with('{')) {
+        if parse::is_json(text, name)? {
+            return json_patch::rewrite(text, name, read_json, edit);
+        }
+    } else if let Some(value) = as_json(text, name)? {
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {
             Some(new) => {
                 Rewritten { text: crate::escape::json_pretty(&new).expect("JSON values serialize") + "\n", changed: 1, uncommented: vec![] }
@@ -96,13 +109,13 @@ fn rewrite_with(
     let (mut changed, mut uncommented) = (0, Vec::new());
     let mut all = each_document(text).peekable();
     while let Some(document) = all.next() {
-        if reading.is_some_and(|(kinds, _)| !probe::may_hold(document.text, kinds)) {
+        if reading.is_some_and(|(kinds, ..)| !probe::may_hold(document.text, kinds)) {
             out.push_str(document.text);
             continue;
         }
         // Only the first line of the next document decides whether a patch moves where it starts.
         let next = all.peek().and_then(|d| yaml_lines(d.text).next()).unwrap_or("");
-        let read = reading.map(|(_, read)| read);
+        let read = reading.map(|(_, read, _)| read);
         let fields = read.and_then(|read| read(document.text));
         let docs = match &fields {
             Some(fields) => vec![fields.clone()],

@@ -16,14 +16,35 @@ pub(super) fn as_json(text: &str, name: &str) -> Result<Option<Value>> {
     }
     match serde_json::from_str::<crate::json::Strict>(text) {
         Ok(strict) => Ok(Some(strict.0)),
+        Err(e) => not_json(text, name, e).map(|()| None),
+    }
+}
+
+/// Whether `text` is one JSON value, checked as [`as_json`] checks it (a repeated key is refused,
+/// what YAML reads is YAML) but not built: an edit that reads only some fields of it
+/// (`json_patch`) must not cost a tree of all of it.
+pub(super) fn is_json(text: &str, name: &str) -> Result<bool> {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return Ok(false);
+    }
+    match serde_json::from_str::<crate::json::StrictChecked>(text) {
+        Ok(_) => Ok(true),
+        Err(e) => not_json(text, name, e).map(|()| false),
+    }
+}
+
+/// What a JSON error `e` on `text` means: `Ok` when the text is YAML, else the refusal.
+fn not_json(text: &str, name: &str, e: serde_json::Error) -> Result<()> {
+    match e {
         // Refused as kube-apiserver refuses it, not read as YAML (which refuses it too).
-        Err(e) if crate::json::is_duplicate_key(&e.to_string()) => {
+        e if crate::json::is_duplicate_key(&e.to_string()) => {
             let what = e.to_string();
             let what = what.split(" at line ").next().unwrap_or(&what);
             Err(input(format!("{name}:{}: {what}", e.line())))
         }
-        Err(_) if is_yaml(text) => Ok(None),
-        Err(e) => Err(input(format!("{name}:{}: invalid JSON: {e}", e.line()))),
+        _ if is_yaml(text) => Ok(()),
+        e => Err(input(format!("{name}:{}: invalid JSON: {e}", e.line()))),
     }
 }
 
