@@ -3,7 +3,7 @@
 use crate::allocator::{PoolReport, Report};
 use crate::cli::{ByKind, UsageArgs};
 use crate::cluster::read::Cluster;
-use crate::cluster::watch::{STALL_WATCH_TIMEOUT, Watch, WatchOptions};
+use crate::cluster::watch::{STALL_WATCH_TIMEOUT, SourceHealth, Watch, WatchOptions};
 use crate::commands::context::{Context, emit};
 use crate::commands::steps::{analyze, require_pools, warn_unread};
 use crate::escape::block;
@@ -12,7 +12,7 @@ use crate::render::usage::{Table, Thresholds, Usage, selected};
 use crate::render::{self, Format, watch::Change};
 use crate::source::Input;
 use anyhow::Result;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub async fn run(args: UsageArgs, ctx: &Context) -> Result<i32> {
     if args.map && !args.watch {
@@ -96,23 +96,55 @@ async fn follow(
 ) -> Result<i32> {
     let interrupted = crate::commands::steps::interrupted();
     tokio::pin!(interrupted);
+    let mut behind: Option<(u64, String)> = None;
     loop {
-        tokio::select! {
+        // While behind, the status line's age is redrawn every second.
+        let tick = async {
+            match behind {
+                Some(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let changed = tokio::select! {
             _ = &mut interrupted => return Ok(0),
-            changed = watch.changed() => changed?,
+            changed = watch.step() => changed?,
+            _ = tick => false,
+        };
+        if changed && watch.listed() {
+            tokio::select! {
+                _ = &mut interrupted => return Ok(0),
+                _ = watch.settle(DEBOUNCE) => {}
+            }
+            let snapshot = watch.snapshot(layout);
+            let report = crate::allocator::analyze(&snapshot);
+            let usage = view(args, &snapshot, &report);
+            let figures = pool_figures(&usage);
+            let changes = render::watch::changes(&screen.figures, &figures);
+            let (text, same) = frame(args, ctx, &usage, map);
+            screen.show(&text, &same, &changes, &figures)?;
         }
-        tokio::select! {
-            _ = &mut interrupted => return Ok(0),
-            _ = watch.settle(DEBOUNCE) => {}
+        let now = behind_of(watch.health(), Instant::now());
+        if now.is_some() || behind.is_some() {
+            screen.behind(now.as_ref())?;
         }
-        let snapshot = watch.snapshot(layout);
-        let report = crate::allocator::analyze(&snapshot);
-        let usage = view(args, &snapshot, &report);
-        let figures = pool_figures(&usage);
-        let changes = render::watch::changes(&screen.figures, &figures);
-        let (text, same) = frame(args, ctx, &usage, map);
-        screen.show(&text, &same, &changes, &figures)?;
+        behind = now;
     }
+}
+
+/// What the status line says while a watch fails: for how long the figures have had no proof
+/// that they are current, then which watches fail and why. `None` while every watch follows.
+fn behind_of(health: &[SourceHealth], now: Instant) -> Option<(u64, String)> {
+    let failing: Vec<&SourceHealth> = health.iter().filter(|h| h.failing_since.is_some()).collect();
+    let since = failing.iter().map(|h| h.staleness(now)).max()?;
+    // Short names (the line is cut at the terminal's width), each with its reason.
+    let which: Vec<String> = failing
+        .iter()
+        .map(|h| {
+            let name = h.resource.split('.').next().unwrap_or(&h.resource);
+            h.reason.as_ref().map_or(name.to_string(), |reason| format!("{name} ({reason})"))
+        })
+        .collect();
+    Some((since.as_secs(), format!("watches failing: {}", which.join(", "))))
 }
 
 /// A frame's text, and the text that says whether it differs from the one shown: the table
@@ -144,6 +176,8 @@ struct Screen {
     /// `-o name`: records only on stdout (`| xargs`), the status line on stderr.
     records: bool,
     shown: Option<String>,
+    /// The status line and the escaped text of the frame shown (redrawn while behind).
+    last: Option<(String, String)>,
     figures: Vec<render::watch::Figures>,
     opened: bool,
 }
@@ -157,6 +191,7 @@ impl Screen {
             yaml: ctx.format == Format::Yaml,
             records: ctx.format == Format::Name,
             shown: None,
+            last: None,
             figures: Vec::new(),
             opened: false,
         }
@@ -171,6 +206,7 @@ impl Screen {
         let safe = if self.machine { text.into() } else { block(text, self.colour) };
         let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         let status = render::watch::status_line(&now, self.shown.is_none(), changes);
+        self.last = Some((status.clone(), safe.clone().into_owned()));
         let bytes = if self.terminal {
             let (rows, columns) = console::Term::stdout().size();
             let mut out = String::new();
@@ -192,6 +228,18 @@ impl Screen {
         emit(&bytes)?;
         self.shown = Some(same.to_string());
         Ok(())
+    }
+
+    /// On a terminal, redraws the last frame with its status line saying how far behind the
+    /// cluster it is (`None`: no longer behind). In a pipe, stderr says it (`Watch`).
+    fn behind(&mut self, behind: Option<&(u64, String)>) -> Result<()> {
+        let (Some((status, text)), true) = (&self.last, self.terminal) else { return Ok(()) };
+        let status = match behind {
+            Some((seconds, which)) => render::watch::behind_line(*seconds, status, which),
+            None => status.clone(),
+        };
+        let (rows, columns) = console::Term::stdout().size();
+        emit(&render::watch::screen(&status, text, rows.into(), columns.into()))
     }
 
     /// Leaves the alternate screen, the last frame printed to the normal screen so it stays

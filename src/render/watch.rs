@@ -84,6 +84,13 @@ pub fn status_line(now: &str, first: bool, changes: &[Change]) -> String {
     format!("{now}  {}", crate::escape::field(&what))
 }
 
+/// The status line while the figures are behind the cluster: first that and for how many
+/// `seconds` (a narrow terminal still shows it), then the frame's own `status`, then `which`
+/// watches fail and why (data: escaped).
+pub fn behind_line(seconds: u64, status: &str, which: &str) -> String {
+    format!("BEHIND {seconds}s | {status} | {}", crate::escape::field(which))
+}
+
 /// A whole terminal screen: cursor home, the status line, as many lines of `text` as fit in
 /// `rows` (each cut to `columns`, so nothing wraps), a line saying how many did not fit, and
 /// the rest of the screen cleared. Redrawing never scrolls, whatever the height.

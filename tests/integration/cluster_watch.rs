@@ -242,3 +242,68 @@ fn a_watched_map_marks_the_cell_of_a_new_block() {
     assert_eq!(all[row + 1].as_str(), format!("{}^", " ".repeat(at.into())), "{all:#?}");
     assert!(all.last().unwrap().contains("^ 1 cell(s) changed since the previous frame"), "{all:#?}");
 }
+
+/// Issue 54: on a terminal, `usage --watch` says on its status line when its figures are behind
+/// the cluster (a watch failing: the API server stopped), for how long, and which watch; the age
+/// grows while it lasts; once the watches follow again the line says so no more, and the next
+/// change is drawn.
+#[test]
+fn a_watch_on_a_terminal_says_when_its_figures_are_behind() {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
+               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
+    ]);
+    // Short deadlines, so that a silent watch is taken for a stall within seconds.
+    let mut term = on_terminal(&cluster, ROWS, COLUMNS, &["usage", "--watch", "--request-timeout", "3s"]);
+    let mut written = String::new();
+    wait_for(&mut term, &mut written, "watching; Ctrl-C to stop");
+    // The watch's own listing is done once a change is followed: make one before the outage.
+    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.1.0/24"])]);
+    wait_for(&mut term, &mut written, "allocated 1->2");
+    let status = |written: &str| {
+        let mut screen = vt100::Parser::new(ROWS, COLUMNS, 0);
+        screen.process(written.as_bytes());
+        screen.screen().rows(0, COLUMNS).next().unwrap()
+    };
+    {
+        let _resume = Resumed(&cluster);
+        cluster.signal_apiserver("STOP");
+        // A whole status line: from its start to the frame's status at its end.
+        let mut next_status = |written: &mut String| {
+            for text in ["BEHIND ", "allocated 1->2", " | watches failing: "] {
+                wait_for(&mut term, written, text);
+            }
+            status(written)
+        };
+        let age = |line: &str| -> u64 {
+            let rest = line.strip_prefix("BEHIND ").unwrap_or_else(|| panic!("the status line starts so: {line:?}"));
+            rest.split('s').next().unwrap().parse().unwrap()
+        };
+        let first = next_status(&mut written);
+        // Redrawn while it lasts, older each time.
+        let later = loop {
+            let later = next_status(&mut written);
+            if age(&later) > age(&first) {
+                break later;
+            }
+        };
+        assert!(age(&later) <= age(&first) + 5, "{first:?} then {later:?}");
+        assert!(first.contains("s | 20") && first.contains("Z  default ipv4 allocated 1->2 | watches failing: "), "{first:?}");
+    }
+    cluster.kubectl(&[
+        "patch",
+        "ciliumnode",
+        "node-a",
+        "--type=merge",
+        "-p",
+        &allocated(&["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]),
+    ]);
+    wait_for(&mut term, &mut written, "allocated 2->3");
+    let after = status(&written);
+    assert!(!after.contains("BEHIND") && after.contains("default ipv4 allocated 2->3"), "{after:?}");
+    press(&mut term, "\x03");
+    let (code, _) = finish(term);
+    assert_eq!(code, 0);
+}
