@@ -274,7 +274,7 @@ impl Connection {
             ),
             Refused::TooManyPages(pages) => format!("{verb} {what} on {server}: the list went on past {pages} pages; {bad_server}"),
             Refused::TooManyItems(items) => format!("{verb} {what} on {server}: the list held more than {items} objects; {bad_server}"),
-            // Watches only (`serve`'s lists stop at its memory budget): the watch is restarted (`source::reflector`), never a command's end.
+            // Watches only (`serve`'s lists stop at its memory budget): the watch is restarted (`cluster::reflector`), never a command's end.
             Refused::EventTooLarge(_) | Refused::Silent | Refused::Truncated(_) | Refused::OverBudget => {
                 format!("{verb} {what} on {server}: {refused}")
             }

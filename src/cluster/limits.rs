@@ -7,7 +7,7 @@
 //! Watch requests (`?watch=true`) are long-lived by design: they get the deadline only until
 //! their answer begins, and no bound on their total bytes; instead each event (one line of the
 //! stream) is bounded, and a stream that ends inside an event is an error, not an end
-//! (`source::reflector` restarts them).
+//! (`cluster::reflector` restarts them).
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -19,13 +19,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::BoxError;
 
-/// Objects per list request: large clusters have thousands of CiliumNodes and hundreds of
-/// thousands of pods, which one unpaginated response would hold in memory twice.
+/// The count of objects the response bound is per: an answer may hold `--max-response-size` for
+/// each `PAGE_SIZE` objects counted in it so far. Lists are read in one answer (from the API
+/// server's watch cache) and decoded as they arrive, so the bound grows with what they hold;
+/// real objects are a few KiB to tens of KiB.
 pub const PAGE_SIZE: u32 = 500;
 
 /// The most bytes one answer may have unless `--max-response-size` says otherwise (the flag's
-/// default is written in `cli.rs`; a test keeps the two equal). The plugin lists [`PAGE_SIZE`] objects per page; real pages of
-/// Pods or CiliumNodes are a few MiB (500 × 10 KiB), so 128 MiB is 256 KiB per object.
+/// default is written in `cli.rs`; a test keeps the two equal), per [`PAGE_SIZE`] objects: 500
+/// real Pods or CiliumNodes are a few MiB (500 × 10 KiB), so 128 MiB is 256 KiB per object.
 pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
 
 /// The most pages one list may take: 1,000,000 objects at 500 per page.

@@ -189,8 +189,9 @@ impl Cluster {
         self.namespace.as_deref().filter(|_| NAMESPACED.contains(&plural))
     }
 
-    /// Every object of a resource, page by page, with Pods and CiliumEndpoints decoded straight
-    /// into the model's structs (`model::slim`): a page of real pods is mostly fields the plugin
+    /// Every object of a resource in one answer (served from the API server's watch cache,
+    /// docs/performance.md "One answer per list"), with Pods and CiliumEndpoints decoded straight
+    /// into the model's structs (`model::slim`): an answer of real pods is mostly fields the plugin
     /// never looks at, and decoding them is most of a live read's cost. With `probe_only`, only
     /// whether it can be listed (an empty list when it can).
     async fn list(&self, resource: &ApiResource, probe_only: bool) -> Result<Listed, kube::Error> {

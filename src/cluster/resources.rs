@@ -7,7 +7,7 @@ pub(super) fn nodes_resource() -> ApiResource {
     resource("cilium.io", "v2", "CiliumNode", "ciliumnodes")
 }
 
-/// A kind as the API serves it, for types that name their kind at compile time (`source::watch`).
+/// A kind as the API serves it, for types that name their kind at compile time (`cluster::watch`).
 pub struct Kind {
     pub group: &'static str,
     pub version: &'static str,

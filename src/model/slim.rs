@@ -5,8 +5,9 @@
 //! many times over. [`Slim`] deserializes a document (JSON or YAML, streamed) keeping only the
 //! fields the Pod and CiliumEndpoint decoders read ([`POD_FIELDS`], [`ENDPOINT_FIELDS`]) — the
 //! others are skipped without being built — decodes each such object at once into its struct
-//! ([`Workloads`]) and lifts it out of the document. Every other kind is kept whole: pools are
-//! written back, and the rest is small.
+//! ([`Workloads`]) and lifts it out of the document. Of a pool only what its decoder and the
+//! edits read is kept where a caller asks for it ([`POOL_FIELDS`], [`EDITED`]: the rest is
+//! walked, not built); other kinds are kept whole (they are small).
 //!
 //! The kind must be known before the fields it prunes, as it is in what kubectl and the API
 //! server print (`apiVersion` and `kind` first); an object whose `kind` comes later is read whole
@@ -35,7 +36,7 @@ pub enum Keep {
 }
 
 /// What [`super::workload::Pod::decode`] reads, and the resourceVersion `usage --watch` resumes
-/// from (`source::watch` parses what it is sent with these fields too).
+/// from (`cluster::watch` parses what it is sent with these fields too).
 pub const POD_FIELDS: Keep = Keep::Fields(&[
     ("apiVersion", Keep::All),
     ("kind", Keep::All),

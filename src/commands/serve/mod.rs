@@ -1,5 +1,5 @@
 //! `serve`: the figures of `usage` as a Prometheus scrape target. The cluster is watched (the
-//! `usage --watch` machinery, `source::watch`); a change is re-analysed at most once a second and
+//! `usage --watch` machinery, `cluster::watch`); a change is re-analysed at most once a second and
 //! its metric families kept, so a scrape only encodes the last ones (`serve/http.rs`). Readiness and
 //! the exporter's own metrics follow the watches: state older than `--stale-after` is never served
 //! as fresh (docs/metrics.md). A fleet (`--context A,B`, `--all-contexts`) is each cluster followed
