@@ -280,6 +280,7 @@ pub struct MigrateArgs {
     #[arg(long, conflicts_with_all = ["dry_run", "finalize", "backup"])]
     pub status: bool,
     /// Once every pool is migrated: set the CRD's status.storedVersions to [v2]
+    #[allow(rustdoc::broken_intra_doc_links)] // help text: `[v2]` is what is written
     #[arg(long, conflicts_with_all = ["dry_run", "backup"])]
     pub finalize: bool,
     /// With --dry-run: exit 1 when the plan would write something (what --dry-run does; kept for scripts)

@@ -15,7 +15,7 @@ pub enum Failure {
     Gone,
     /// Open past its timeout and margin without an event, a bookmark or a close.
     Stalled(Duration),
-    /// Closed by the server within [`MIN_WATCH_INTERVAL`] without an event.
+    /// Closed by the server within [`MIN_WATCH_INTERVAL`](super::reflector::MIN_WATCH_INTERVAL) without an event.
     ShortWatch,
     /// The store would hold more than `--max-watch-objects`.
     TooManyObjects(usize),

@@ -231,7 +231,7 @@ impl<R: Read> Read for Watched<R> {
 }
 
 /// A reader that fails at a NUL byte, as [`read_text`] refuses binary data (the size limit is
-/// [`archive::Bounded`]'s).
+/// [`archive::Bounded`](super::archive::Bounded)'s).
 pub struct Guarded<R>(pub R);
 
 impl<R: Read> Read for Guarded<R> {

@@ -8,7 +8,6 @@
 use super::documents::line_break_of;
 use super::parse::{as_json, is_json};
 use super::patch::merge;
-use super::{ReadFields, Rewritten};
 use crate::error::input;
 use anyhow::Result;
 use serde::de::{Deserializer as _, MapAccess, SeqAccess, Visitor};
@@ -19,30 +18,29 @@ use std::ops::Range;
 /// `text`, a JSON file holding one object, with the edit `edit` made to it: of it only what
 /// `read` keeps is built, and the result is spliced into the text ([`patch`]). When it cannot be
 /// spliced, or the splice does not read back as the edit's value, the file is written whole
-/// (built, merged with the edit's changes, re-indented).
+/// (built, merged with the edit's changes, re-indented). `None` when the edit changes nothing.
 pub(super) fn rewrite(
     text: &str,
     name: &str,
-    read: &ReadFields<'_>,
+    read: &dyn Fn(&str) -> Option<Value>,
     edit: &mut dyn FnMut(&Value) -> Result<Option<Value>, String>,
-) -> Result<Rewritten> {
+) -> Result<Option<String>> {
     let full = || as_json(text, name).map(|value| value.expect("the caller checked that the text is JSON"));
     let (old, partly) = match read(text) {
         Some(old) => (old, true),
         None => (full()?, false),
     };
     let Some(new) = edit(&old).map_err(|e| input(format!("{name}: {e}")))? else {
-        return Ok(Rewritten { text: text.to_string(), changed: 0, uncommented: vec![] });
+        return Ok(None);
     };
     let reads_back = |out: &String| is_json(out, name).unwrap_or(false) && read(out).as_ref() == Some(&new);
-    let text = match patch(text, &old, &new).filter(reads_back) {
+    Ok(Some(match patch(text, &old, &new).filter(reads_back) {
         Some(spliced) => spliced,
         None => {
             let whole = if partly { merge(&full()?, &old, &new) } else { new };
             crate::escape::json_pretty(&whole).expect("JSON values serialize") + "\n"
         }
-    };
-    Ok(Rewritten { text, changed: 1, uncommented: vec![] })
+    }))
 }
 
 /// An edit of the text: the bytes `start..end` replaced.
@@ -138,7 +136,9 @@ fn diff_object(
         match (old_map.get(&entry.key), new_map.get(&entry.key)) {
             (Some(old_value), Some(new_value)) => diff(text, entry.value.clone(), old_value, new_value, layout, edits)?,
             // A value the edit did not read, and set.
-            (None, Some(new_value)) => edits.push((entry.value.start, entry.value.end, written(new_value, text, entry.value.start, layout))),
+            (None, Some(new_value)) => {
+                edits.push((entry.value.start, entry.value.end, written(new_value, text, entry.value.start, layout)))
+            }
             (Some(_), None) => edits.push(match (i, entries.get(i + 1)) {
                 (0, Some(next)) => (entry.key_start, next.key_start, String::new()),
                 (0, None) => (span.start + 1, span.end - 1, String::new()),
@@ -177,7 +177,11 @@ fn written(value: &Value, text: &str, at: usize, layout: Layout<'_>) -> String {
         return json;
     }
     let indent = indent_of(text, at);
-    json.split('\n').enumerate().map(|(i, line)| if i == 0 { line.to_string() } else { format!("{indent}{line}") }).collect::<Vec<_>>().join(layout.break_)
+    json.split('\n')
+        .enumerate()
+        .map(|(i, line)| if i == 0 { line.to_string() } else { format!("{indent}{line}") })
+        .collect::<Vec<_>>()
+        .join(layout.break_)
 }
 
 /// The blanks that start the line holding `at`.
@@ -286,7 +290,10 @@ mod tests {
         new["spec"]["ipv4"]["maskSize"] = json!(26);
         assert_eq!(patched(text, &new), text.replace("24}", "26}"));
         new["spec"]["ipv4"]["cidrs"] = json!(["10.0.0.0/16", "10.1.0.0/16"]);
-        assert_eq!(patched(text, &new), text.replace("[\"10.0.0.0/16\"], \"maskSize\": 24", "[\"10.0.0.0/16\",\"10.1.0.0/16\"], \"maskSize\": 26"));
+        assert_eq!(
+            patched(text, &new),
+            text.replace("[\"10.0.0.0/16\"], \"maskSize\": 24", "[\"10.0.0.0/16\",\"10.1.0.0/16\"], \"maskSize\": 26")
+        );
         // A new key after the one before it in the new value, indented as its neighbours.
         let mut added: Value = serde_json::from_str(text).unwrap();
         added["spec"] = json!({"ipv4": added["spec"]["ipv4"].clone(), "reserved": {"a": 1}});

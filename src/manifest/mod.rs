@@ -95,7 +95,10 @@ fn rewrite_with(
     // A JSON object read in part is spliced (`json_patch`), the rest stays text.
     if let Some((_, _, read_json)) = reading.filter(|_| text.trim_start().starts_with('{')) {
         if parse::is_json(text, name)? {
-            return json_patch::rewrite(text, name, read_json, edit);
+            return Ok(match json_patch::rewrite(text, name, read_json, edit)? {
+                Some(new) => Rewritten { text: new, changed: 1, uncommented: vec![] },
+                None => Rewritten { text: text.to_string(), changed: 0, uncommented: vec![] },
+            });
         }
     } else if let Some(value) = as_json(text, name)? {
         return Ok(match edit(&value).map_err(|e| input(format!("{name}: {e}")))? {

@@ -43,6 +43,7 @@ pub enum Format {
     // kubectl's script formats over the `-o json` document (`render::script`); each takes its
     // template after `=` (`-o jsonpath='{.pools[*].name}'`).
     /// kubectl's JSONPath template over the JSON document: -o jsonpath='{.pools[*].name}'
+    #[allow(rustdoc::broken_intra_doc_links)] // help text, not links
     #[cfg_attr(feature = "cli", value(name = "jsonpath"))]
     JsonPath,
     /// the values a JSONPath template selects, as one JSON array: -o jsonpath-as-json=TEMPLATE
@@ -52,6 +53,7 @@ pub enum Format {
     #[cfg_attr(feature = "cli", value(name = "jsonpath-file"))]
     JsonPathFile,
     /// kubectl's custom columns over the rows of the JSON document: -o custom-columns=POOL:.name,NEXT:.families[0].nextBlock
+    #[allow(rustdoc::broken_intra_doc_links)] // help text, not links
     #[cfg_attr(feature = "cli", value(name = "custom-columns"))]
     CustomColumns,
     /// custom columns read from a file (a line of headers, a line of paths): -o custom-columns-file=FILE

@@ -1,4 +1,4 @@
-//! How a table gives way on a narrow terminal ([`super::table`]): the column vocabulary (counts
+//! How a table gives way on a narrow terminal ([`super::table`](mod@super::table)): the column vocabulary (counts
 //! and identifiers never cut), the steps that fit the columns to the width in order — the
 //! decoration, empty columns, the gap, the columns a view sheds first, shared prefixes and
 //! suffixes, prose wrapped or cut — and the columns left out behind a marker.

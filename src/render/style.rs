@@ -9,7 +9,7 @@ pub struct Style {
     pub color: bool,
     pub headers: bool,
     /// The columns a table may take (the terminal's whole width); what matters least gives way
-    /// to fit ([`table`]: columns, shared prefixes and DNS suffixes, then free text cut with `…`).
+    /// to fit ([`table`](mod@super::table): columns, shared prefixes and DNS suffixes, then free text cut with `…`).
     /// `None`: never cut (a pipe, `-o wide`: the full text).
     pub width: Option<usize>,
     /// stdout is a terminal: a person reads it, so `--no-headers` cells keep their spaces.

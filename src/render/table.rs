@@ -68,7 +68,7 @@ impl Grid {
 /// A kubectl-style table: no borders, three spaces between columns, no trailing blanks, count
 /// columns ([`NUMERIC_COLUMNS`]) right-aligned. With a width (a terminal), a table that would be
 /// wider gives way as [`fit_columns`] says — what matters least first, names, counts, addresses
-/// and identifiers ([`IDENTIFIER_COLUMNS`](super::fit::IDENTIFIER_COLUMNS)) never cut, no two different values printed alike —
+/// and identifiers (`fit::IDENTIFIER_COLUMNS`) never cut, no two different values printed alike —
 /// and a table that cannot fit so is printed one field a line ([`fields`]).
 pub fn table(header: &[&str], rows: Vec<Vec<String>>, style: &Style) -> String {
     table_shedding(header, rows, style, &[])

@@ -140,6 +140,10 @@ fn a_json_file_is_edited_in_place_without_being_built() {
     assert_eq!(migrated["items"][1]["apiVersion"], "cilium.io/v2", "converted");
     assert_eq!(migrated["items"][1]["spec"]["extra"].as_array().unwrap().len(), array.matches(',').count() + 1);
     let reserved_value: serde_json::Value = serde_json::from_str(reserved).unwrap();
-    assert!(reserved_value["items"][0]["spec"]["ipv4"].to_string().contains("10.40.0.1"), "reserved: {}", &reserved[..reserved.len().min(400)]);
+    assert!(
+        reserved_value["items"][0]["spec"]["ipv4"].to_string().contains("10.40.0.1"),
+        "reserved: {}",
+        &reserved[..reserved.len().min(400)]
+    );
     assert!(reserved.starts_with("{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n    {\n"), "the layout stays");
 }

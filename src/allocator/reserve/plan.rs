@@ -11,7 +11,7 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     Reserve(AddrRange),
-    /// Take out a reservation as written (see [`written_range`]), valid or not.
+    /// Take out a reservation as written (see [`written_range`](super::range::written_range)), valid or not.
     Remove(ReservedRange),
     /// Reserve the whole CIDR (as given by the user; matched against the pool's CIDRs).
     Drain(String),
