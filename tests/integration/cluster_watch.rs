@@ -122,12 +122,7 @@ impl Drop for Resumed<'_> {
 /// that gets no answer), and after SIGCONT the same process prints the next change.
 #[test]
 fn a_stalled_api_server_is_said_once_and_followed_again_after() {
-    let cluster = TestCluster::start(Dialect::V2alpha1);
-    cluster.create_objects(vec![
-        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
-               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
-        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
-    ]);
+    let cluster = one_node_with_one_block();
     let mut child = cluster
         .plugin_process()
         .args(["usage", "--watch", "--no-headers"])
@@ -141,7 +136,7 @@ fn a_stalled_api_server_is_said_once_and_followed_again_after() {
     let first = stdout.read_until(Duration::from_secs(30), "the first frame", |l| l.starts_with("default"));
     assert_eq!(blocks(first.last().unwrap()).as_deref(), Some("1/256"), "{first:?}");
     // The watch's own listing is done once a change is followed: make one before the outage.
-    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.1.0/24"])]);
+    give_node_a(&cluster, &["10.10.0.0/24", "10.10.1.0/24"]);
     let next = stdout.read_until(Duration::from_secs(30), "a frame with 2 blocks", |l| l.starts_with("default"));
     assert_eq!(blocks(next.last().unwrap()).as_deref(), Some("2/256"), "{next:?}");
 
@@ -158,14 +153,7 @@ fn a_stalled_api_server_is_said_once_and_followed_again_after() {
     assert!(said.last().unwrap().starts_with("warning: the watch of "), "{said:?}");
     assert!(child.0.try_wait().unwrap().is_none(), "the watch still runs");
 
-    cluster.kubectl(&[
-        "patch",
-        "ciliumnode",
-        "node-a",
-        "--type=merge",
-        "-p",
-        &allocated(&["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]),
-    ]);
+    give_node_a(&cluster, &["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]);
     let after = stdout.read_until(Duration::from_secs(60), "a frame with 3 blocks after SIGCONT", |l| {
         l.starts_with("default") && blocks(l).as_deref() == Some("3/256")
     });
@@ -175,6 +163,22 @@ fn a_stalled_api_server_is_said_once_and_followed_again_after() {
     let stalls = said.iter().chain(&again).filter(|l| l.contains("stalled or failed")).count();
     assert_eq!(stalls, 1, "one line for the stall (stopped for {waited:?}): {said:?} {again:?}");
     assert!(child.0.try_wait().unwrap().is_none(), "the same process throughout");
+}
+
+/// A control plane with pool `default` (10.10.0.0/16 in /24 blocks) and node-a holding its first block.
+fn one_node_with_one_block() -> TestCluster {
+    let cluster = TestCluster::start(Dialect::V2alpha1);
+    cluster.create_objects(vec![
+        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
+               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
+        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
+    ]);
+    cluster
+}
+
+/// Patches node-a to hold `cidrs` of pool `default`.
+fn give_node_a(cluster: &TestCluster, cidrs: &[&str]) {
+    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(cidrs)]);
 }
 
 fn allocated(cidrs: &[&str]) -> String {
@@ -190,12 +194,7 @@ fn allocated(cidrs: &[&str]) -> String {
 fn a_watched_map_marks_the_cell_of_a_new_block() {
     const MAP_ROWS: u16 = 40;
     const MAP_COLUMNS: u16 = 80;
-    let cluster = TestCluster::start(Dialect::V2alpha1);
-    cluster.create_objects(vec![
-        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
-               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
-        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
-    ]);
+    let cluster = one_node_with_one_block();
     let watch = ["usage", "default", "--map", "--watch"];
     let mut piped = cluster.plugin_process().args(watch).args(["--color", "never"]).stdout(Stdio::piped()).spawn().expect("spawn");
     let stdout = LineReader::new(piped.stdout.take().unwrap());
@@ -210,7 +209,7 @@ fn a_watched_map_marks_the_cell_of_a_new_block() {
     // A change the map does not show (an annotation), given time to be followed on its own.
     cluster.kubectl(&["annotate", "ciliumnode", "node-a", "example.com/touched=yes"]);
     std::thread::sleep(Duration::from_secs(3));
-    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.5.0/24"])]);
+    give_node_a(&cluster, &["10.10.0.0/24", "10.10.5.0/24"]);
     wait_for(&mut term, "cell(s) changed since the previous frame");
     wait_for(&mut term, "\x1b[J");
     let next = stdout.read_until(Duration::from_secs(30), "the marked piped frame", |l| l.contains("cell(s) changed"));
@@ -249,18 +248,13 @@ fn a_watched_map_marks_the_cell_of_a_new_block() {
 /// change is drawn.
 #[test]
 fn a_watch_on_a_terminal_says_when_its_figures_are_behind() {
-    let cluster = TestCluster::start(Dialect::V2alpha1);
-    cluster.create_objects(vec![
-        json!({"apiVersion": "cilium.io/v2alpha1", "kind": "CiliumPodIPPool", "metadata": {"name": "default"},
-               "spec": {"ipv4": {"cidrs": ["10.10.0.0/16"], "maskSize": 24}}}),
-        cilium_node("node-a", &[("default", &["10.10.0.0/24"])], 16),
-    ]);
+    let cluster = one_node_with_one_block();
     // Short deadlines, so that a silent watch is taken for a stall within seconds.
     let mut term = on_terminal(&cluster, ROWS, COLUMNS, &["usage", "--watch", "--request-timeout", "3s"]);
     let mut written = String::new();
     wait_for(&mut term, &mut written, "watching; Ctrl-C to stop");
     // The watch's own listing is done once a change is followed: make one before the outage.
-    cluster.kubectl(&["patch", "ciliumnode", "node-a", "--type=merge", "-p", &allocated(&["10.10.0.0/24", "10.10.1.0/24"])]);
+    give_node_a(&cluster, &["10.10.0.0/24", "10.10.1.0/24"]);
     wait_for(&mut term, &mut written, "allocated 1->2");
     let status = |written: &str| {
         let mut screen = vt100::Parser::new(ROWS, COLUMNS, 0);
@@ -292,14 +286,7 @@ fn a_watch_on_a_terminal_says_when_its_figures_are_behind() {
         assert!(age(&later) <= age(&first) + 5, "{first:?} then {later:?}");
         assert!(first.contains("s | 20") && first.contains("Z  default ipv4 allocated 1->2 | watches failing: "), "{first:?}");
     }
-    cluster.kubectl(&[
-        "patch",
-        "ciliumnode",
-        "node-a",
-        "--type=merge",
-        "-p",
-        &allocated(&["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]),
-    ]);
+    give_node_a(&cluster, &["10.10.0.0/24", "10.10.1.0/24", "10.10.2.0/24"]);
     wait_for(&mut term, &mut written, "allocated 2->3");
     let after = status(&written);
     assert!(!after.contains("BEHIND") && after.contains("default ipv4 allocated 2->3"), "{after:?}");
