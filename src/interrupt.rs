@@ -1,5 +1,5 @@
 //! How the process ends on SIGINT (Ctrl-C), SIGTERM or SIGHUP: the cleanups registered so far
-//! run (staged files are removed, `source::atomic`), the cursor is shown again when stderr is a
+//! run (staged files are removed, [`crate::files::atomic`]), the cursor is shown again when stderr is a
 //! terminal (a picker hides it), and the process exits with 128 + the signal's number (130 for
 //! Ctrl-C, as a shell reports it). docs/design/exit-codes.md.
 //!

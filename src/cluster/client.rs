@@ -39,7 +39,7 @@ pub struct ConnectOptions {
     pub deadlines: Deadlines,
     /// `--cilium-namespace`: where ConfigMap `cilium-config` (the IPAM mode) lives.
     pub cilium_namespace: String,
-    /// `-v`: every request on stderr (`source::trace`).
+    /// `-v`: every request on stderr ([`super::trace`]).
     pub trace_requests: bool,
     /// `--max-response-size`: the most bytes one answer may have ([`MAX_RESPONSE_BYTES`] by default).
     pub max_response_bytes: u64,
@@ -246,7 +246,7 @@ impl Connection {
         }
     }
 
-    /// Why a request was given up (`source::limits`), as one line with what to do.
+    /// Why a request was given up ([`super::limits`]), as one line with what to do.
     fn refused(&self, refused: &Refused, verb: &str, what: &str) -> String {
         let server = &self.server;
         let bad_server = "check that the kubeconfig's server is the API server and not a proxy that changes its answers";

@@ -47,7 +47,7 @@ impl ListBounds {
 
 /// Every object of `resource` (in `namespace`, or all), read within `bounds`, each answer decoded
 /// as its bytes arrive: Pods (in protobuf) and CiliumEndpoints into their structs, other items as
-/// JSON typed as [`typed_value`]. A list that would not end (`source::limits::Pagination`) fails;
+/// JSON typed as [`typed_value`]. A list that would not end ([`Pagination`](super::limits::Pagination)) fails;
 /// items that are no object (or have no name) are left out and counted in one warning.
 pub async fn list_all(
     client: &kube::Client,

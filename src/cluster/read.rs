@@ -117,7 +117,7 @@ impl Cluster {
     /// [`Cluster::read`], or [`Cluster::layout`] when `probe_only`.
     async fn read_lists(&self, probe_only: bool) -> Result<(Snapshot, Layout)> {
         let (nodes_resource, pods_resource, endpoints_resource) = (nodes_resource(), pods_resource(), endpoints_resource());
-        // A list given up on (`source::limits`: too large, never ending) ends the read at once,
+        // A list given up on (`cluster::limits`: too large, never ending) ends the read at once,
         // dropping the others and what they hold; other failures are weighed below.
         let refused_ends = |listed: Result<Listed, kube::Error>, resource: &ApiResource| match listed {
             Err(e) if Refused::find(&e).is_some() => Err(self.connection.request_failed(e, "list", &resource_name(resource))),

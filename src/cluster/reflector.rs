@@ -8,7 +8,7 @@
 //! * two watch requests of one resource are at least [`MIN_WATCH_INTERVAL`] apart, and a watch the
 //!   server closes within that time without an event is a failure (client-go's "very short watch");
 //! * a watch open past its timeout plus [`STALL_MARGIN`] with no event, bookmark or close is a stall;
-//! * a store past its object cap, an event past its byte bound (`source::limits`) or a stream cut
+//! * a store past its object cap, an event past its byte bound ([`super::limits`]) or a stream cut
 //!   inside an event is a failure with a named reason, never an end and never the process's end;
 //! * each proof that the store is current (an event, a bookmark, a completed listing, the server
 //!   closing a watch at its timeout) is reported, so staleness counts from the last one.
@@ -87,7 +87,7 @@ pub struct Rules {
 }
 
 /// Where a follow puts what it lists and watches: kube's reflector store, or a store of its own
-/// that keeps less per object (`source::slim_store`).
+/// that keeps less per object ([`super::slim_store`]).
 pub trait Sink<K>: Send + 'static {
     /// Applies one event, as kube's reflector writer does (`Init` … `InitDone` swaps a listing in).
     fn apply(&mut self, event: Event<K>);

@@ -1,7 +1,7 @@
 //! Manifest text, the bottom layer: parsing a file's text (JSON, or a YAML stream) into
 //! objects, serialising an object as a YAML document, and rewriting some documents of a file
 //! while leaving every other document byte-for-byte as it was (GitOps repositories diff these
-//! files). Pure text in, values or text out; reading files is `source::files`' job.
+//! files). Pure text in, values or text out; reading files is [`crate::files`]' job.
 //!
 //! The stream is split on document markers here rather than by a YAML library, because
 //! libraries re-serialize (and drop comments of) everything they touch. Used by `-f` reading,

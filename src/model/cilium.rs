@@ -1,6 +1,6 @@
 //! Which Cilium runs: the tag of the image of its operator Deployment (`cilium-operator`) or agent
 //! DaemonSet (`cilium`) — the names Cilium's Helm chart gives them. Neither object states its
-//! version anywhere else. `source::cilium` reads the objects.
+//! version anywhere else. [`crate::cluster::cilium`] reads the objects.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -114,7 +114,7 @@ pub fn is_used(kind: &str) -> bool {
 
 /// The kind `Snapshot::from_objects` counts `document` under when it reads nothing more of it
 /// (`""`: an object without a kind, or a value that is no object); `None` when it reads it. Such
-/// a document need not be kept: its count is all that it adds (`source::inputs` counts it as it
+/// a document need not be kept: its count is all that it adds ([`crate::files::inputs`] counts it as it
 /// streams).
 pub fn only_counted(document: &Value) -> Option<&str> {
     match document.get("kind").and_then(Value::as_str) {
