@@ -155,6 +155,28 @@ fn each_join_gets_the_predicted_block_until_the_runway_ends() {
         assert_eq!(answer["nodes"], serde_json::json!(["node-1"]), "{address}: {answer}");
     }
 
+    // Pods start on node-1 with addresses out of the blocks the operator gave it: the plugin's
+    // used addresses are those pods, `ip` names each pod, and they are free again once it stops.
+    let blue_v4 = of_family(&blocks_of(&node_1, "blue"), "ipv4");
+    let green_v6 = of_family(&blocks_of(&node_1, "green"), "ipv6");
+    let started = [agent.start_pods("node-1", &blue_v4[0], 3), agent.start_pods("node-1", &green_v6[0], 2)];
+    let used = |doc: &Value, pool: &str, fam: &str| family(doc, pool, fam)["usedAddresses"].as_u64();
+    let running = usage(&cluster);
+    assert_eq!((used(&running, "blue", "ipv4"), used(&running, "green", "ipv6")), (Some(3), Some(2)), "the pods started");
+    assert_eq!(used(&running, "blue", "ipv6"), Some(0));
+    for address in started.iter().flatten() {
+        let out = cluster.plugin().args(["ip", address, "-o", "json"]).output().expect("run the plugin");
+        let answer = json_of(&String::from_utf8_lossy(&out.stdout))["addresses"][0].clone();
+        let pod = format!("pods/{}", crate::support::operator::pod_name("node-1", address));
+        let holders: Vec<&Value> = answer["heldBy"].as_array().map(|h| h.iter().collect()).unwrap_or_default();
+        assert!(holders.iter().any(|h| h["kind"] == "pod" && h["name"] == pod.as_str()), "{address} is held by {pod}: {answer}");
+    }
+    agent.stop_pods("node-1", &started[0]);
+    agent.stop_pods("node-1", &started[1]);
+    let stopped = usage(&cluster);
+    assert_eq!((used(&stopped, "blue", "ipv4"), used(&stopped, "green", "ipv6")), (Some(0), Some(0)), "the pods stopped");
+    assert_eq!(plugin_figures(&stopped, &truth), truth, "the blocks stay with the node");
+
     // node-5 and node-6 got IPv4 but no IPv6; node-7 got neither. The operator's error is about
     // what is missing, and check says so (it added the families together before).
     let stale = problems(&cluster, "stale-operator-error");

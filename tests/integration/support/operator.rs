@@ -2,7 +2,8 @@
 //! proxy by tools/cilium-operator/build.sh, `CILIUM_OPERATOR`) running multi-pool IPAM against a
 //! [`TestCluster`], and [`Agent`], a stand-in for Cilium's agent that writes what the agent writes:
 //! a Node and a CiliumNode per node with `spec.ipam.pools.requested`, then pods and CiliumEndpoints
-//! whose addresses come from the blocks the operator allocated.
+//! whose addresses come from the blocks the operator allocated ([`Agent::start_pods`]), and
+//! releases them.
 //!
 //! The operator is a process of its own, stopped by PID when the [`Operator`] is dropped, so a
 //! failing test leaves none behind. Its log is kept in the control plane's directory and printed
@@ -199,6 +200,35 @@ impl<'a> Agent<'a> {
         });
     }
 
+    /// Pods start on `node`: a Pod and its CiliumEndpoint for each of `count` addresses the agent
+    /// hands out of `block` (one the operator allocated; the first addresses after the network
+    /// address), in namespace `pods`. Returns their addresses; the pods are named
+    /// `NODE-ADDRESS` (`:` and `.` as `-`).
+    pub fn start_pods(&self, node: &str, block: &str, count: u32) -> Vec<String> {
+        let network: std::net::IpAddr = block.split('/').next().and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("a block: {block}"));
+        let addresses: Vec<String> = (1..=count)
+            .map(|i| match network {
+                std::net::IpAddr::V4(ip) => std::net::Ipv4Addr::from(u32::from(ip) + i).to_string(),
+                std::net::IpAddr::V6(ip) => std::net::Ipv6Addr::from(u128::from(ip) + u128::from(i)).to_string(),
+            })
+            .collect();
+        let objects = addresses.iter().flat_map(|address| {
+            let name = pod_name(node, address);
+            [super::pod("pods", &name, node, &[address]), super::cilium_endpoint("pods", &name, "192.0.2.1", &[address])]
+        });
+        self.cluster.create_objects(objects.collect());
+        addresses
+    }
+
+    /// The pods of `node` at `addresses` stop: their Pods and CiliumEndpoints are deleted.
+    pub fn stop_pods(&self, node: &str, addresses: &[String]) {
+        let names: Vec<String> = addresses.iter().map(|a| pod_name(node, a)).collect();
+        // No kubelet confirms a graceful deletion here: the Pods go at once, as a kubelet's would.
+        let mut args = vec!["delete", "pods,ciliumendpoints", "-n", "pods", "--grace-period=0", "--force"];
+        args.extend(names.iter().map(String::as_str));
+        self.cluster.kubectl(&args);
+    }
+
     /// The CiliumNode as it is now (`None` once deleted).
     pub fn cilium_node(&self, node: &str) -> Option<Value> {
         let object = self.cluster.block_on(self.cilium_nodes.get_opt(node)).unwrap_or_else(|e| panic!("get CiliumNode {node}: {e}"));
@@ -237,6 +267,11 @@ impl<'a> Agent<'a> {
     pub fn wait_for_answer(&self, operator: &mut Operator, node: &str) -> Value {
         self.wait_for(operator, node, "an allocation or an operator error", answered)
     }
+}
+
+/// The name of the pod of `node` at `address`.
+pub fn pod_name(node: &str, address: &str) -> String {
+    format!("{node}-{}", address.replace([':', '.'], "-"))
 }
 
 /// `spec.ipam.pools.requested` of `requests`.
