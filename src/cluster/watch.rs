@@ -217,16 +217,6 @@ impl Watch {
         Watch { pools, nodes, pods, endpoints, signals, health, log_every_step: options.log_every_step, logs }
     }
 
-    /// Waits until something changed and every source has been listed once. Watch failures are
-    /// reported on stderr and retried with backoff; a follow never ends.
-    pub async fn changed(&mut self) -> anyhow::Result<()> {
-        loop {
-            if self.step().await? && self.listed() {
-                return Ok(());
-            }
-        }
-    }
-
     /// Waits for the next event of any source and records it; true when it was a change.
     pub async fn step(&mut self) -> anyhow::Result<bool> {
         let signal = self.signals.next().await.ok_or_else(|| crate::error::cluster("every watch stream ended"))?;

@@ -176,7 +176,7 @@ struct Screen {
     /// `-o name`: records only on stdout (`| xargs`), the status line on stderr.
     records: bool,
     shown: Option<String>,
-    /// The status line and the escaped text of the frame shown (redrawn while behind).
+    /// On a terminal, the status line and the escaped text of the frame shown (redrawn while behind).
     last: Option<(String, String)>,
     figures: Vec<render::watch::Figures>,
     opened: bool,
@@ -206,7 +206,9 @@ impl Screen {
         let safe = if self.machine { text.into() } else { block(text, self.colour) };
         let now = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         let status = render::watch::status_line(&now, self.shown.is_none(), changes);
-        self.last = Some((status.clone(), safe.clone().into_owned()));
+        if self.terminal {
+            self.last = Some((status.clone(), safe.clone().into_owned()));
+        }
         let bytes = if self.terminal {
             let (rows, columns) = console::Term::stdout().size();
             let mut out = String::new();
@@ -233,7 +235,7 @@ impl Screen {
     /// On a terminal, redraws the last frame with its status line saying how far behind the
     /// cluster it is (`None`: no longer behind). In a pipe, stderr says it (`Watch`).
     fn behind(&mut self, behind: Option<&(u64, String)>) -> Result<()> {
-        let (Some((status, text)), true) = (&self.last, self.terminal) else { return Ok(()) };
+        let Some((status, text)) = &self.last else { return Ok(()) };
         let status = match behind {
             Some((seconds, which)) => render::watch::behind_line(*seconds, status, which),
             None => status.clone(),
